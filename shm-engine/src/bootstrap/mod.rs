@@ -1,0 +1,120 @@
+//! How processes of a job find each other: a key-value store with a fence.
+//!
+//! The engine needs four facts from its launcher: its rank, the job size, the
+//! node each process runs on, and a place to publish small values (a
+//! segment's socket address) that peers read after a fence. [`Bootstrap`]
+//! is that contract; [`pmi::PmiClient`] implements it over PMI-1 (our
+//! `mpiexec`, or MPICH's Hydra), [`Singleton`] for a process started alone.
+
+pub mod pmi;
+
+use std::fmt;
+
+/// A bootstrap failure: the launcher went away or answered something we do
+/// not understand.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BootstrapError {
+    /// The connection to the process manager failed.
+    Io(std::io::Error),
+    /// The process manager answered with an error code or a malformed line.
+    Protocol(String),
+    /// A key that should have been published before the fence is missing.
+    MissingKey(String),
+}
+
+impl fmt::Display for BootstrapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "bootstrap I/O error: {e}"),
+            Self::Protocol(m) => write!(f, "bootstrap protocol error: {m}"),
+            Self::MissingKey(k) => write!(f, "bootstrap key {k:?} was not published"),
+        }
+    }
+}
+
+impl std::error::Error for BootstrapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for BootstrapError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// The launcher's view of the job, as the engine needs it.
+///
+/// Values put before a [`fence`](Bootstrap::fence) by any process are
+/// visible to every process after it. Keys are job-global.
+pub trait Bootstrap: Send {
+    /// This process's rank in `0..size()`.
+    fn rank(&self) -> u32;
+    /// Number of processes in the job.
+    fn size(&self) -> u32;
+    /// The node (host, or virtual node) that `rank` runs on, numbered from 0.
+    fn node_of(&self, rank: u32) -> u32;
+    /// Publish `value` under `key`.
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), BootstrapError>;
+    /// Read a value published by any process before the last fence.
+    fn get(&mut self, key: &str) -> Result<Vec<u8>, BootstrapError>;
+    /// Collective: returns once every process has called it; puts made
+    /// before it are visible to gets after it.
+    fn fence(&mut self) -> Result<(), BootstrapError>;
+    /// Tell the launcher the job must end now with `code`.
+    fn abort(&mut self, code: i32, message: &str);
+    /// Leave the job cleanly (collective under PMI-1).
+    fn finalize(&mut self) -> Result<(), BootstrapError>;
+}
+
+/// Pick the bootstrap the process was started with: PMI-1 when the launcher
+/// set `PMI_FD` (our `mpiexec`, Hydra), otherwise a one-process job.
+pub fn from_env() -> Result<Box<dyn Bootstrap>, BootstrapError> {
+    match pmi::PmiClient::from_env()? {
+        Some(client) => Ok(Box::new(client)),
+        None => Ok(Box::new(Singleton::default())),
+    }
+}
+
+/// A job of one process, for programs started without a launcher.
+#[derive(Debug, Default)]
+pub struct Singleton {
+    kvs: std::collections::HashMap<String, Vec<u8>>,
+}
+
+impl Bootstrap for Singleton {
+    fn rank(&self) -> u32 {
+        0
+    }
+    fn size(&self) -> u32 {
+        1
+    }
+    fn node_of(&self, _rank: u32) -> u32 {
+        0
+    }
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), BootstrapError> {
+        self.kvs.insert(key.to_owned(), value.to_vec());
+        Ok(())
+    }
+    fn get(&mut self, key: &str) -> Result<Vec<u8>, BootstrapError> {
+        self.kvs
+            .get(key)
+            .cloned()
+            .ok_or_else(|| BootstrapError::MissingKey(key.to_owned()))
+    }
+    fn fence(&mut self) -> Result<(), BootstrapError> {
+        Ok(())
+    }
+    fn abort(&mut self, code: i32, message: &str) {
+        eprintln!("abort({code}): {message}");
+        std::process::exit(code);
+    }
+    fn finalize(&mut self) -> Result<(), BootstrapError> {
+        Ok(())
+    }
+}

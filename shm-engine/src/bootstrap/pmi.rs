@@ -1,0 +1,1 @@
+//! PMI-1 client (placeholder while the client is written).
