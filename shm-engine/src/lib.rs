@@ -1,5 +1,40 @@
 //! Tessel's shared-memory message engine.
+//!
+//! Processes of a job, identified by their rank in a [`bootstrap`], exchange
+//! tagged messages through an [`Endpoint`]: between processes of one node
+//! through a shared node segment (control rings, doorbells, staging, and
+//! cross-memory attach for large messages), with MPI matching semantics
+//! (wildcard source and tag, tag masks, non-overtaking order).
+//!
+//! ```no_run
+//! use shm_engine::{Endpoint, Source, TagMatch, bootstrap};
+//!
+//! let mut ep = Endpoint::new(bootstrap::from_env()?)?;
+//! let (me, n) = (ep.rank(), ep.size());
+//! let next = (me + 1) % n;
+//! let prev = (me + n - 1) % n;
+//! let req = ep.irecv(Source::Rank(prev), TagMatch::exact(7), 64)?;
+//! ep.send(next, 7, format!("hello from {me}").as_bytes())?;
+//! let got = ep.wait(req)?;
+//! println!("{}", String::from_utf8_lossy(&got.data.unwrap()));
+//! ep.finalize()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod bootstrap;
+pub mod config;
+pub mod doorbell;
+pub mod endpoint;
+pub mod error;
+pub mod layout;
+pub mod matching;
+pub mod queue;
+pub mod segment;
 pub mod sync;
+mod sys;
+
+pub use config::{CmaMode, Config};
+pub use endpoint::{Completion, Endpoint, Request, Status};
+pub use error::{Error, InitError};
+pub use matching::{Source, TagMatch};

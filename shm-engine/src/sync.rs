@@ -18,6 +18,7 @@ mod imp {
     pub struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
 
     impl<T> UnsafeCell<T> {
+        /// Wrap `value`.
         pub const fn new(value: T) -> Self {
             Self(core::cell::UnsafeCell::new(value))
         }

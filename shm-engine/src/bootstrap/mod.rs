@@ -52,7 +52,7 @@ impl From<std::io::Error> for BootstrapError {
 ///
 /// Values put before a [`fence`](Bootstrap::fence) by any process are
 /// visible to every process after it. Keys are job-global.
-pub trait Bootstrap: Send {
+pub trait Bootstrap: Send + std::fmt::Debug {
     /// This process's rank in `0..size()`.
     fn rank(&self) -> u32;
     /// Number of processes in the job.

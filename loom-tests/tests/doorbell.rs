@@ -1,0 +1,109 @@
+//! loom model of the production doorbell (`shm_engine::doorbell`) together
+//! with the production ring: "publish, then ring; drain; no lost wake-up".
+//!
+//! Two senders each publish one cell in their ring to one receiver and ring
+//! its bell. The receiver drains, visits flagged rings, and when it finds
+//! nothing goes to sleep the way the engine does (`prepare_sleep`, then a
+//! wait on a [`Futex`] stand-in). A sender that sees `SLEEPING` wakes it. A lost wake-up leaves the receiver parked forever, which loom
+//! reports as a deadlock; a drained bit whose cell is not yet visible loses
+//! the message the same way.
+//!
+//! With `--cfg tessel_mutation="doorbell_ring"` the mask `fetch_or` is
+//! Relaxed, and `mutation_is_caught` asserts that loom finds the failure.
+#![cfg(tessel_loom)]
+
+use std::sync::Arc;
+
+use loom::sync::atomic::{AtomicU32, AtomicU64};
+use loom::sync::{Condvar, Mutex};
+use loom::thread;
+use shm_engine::doorbell;
+use shm_engine::layout::{Cell, CellKind};
+use shm_engine::queue::spsc::OwnedRing;
+
+struct Bell {
+    bell: AtomicU32,
+    masks: [AtomicU64; 1],
+    futex: Futex,
+}
+
+/// What the kernel's futex gives the engine: a wake that arrives before the
+/// wait is not lost (the engine gets this from FUTEX_WAIT's value check,
+/// here it is a token).
+#[derive(Default)]
+struct Futex {
+    woken: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Futex {
+    fn wait(&self) {
+        let mut woken = self.woken.lock().unwrap();
+        while !*woken {
+            woken = self.cv.wait(woken).unwrap();
+        }
+        *woken = false;
+    }
+    fn wake(&self) {
+        *self.woken.lock().unwrap() = true;
+        self.cv.notify_one();
+    }
+}
+
+fn model() {
+    loom::model(|| {
+        let bell = Arc::new(Bell {
+            bell: AtomicU32::new(0),
+            masks: [AtomicU64::new(0)],
+            futex: Futex::default(),
+        });
+        let mut consumers = Vec::new();
+        let mut senders = Vec::new();
+        for s in 0..2u32 {
+            let (mut p, c) = OwnedRing::new(2).into_split();
+            consumers.push(c);
+            let bell = bell.clone();
+            senders.push(thread::spawn(move || {
+                let mut cell = Cell::new(CellKind::Inline);
+                cell.tag = u64::from(s);
+                p.push(&cell).unwrap();
+                if doorbell::ring(&bell.bell, &bell.masks, s) {
+                    bell.futex.wake();
+                }
+            }));
+        }
+        let mut got = [false; 2];
+        while !(got[0] && got[1]) {
+            let mut flagged = Vec::new();
+            doorbell::drain(&bell.bell, &bell.masks, |s| flagged.push(s));
+            let mut any = false;
+            for s in flagged {
+                while let Some(cell) = consumers[s as usize].pop() {
+                    assert_eq!(cell.tag, u64::from(s));
+                    got[s as usize] = true;
+                    any = true;
+                }
+            }
+            if !any && doorbell::prepare_sleep(&bell.bell) {
+                bell.futex.wait();
+                doorbell::cancel_sleep(&bell.bell);
+            }
+        }
+        for s in senders {
+            s.join().unwrap();
+        }
+    });
+}
+
+#[cfg(not(tessel_mutation = "doorbell_ring"))]
+#[test]
+fn no_message_or_wakeup_is_lost() {
+    model();
+}
+
+#[cfg(tessel_mutation = "doorbell_ring")]
+#[test]
+fn mutation_is_caught() {
+    let caught = std::panic::catch_unwind(model).is_err();
+    assert!(caught, "loom did not notice a Relaxed doorbell mask update");
+}

@@ -1,0 +1,182 @@
+//! Engine configuration: every threshold and knob, with its default and the
+//! environment variable that sets it. The README's "Configuration" table
+//! lists the same variables; `Config::from_env` is what reads them.
+
+use std::time::Duration;
+
+use crate::layout::INLINE_CAPACITY;
+
+/// How large messages move between two processes of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmaMode {
+    /// Use `process_vm_readv` when a start-up probe says it works (default).
+    Auto,
+    /// Never use it: large messages go through the pipelined staging copy.
+    Off,
+}
+
+/// Engine settings. Segment geometry (`ring_cells`, `staging_*`) is decided
+/// by the node's first process and read by the others from the segment.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `TESSEL_INLINE_MAX`: largest message carried inside a control cell
+    /// (at most 80 bytes). Default 80.
+    pub inline_max: usize,
+    /// `TESSEL_EAGER_MAX`: largest message sent eagerly through a staging
+    /// slot; larger ones use rendezvous. At most the staging slot size.
+    /// Default 16384.
+    pub eager_max: usize,
+    /// `TESSEL_RING_CELLS`: cells per control ring, a power of two. Default 64.
+    pub ring_cells: u32,
+    /// `TESSEL_STAGING_SLOTS`: staging slots per ordered pair. Default 8.
+    pub staging_slots: u32,
+    /// `TESSEL_STAGING_SLOT_SIZE`: bytes per staging slot (multiple of 64);
+    /// also the chunk size of the pipelined rendezvous. Default 16384.
+    pub staging_slot_size: u64,
+    /// `TESSEL_CMA`: `auto` (default) or `off`.
+    pub cma: CmaMode,
+    /// `TESSEL_SPIN`: progress polls before a waiting process starts to
+    /// yield its core. Default 100.
+    pub spin: u32,
+    /// `TESSEL_YIELD`: yields before it sleeps on its futex. Default 200.
+    pub yields: u32,
+    /// `TESSEL_SLEEP_US`: longest futex sleep in microseconds; a sleeper is
+    /// woken early by any message. Default 1000.
+    pub sleep: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            inline_max: INLINE_CAPACITY,
+            eager_max: 16384,
+            ring_cells: 64,
+            staging_slots: 8,
+            staging_slot_size: 16384,
+            cma: CmaMode::Auto,
+            spin: 100,
+            yields: 200,
+            sleep: Duration::from_micros(1000),
+        }
+    }
+}
+
+/// A configuration variable that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable.
+    pub var: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.var, self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn parse<T: std::str::FromStr>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    into: &mut T,
+) -> Result<(), ConfigError> {
+    if let Some(v) = get(var) {
+        *into = v.trim().parse().map_err(|_| ConfigError {
+            var,
+            reason: format!("cannot parse {v:?}"),
+        })?;
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Defaults overridden by `TESSEL_*` environment variables.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Defaults overridden by whatever `get` returns for each variable.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let mut c = Self::default();
+        parse(&get, "TESSEL_INLINE_MAX", &mut c.inline_max)?;
+        parse(&get, "TESSEL_EAGER_MAX", &mut c.eager_max)?;
+        parse(&get, "TESSEL_RING_CELLS", &mut c.ring_cells)?;
+        parse(&get, "TESSEL_STAGING_SLOTS", &mut c.staging_slots)?;
+        parse(&get, "TESSEL_STAGING_SLOT_SIZE", &mut c.staging_slot_size)?;
+        parse(&get, "TESSEL_SPIN", &mut c.spin)?;
+        parse(&get, "TESSEL_YIELD", &mut c.yields)?;
+        let mut us = c.sleep.as_micros() as u64;
+        parse(&get, "TESSEL_SLEEP_US", &mut us)?;
+        c.sleep = Duration::from_micros(us.max(1));
+        if let Some(v) = get("TESSEL_CMA") {
+            c.cma = match v.trim().to_ascii_lowercase().as_str() {
+                "auto" | "on" | "1" => CmaMode::Auto,
+                "off" | "0" => CmaMode::Off,
+                _ => {
+                    return Err(ConfigError {
+                        var: "TESSEL_CMA",
+                        reason: format!("{v:?} is not auto or off"),
+                    });
+                }
+            };
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Check the settings against each other and the layout's limits.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |var, reason: String| Err(ConfigError { var, reason });
+        if self.inline_max > INLINE_CAPACITY {
+            return bad("TESSEL_INLINE_MAX", format!("at most {INLINE_CAPACITY}"));
+        }
+        if !self.ring_cells.is_power_of_two() || self.ring_cells < 2 {
+            return bad("TESSEL_RING_CELLS", "must be a power of two >= 2".into());
+        }
+        if self.staging_slots == 0 {
+            return bad("TESSEL_STAGING_SLOTS", "must be at least 1".into());
+        }
+        if self.staging_slot_size < 64 || self.staging_slot_size % 64 != 0 {
+            return bad(
+                "TESSEL_STAGING_SLOT_SIZE",
+                "must be a multiple of 64".into(),
+            );
+        }
+        if self.eager_max as u64 > self.staging_slot_size {
+            return bad(
+                "TESSEL_EAGER_MAX",
+                format!(
+                    "must not exceed the staging slot size ({})",
+                    self.staging_slot_size
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_overrides_and_checks() {
+        let c = Config::from_lookup(|k| match k {
+            "TESSEL_EAGER_MAX" => Some("4096".into()),
+            "TESSEL_CMA" => Some("OFF".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(c.eager_max, 4096);
+        assert_eq!(c.cma, CmaMode::Off);
+        let e = Config::from_lookup(|k| (k == "TESSEL_RING_CELLS").then(|| "48".into()));
+        assert_eq!(e.unwrap_err().var, "TESSEL_RING_CELLS");
+        let e = Config::from_lookup(|k| (k == "TESSEL_EAGER_MAX").then(|| "1000000".into()));
+        assert_eq!(e.unwrap_err().var, "TESSEL_EAGER_MAX");
+        let e = Config::from_lookup(|k| (k == "TESSEL_SPIN").then(|| "lots".into()));
+        assert!(e.unwrap_err().reason.contains("lots"));
+    }
+}

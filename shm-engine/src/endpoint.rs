@@ -1,0 +1,933 @@
+//! The endpoint: one per process, the engine's public face.
+//!
+//! An endpoint moves tagged messages between processes of a job, identified
+//! by their rank in the bootstrap. Between processes of one node it uses the
+//! node segment:
+//!
+//! | protocol | size (defaults)            | how                                                    |
+//! |----------|----------------------------|--------------------------------------------------------|
+//! | inline   | <= 80 B (`inline_max`)     | payload inside the control cell                        |
+//! | eager    | <= 16 KiB (`eager_max`)    | payload in the pair's next staging slot                |
+//! | rndv/get | larger, CMA works          | RTS; receiver `process_vm_readv`s the sender's buffer; FIN |
+//! | rndv/pipeline | larger, CMA refused   | RTS; CTS; sender streams chunks through staging slots  |
+//!
+//! Staging slots of a pair are used and freed in FIFO order: the receiver
+//! copies each slot out as soon as it reads the cell that names it (into the
+//! matched buffer, or into an unexpected-message buffer), so a slow
+//! receiver never blocks a sender on a slot it is not going to read.
+//!
+//! When the control ring or the staging of a pair is full, outgoing work
+//! waits in that pair's backlog (in order) and is retried by progress:
+//! "no resources" is never an error.
+
+use std::collections::VecDeque;
+
+use crate::bootstrap::Bootstrap;
+use crate::config::{CmaMode, Config};
+use crate::doorbell;
+use crate::error::{Error, InitError};
+use crate::layout::{Cell, CellKind, Geometry};
+use crate::matching::{Matcher, Posted, Source, TagMatch};
+use crate::queue::spsc::{Consumer, Producer};
+use crate::segment::{FdServer, NodeSegment};
+use crate::sync::{Ordering, spin_hint};
+use crate::sys;
+
+/// What a completed receive (or send) reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The sender (for a send: this process).
+    pub source: u32,
+    /// The message's tag.
+    pub tag: u64,
+    /// Bytes delivered.
+    pub len: usize,
+}
+
+/// A finished request.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// What arrived (or was sent).
+    pub status: Status,
+    /// For [`Endpoint::irecv`]: the received bytes. `None` otherwise.
+    pub data: Option<Vec<u8>>,
+}
+
+/// A nonblocking operation in flight. Finish it with [`Endpoint::wait`].
+/// A request dropped without waiting still completes, but its bookkeeping
+/// (and an owned buffer) stays in the endpoint until the endpoint is dropped.
+
+#[must_use = "a request must be waited for to learn its result"]
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Request {
+    id: u64,
+}
+
+type ReqId = u64;
+
+fn req_index(id: ReqId) -> usize {
+    (id & 0xffff_ffff) as usize
+}
+
+#[derive(Debug)]
+struct Req {
+    generation: u32,
+    /// `Some` once complete.
+    result: Option<Result<Status, Error>>,
+    /// Receive buffer (raw receives, or `owned`'s storage); for a send,
+    /// the source buffer.
+    buf: *mut u8,
+    /// Bytes at `buf`.
+    cap: usize,
+    /// Whether this is a receive (its owned buffer is handed back).
+    is_recv: bool,
+    /// Storage of a safe `isend`/`irecv`.
+    owned: Option<Vec<u8>>,
+    /// Pipelined rendezvous receive: (source, tag, size, bytes received).
+    pipeline: Option<(u32, u64, usize, usize)>,
+    /// A send's status, known when it starts.
+    status: Status,
+}
+
+/// An unexpected arrival's body.
+#[derive(Debug)]
+enum Arrival {
+    Data(Vec<u8>),
+    Rts {
+        from: u32,
+        size: usize,
+        sreq: u64,
+        addr: u64,
+        pid: u32,
+    },
+}
+
+/// Outgoing work for one peer, in order.
+#[derive(Debug)]
+enum Outgoing {
+    /// A ready control cell.
+    Cell(Cell),
+    /// An eager message needing a staging slot.
+    Eager { cell: Cell, src: *const u8 },
+    /// Pipelined rendezvous data: sender request, receiver request, buffer,
+    /// total length, bytes already staged.
+    Stream {
+        sreq: ReqId,
+        rreq: u64,
+        src: *const u8,
+        len: usize,
+        off: usize,
+    },
+}
+
+/// Our side of staging (me -> peer): slots are taken and freed in order.
+#[derive(Debug)]
+struct TxStaging {
+    /// Next sequence number to fill.
+    staged: u64,
+    /// Last known count of slots the peer freed.
+    freed: u64,
+}
+
+/// Per local peer state: our ends of the two rings and of our staging.
+#[derive(Debug)]
+struct Peer {
+    rank: u32,
+    tx: Producer<'static>,
+    rx: Consumer<'static>,
+    staging: TxStaging,
+    backlog: VecDeque<Outgoing>,
+}
+
+/// A process's endpoint.
+#[derive(Debug)]
+pub struct Endpoint {
+    // Declared before `seg`: the rings' handles must drop before the mapping.
+    peers: Vec<Peer>,
+    rank: u32,
+    size: u32,
+    node: u32,
+    /// rank -> local index, for ranks on this node.
+    local_of: Vec<Option<u32>>,
+    me: u32,
+    cfg: Config,
+    cma: bool,
+    reqs: Vec<Option<Req>>,
+    free_reqs: Vec<u32>,
+    matcher: Matcher<Arrival>,
+    /// Peers with a non-empty backlog.
+    blocked: Vec<u32>,
+    /// Peers whose ring had more than one visit's worth of cells.
+    revisit: Vec<u32>,
+    flagged: Vec<u32>,
+    _server: Option<FdServer>,
+    seg: NodeSegment,
+    boot: Box<dyn Bootstrap>,
+}
+
+fn key(node: u32) -> String {
+    format!("tessel.seg.{node}")
+}
+
+impl Endpoint {
+    /// Join the job described by `boot`, with configuration from the
+    /// environment. Collective over all processes of the job.
+    pub fn new(boot: Box<dyn Bootstrap>) -> Result<Self, InitError> {
+        Self::with_config(boot, Config::from_env()?)
+    }
+
+    /// Join the job with an explicit configuration. Collective.
+    pub fn with_config(mut boot: Box<dyn Bootstrap>, cfg: Config) -> Result<Self, InitError> {
+        cfg.validate()?;
+        let (rank, size) = (boot.rank(), boot.size());
+        let node = boot.node_of(rank);
+        let mut local_of = vec![None; size as usize];
+        let mut locals = Vec::new();
+        for r in 0..size {
+            if boot.node_of(r) == node {
+                local_of[r as usize] = Some(locals.len() as u32);
+                locals.push(r);
+            }
+        }
+        let me = local_of[rank as usize].expect("this process is on its own node");
+        let nlocal = locals.len() as u32;
+
+        let mut server = None;
+        let seg = if me == 0 {
+            let seg = NodeSegment::create(Geometry {
+                nlocal,
+                ring_cells: cfg.ring_cells,
+                staging_slots: cfg.staging_slots,
+                staging_slot_size: cfg.staging_slot_size,
+            })?;
+            if nlocal > 1 {
+                let (s, name) = FdServer::start(&seg, nlocal - 1)?;
+                boot.put(&key(node), &name)?;
+                server = Some(s);
+            }
+            boot.fence()?;
+            seg
+        } else {
+            boot.fence()?;
+            let name = boot.get(&key(node))?;
+            FdServer::fetch(&name)?
+        };
+        if seg.header().nlocal != nlocal {
+            return Err(InitError::Segment(crate::segment::SegmentError::BadHeader(
+                format!(
+                    "segment is for {} processes, this node has {nlocal}",
+                    seg.header().nlocal
+                ),
+            )));
+        }
+        seg.proc_area(me)
+            .pid
+            .store(u64::from(sys::pid()), Ordering::Relaxed);
+        let mut cfg = cfg;
+        // The creator's geometry wins; eager messages must fit its slots.
+        cfg.eager_max = cfg
+            .eager_max
+            .min(seg.layout().geometry.staging_slot_size as usize);
+        let cma = cfg.cma == CmaMode::Auto && seg.probe_cma();
+
+        let peers = locals
+            .iter()
+            .enumerate()
+            .map(|(j, &r)| {
+                let j = j as u32;
+                // SAFETY: ring (me -> j) is produced only by this process and
+                // ring (j -> me) consumed only by it; the handles are dropped
+                // before `seg` (field order), so the memory outlives them.
+                let (tx, rx) = unsafe {
+                    (
+                        Producer::new(seg.ring(me, j)),
+                        Consumer::new(seg.ring(j, me)),
+                    )
+                };
+                let freed = seg.staging(me, j).freed.load(Ordering::Acquire);
+                Peer {
+                    rank: r,
+                    tx,
+                    rx,
+                    staging: TxStaging {
+                        staged: freed,
+                        freed,
+                    },
+                    backlog: VecDeque::new(),
+                }
+            })
+            .collect();
+        Ok(Self {
+            peers,
+            rank,
+            size,
+            node,
+            local_of,
+            me,
+            cfg,
+            cma,
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            matcher: Matcher::default(),
+            blocked: Vec::new(),
+            revisit: Vec::new(),
+            flagged: Vec::new(),
+            _server: server,
+            seg,
+            boot,
+        })
+    }
+
+    /// This process's id (its rank in the bootstrap).
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Number of processes in the job.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// The node this process runs on.
+    pub fn node(&self) -> u32 {
+        self.node
+    }
+
+    /// Processes on this node, including this one.
+    pub fn local_size(&self) -> u32 {
+        self.peers.len() as u32
+    }
+
+    /// Whether large messages use cross-memory attach (`process_vm_readv`)
+    /// or the pipelined staging copy.
+    pub fn uses_cma(&self) -> bool {
+        self.cma
+    }
+
+    /// The configuration in force (after the segment creator's geometry).
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The bootstrap this endpoint was built on, for further key exchange.
+    pub fn bootstrap(&mut self) -> &mut dyn Bootstrap {
+        &mut *self.boot
+    }
+
+    fn local(&self, peer: u32) -> Result<u32, Error> {
+        match self.local_of.get(peer as usize) {
+            None => Err(Error::InvalidPeer {
+                peer,
+                size: self.size,
+            }),
+            Some(None) => Err(Error::Unreachable { peer }),
+            Some(Some(j)) => Ok(*j),
+        }
+    }
+
+    // ----- requests -------------------------------------------------------
+
+    fn new_req(
+        &mut self,
+        buf: *mut u8,
+        cap: usize,
+        owned: Option<Vec<u8>>,
+        status: Status,
+        is_recv: bool,
+    ) -> ReqId {
+        let idx = self.free_reqs.pop().unwrap_or_else(|| {
+            self.reqs.push(None);
+            (self.reqs.len() - 1) as u32
+        });
+        let slot = &mut self.reqs[idx as usize];
+        let generation = slot.as_ref().map_or(0, |r| r.generation);
+        *slot = Some(Req {
+            generation,
+            result: None,
+            buf,
+            cap,
+            is_recv,
+            owned,
+            pipeline: None,
+            status,
+        });
+        (u64::from(generation) << 32) | u64::from(idx)
+    }
+
+    fn req_mut(&mut self, id: ReqId) -> Option<&mut Req> {
+        self.reqs
+            .get_mut(req_index(id))?
+            .as_mut()
+            .filter(|r| u64::from(r.generation) == id >> 32)
+    }
+
+    fn complete(&mut self, id: ReqId, result: Result<Status, Error>) {
+        if let Some(r) = self.req_mut(id) {
+            r.result = Some(result);
+        }
+    }
+
+    fn release(&mut self, id: ReqId) {
+        let idx = req_index(id);
+        if let Some(r) = self.reqs[idx].as_mut() {
+            // Keep the slot (and its generation) so a stale id never matches
+            // the request that reuses it.
+            r.result = None;
+            r.owned = None;
+            r.buf = std::ptr::null_mut();
+            r.generation = r.generation.wrapping_add(1);
+        }
+        self.free_reqs.push(idx as u32);
+    }
+
+    // ----- sending --------------------------------------------------------
+
+    /// Start sending `data` to `dest` with `tag`. The engine owns the
+    /// buffer until the request completes.
+    pub fn isend(&mut self, dest: u32, tag: u64, data: Vec<u8>) -> Result<Request, Error> {
+        let (ptr, len) = (data.as_ptr(), data.len());
+        self.start_send(dest, tag, ptr, len, Some(data))
+    }
+
+    /// Start sending `len` bytes at `ptr` to `dest` with `tag`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` stays valid for reads and unmodified until the request
+    /// completes (through [`wait`](Self::wait) or [`test`](Self::test)).
+    pub unsafe fn isend_raw(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        ptr: *const u8,
+        len: usize,
+    ) -> Result<Request, Error> {
+        self.start_send(dest, tag, ptr, len, None)
+    }
+
+    /// Send and wait for completion.
+    pub fn send(&mut self, dest: u32, tag: u64, data: &[u8]) -> Result<(), Error> {
+        // SAFETY: `data` outlives the request: we wait for it here.
+        let r = unsafe { self.isend_raw(dest, tag, data.as_ptr(), data.len())? };
+        self.wait(r).map(drop)
+    }
+
+    fn start_send(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        ptr: *const u8,
+        len: usize,
+        owned: Option<Vec<u8>>,
+    ) -> Result<Request, Error> {
+        let j = self.local(dest)?;
+        let sent = Status {
+            source: self.rank,
+            tag,
+            len,
+        };
+        let id = self.new_req(ptr.cast_mut(), len, owned, sent, false);
+        let mut cell = Cell::new(CellKind::Inline);
+        cell.tag = tag;
+        cell.size = len as u64;
+        if len <= self.cfg.inline_max {
+            cell.len = len as u32;
+            // SAFETY: the caller guarantees `len` readable bytes at `ptr`;
+            // the payload array holds inline_max <= INLINE_CAPACITY bytes.
+            unsafe { std::ptr::copy_nonoverlapping(ptr, cell.payload.as_mut_ptr(), len) };
+            self.enqueue(j, Outgoing::Cell(cell));
+            self.complete(id, Ok(sent));
+        } else if len <= self.cfg.eager_max {
+            cell.kind = CellKind::Eager as u32;
+            cell.len = len as u32;
+            cell.b = id;
+            self.enqueue(j, Outgoing::Eager { cell, src: ptr });
+        } else {
+            cell.kind = CellKind::Rts as u32;
+            cell.a = id;
+            cell.b = ptr as u64;
+            cell.c = u64::from(sys::pid());
+            self.enqueue(j, Outgoing::Cell(cell));
+        }
+        Ok(Request { id })
+    }
+
+    fn enqueue(&mut self, j: u32, out: Outgoing) {
+        let peer = &mut self.peers[j as usize];
+        let was_idle = peer.backlog.is_empty();
+        peer.backlog.push_back(out);
+        if was_idle {
+            self.flush(j);
+            if !self.peers[j as usize].backlog.is_empty() {
+                self.blocked.push(j);
+            }
+        }
+    }
+
+    /// Move as much of peer `j`'s backlog as its ring and staging accept.
+    /// Returns whether anything moved.
+    fn flush(&mut self, j: u32) -> bool {
+        let slots = u64::from(self.seg.layout().geometry.staging_slots);
+        let slot_size = self.seg.layout().geometry.staging_slot_size as usize;
+        let mut pushed = false;
+        let mut done_sends = Vec::new();
+        let (me, seg) = (self.me, &self.seg);
+        let Peer {
+            tx,
+            staging,
+            backlog,
+            ..
+        } = &mut self.peers[j as usize];
+        let freed = seg.staging(me, j);
+        let has_slot = |st: &mut TxStaging| {
+            if st.staged - st.freed < slots {
+                return true;
+            }
+            // Pairs with the receiver's Release in `free_slot`.
+            st.freed = freed.freed.load(Ordering::Acquire);
+            st.staged - st.freed < slots
+        };
+        while let Some(front) = backlog.front_mut() {
+            let progressed = match front {
+                Outgoing::Cell(cell) => tx.push(cell).is_ok(),
+                Outgoing::Eager { cell, src } => {
+                    if !(has_slot(staging) && tx.has_room()) {
+                        false
+                    } else {
+                        let dst = seg.staging_slot(me, j, staging.staged);
+                        // SAFETY: slot `staged` is ours (FIFO staging
+                        // protocol: fewer than `slots` unfreed); the source
+                        // is valid per isend's contract; len <= slot size.
+                        unsafe { std::ptr::copy_nonoverlapping(*src, dst, cell.len as usize) };
+                        cell.a = staging.staged;
+                        let ok = tx.push(cell).is_ok();
+                        debug_assert!(ok, "room was checked");
+                        staging.staged += 1;
+                        done_sends.push(cell.b);
+                        cell.b = 0;
+                        true
+                    }
+                }
+                Outgoing::Stream {
+                    sreq,
+                    rreq,
+                    src,
+                    len,
+                    off,
+                } => {
+                    while *off < *len && has_slot(staging) && tx.has_room() {
+                        let n = (*len - *off).min(slot_size);
+                        let dst = seg.staging_slot(me, j, staging.staged);
+                        // SAFETY: as for eager; `off + n <= len`.
+                        unsafe { std::ptr::copy_nonoverlapping(src.add(*off), dst, n) };
+                        let mut c = Cell::new(CellKind::Chunk);
+                        c.a = *rreq;
+                        c.b = *off as u64;
+                        c.c = staging.staged;
+                        c.len = n as u32;
+                        let ok = tx.push(&c).is_ok();
+                        debug_assert!(ok, "room was checked");
+                        staging.staged += 1;
+                        *off += n;
+                        pushed = true;
+                    }
+                    if *off == *len {
+                        done_sends.push(*sreq);
+                        true
+                    } else {
+                        false
+                    }
+                }
+            };
+            if !progressed {
+                break;
+            }
+            pushed = true;
+            backlog.pop_front();
+        }
+        if pushed {
+            let (bell, masks) = (self.seg.bell(j), self.seg.masks(j));
+            if doorbell::ring(bell, masks, self.me) {
+                sys::futex_wake(bell);
+            }
+        }
+        for id in done_sends {
+            self.complete_sent(id);
+        }
+        pushed
+    }
+
+    fn complete_sent(&mut self, id: ReqId) {
+        if let Some(status) = self.req_mut(id).map(|r| r.status) {
+            self.complete(id, Ok(status));
+        }
+    }
+}
+
+impl Endpoint {
+    // ----- receiving ------------------------------------------------------
+
+    /// Start receiving a message of at most `capacity` bytes from `source`
+    /// whose tag `tag` accepts. The data comes back in the completion.
+    pub fn irecv(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+        capacity: usize,
+    ) -> Result<Request, Error> {
+        let mut buf = vec![0u8; capacity];
+        let ptr = buf.as_mut_ptr();
+        self.start_recv(source, tag, ptr, capacity, Some(buf))
+    }
+
+    /// Start receiving into `cap` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+cap` stays valid for writes and is not otherwise accessed
+    /// until the request completes.
+    pub unsafe fn irecv_raw(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+        ptr: *mut u8,
+        cap: usize,
+    ) -> Result<Request, Error> {
+        self.start_recv(source, tag, ptr, cap, None)
+    }
+
+    /// Receive into `buf` and wait for the message.
+    pub fn recv(&mut self, source: Source, tag: TagMatch, buf: &mut [u8]) -> Result<Status, Error> {
+        // SAFETY: `buf` outlives the request: we wait for it here.
+        let r = unsafe { self.irecv_raw(source, tag, buf.as_mut_ptr(), buf.len())? };
+        self.wait(r).map(|c| c.status)
+    }
+
+    fn start_recv(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+        ptr: *mut u8,
+        cap: usize,
+        owned: Option<Vec<u8>>,
+    ) -> Result<Request, Error> {
+        if let Source::Rank(r) = source {
+            self.local(r)?;
+        }
+        let blank = Status {
+            source: 0,
+            tag: 0,
+            len: 0,
+        };
+        let id = self.new_req(ptr, cap, owned, blank, true);
+        let posted = Posted {
+            req: req_index(id) as u32,
+            source,
+            tag,
+        };
+        if let Some((from, tag, body)) = self.matcher.post(posted) {
+            match body {
+                Arrival::Data(data) => {
+                    let result = self.deliver(id, from, tag, &data);
+                    self.complete(id, result);
+                }
+                Arrival::Rts {
+                    from: j,
+                    size,
+                    sreq,
+                    addr,
+                    pid,
+                } => self.start_rndv(id, j, tag, size, sreq, addr, pid),
+            }
+        }
+        Ok(Request { id })
+    }
+
+    /// Copy a whole message into request `id`'s buffer.
+    fn deliver(&mut self, id: ReqId, source: u32, tag: u64, data: &[u8]) -> Result<Status, Error> {
+        let r = self.req_mut(id).expect("matched request exists");
+        let n = data.len().min(r.cap);
+        // SAFETY: the receive buffer is valid for `cap` bytes (irecv contract
+        // or our own Vec); `data` is a distinct allocation or a staging slot.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), r.buf, n) };
+        truncation(source, tag, data.len(), r.cap)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_rndv(
+        &mut self,
+        id: ReqId,
+        j: u32,
+        tag: u64,
+        size: usize,
+        sreq: u64,
+        addr: u64,
+        pid: u32,
+    ) {
+        let source = self.peers[j as usize].rank;
+        let (buf, cap) = {
+            let r = self.req_mut(id).expect("matched request exists");
+            (r.buf, r.cap)
+        };
+        if self.cma {
+            // SAFETY: the receive buffer is valid for `cap` bytes.
+            let read = unsafe { sys::cma_read(pid, addr, buf, size.min(cap)) };
+            if read.is_ok() {
+                let mut fin = Cell::new(CellKind::Fin);
+                fin.a = sreq;
+                self.enqueue(j, Outgoing::Cell(fin));
+                self.complete(id, truncation(source, tag, size, cap));
+                return;
+            }
+            // Refused after all (ptrace policy changed, seccomp...): fall
+            // back to the staging pipeline from now on.
+            self.cma = false;
+        }
+        if let Some(r) = self.req_mut(id) {
+            r.pipeline = Some((source, tag, size, 0));
+        }
+        let mut cts = Cell::new(CellKind::CtsPipeline);
+        cts.a = sreq;
+        cts.b = id;
+        self.enqueue(j, Outgoing::Cell(cts));
+    }
+
+    /// Act on one control cell from local peer `j`.
+    fn handle(&mut self, j: u32, cell: &Cell) {
+        let from = self.peers[j as usize].rank;
+        match CellKind::from_u32(cell.kind) {
+            Some(CellKind::Inline) => {
+                self.arrive_data(from, cell.tag, &cell.payload[..cell.len as usize]);
+            }
+            Some(CellKind::Eager) => {
+                let slot = self.seg.staging_slot(j, self.me, cell.a);
+                // SAFETY: the sender filled `len` bytes of this slot before
+                // publishing the cell (ring SP1); it is ours until we free it.
+                let data = unsafe { std::slice::from_raw_parts(slot, cell.len as usize) };
+                self.arrive_data(from, cell.tag, data);
+                self.free_slot(j, cell.a);
+            }
+            Some(CellKind::Rts) => {
+                let (size, sreq, addr, pid) = (cell.size as usize, cell.a, cell.b, cell.c as u32);
+                match self.matcher.match_arrival(from, cell.tag) {
+                    Some(p) => {
+                        let id = self.posted_id(p);
+                        self.start_rndv(id, j, cell.tag, size, sreq, addr, pid);
+                    }
+                    None => self.matcher.push_unexpected(
+                        from,
+                        cell.tag,
+                        Arrival::Rts {
+                            from: j,
+                            size,
+                            sreq,
+                            addr,
+                            pid,
+                        },
+                    ),
+                }
+            }
+            Some(CellKind::Fin) => self.complete_sent(cell.a),
+            Some(CellKind::CtsPipeline) => {
+                let (src, len) = match self.req_mut(cell.a) {
+                    Some(r) => (r.buf.cast_const(), r.cap),
+                    None => return,
+                };
+                self.enqueue(
+                    j,
+                    Outgoing::Stream {
+                        sreq: cell.a,
+                        rreq: cell.b,
+                        src,
+                        len,
+                        off: 0,
+                    },
+                );
+            }
+            Some(CellKind::Chunk) => {
+                let slot = self.seg.staging_slot(j, self.me, cell.c);
+                let (off, n) = (cell.b as usize, cell.len as usize);
+                let mut finished = None;
+                if let Some(r) = self.req_mut(cell.a) {
+                    if let Some((source, tag, size, got)) = r.pipeline.as_mut() {
+                        let keep = r.cap.saturating_sub(off).min(n);
+                        // SAFETY: the slot holds `n` published bytes (SP1);
+                        // `off + keep <= cap` of the receive buffer.
+                        unsafe { std::ptr::copy_nonoverlapping(slot, r.buf.add(off), keep) };
+                        *got += n;
+                        if *got == *size {
+                            finished = Some(truncation(*source, *tag, *size, r.cap));
+                        }
+                    }
+                }
+                self.free_slot(j, cell.c);
+                if let Some(result) = finished {
+                    self.complete(cell.a, result);
+                }
+            }
+            None => {
+                // A peer wrote a kind this build does not know: the layout
+                // versions agreed, so this is memory corruption.
+                self.boot.abort(
+                    70,
+                    &format!(
+                        "tessel: corrupt control cell (kind {}) from rank {from}",
+                        cell.kind
+                    ),
+                );
+            }
+        }
+    }
+
+    fn posted_id(&self, p: Posted) -> ReqId {
+        let r = self.reqs[p.req as usize]
+            .as_ref()
+            .expect("posted request exists");
+        (u64::from(r.generation) << 32) | u64::from(p.req)
+    }
+
+    fn arrive_data(&mut self, from: u32, tag: u64, data: &[u8]) {
+        match self.matcher.match_arrival(from, tag) {
+            Some(p) => {
+                let id = self.posted_id(p);
+                let result = self.deliver(id, from, tag, data);
+                self.complete(id, result);
+            }
+            None => self
+                .matcher
+                .push_unexpected(from, tag, Arrival::Data(data.to_vec())),
+        }
+    }
+
+    fn free_slot(&mut self, j: u32, seq: u64) {
+        // Pairs with the sender's Acquire in `has_slot`: our copy-out is done.
+        self.seg
+            .staging(j, self.me)
+            .freed
+            .store(seq + 1, Ordering::Release);
+    }
+
+    // ----- progress -------------------------------------------------------
+
+    /// Make progress on every outstanding operation without blocking.
+    /// Returns whether anything happened.
+    pub fn progress(&mut self) -> bool {
+        let mut did = false;
+        if !self.blocked.is_empty() {
+            let blocked = std::mem::take(&mut self.blocked);
+            for j in blocked {
+                did |= self.flush(j);
+                if !self.peers[j as usize].backlog.is_empty() {
+                    self.blocked.push(j);
+                }
+            }
+        }
+        let mut flagged = std::mem::take(&mut self.flagged);
+        flagged.append(&mut self.revisit);
+        doorbell::drain(self.seg.bell(self.me), self.seg.masks(self.me), |j| {
+            flagged.push(j)
+        });
+        let budget = self.seg.layout().geometry.ring_cells;
+        for &j in &flagged {
+            let mut n = 0;
+            while let Some(cell) = self.peers[j as usize].rx.pop() {
+                self.handle(j, &cell);
+                did = true;
+                n += 1;
+                if n == budget {
+                    self.revisit.push(j);
+                    break;
+                }
+            }
+        }
+        flagged.clear();
+        self.flagged = flagged;
+        did
+    }
+
+    /// Progress once and report whether `req` is complete.
+    pub fn test(&mut self, req: &Request) -> bool {
+        self.progress();
+        self.is_complete(req)
+    }
+
+    fn is_complete(&mut self, req: &Request) -> bool {
+        self.req_mut(req.id).is_some_and(|r| r.result.is_some())
+    }
+
+    /// Wait until `req` completes, then return its result. Waiting spins,
+    /// then yields the core, then sleeps on the futex (woken by any
+    /// message), so oversubscribed jobs keep moving.
+    pub fn wait(&mut self, req: Request) -> Result<Completion, Error> {
+        let mut idle = 0u32;
+        while !self.is_complete(&req) {
+            if self.progress() {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            self.idle(&mut idle);
+        }
+        let id = req.id;
+        let r = self.req_mut(id).expect("completed request exists");
+        let result = r.result.take().expect("complete");
+        let data = r.owned.take().filter(|_| r.is_recv);
+        self.release(id);
+        result.map(|status| Completion {
+            status,
+            data: data.map(|mut v| {
+                v.truncate(status.len);
+                v
+            }),
+        })
+    }
+
+    /// One step of backing off while there is nothing to do.
+    fn idle(&mut self, idle: &mut u32) {
+        let (spin, yields) = (self.cfg.spin, self.cfg.yields);
+        if *idle <= spin {
+            spin_hint();
+        } else if *idle <= spin + yields {
+            sys::yield_now();
+        } else {
+            let bell = self.seg.bell(self.me);
+            if doorbell::prepare_sleep(bell) {
+                sys::futex_wait(bell, doorbell::SLEEPING, self.cfg.sleep);
+                doorbell::cancel_sleep(bell);
+            }
+            *idle = spin;
+        }
+    }
+
+    /// Leave the job: deliver every control message still owed to peers,
+    /// then a collective fence and the bootstrap's finalize.
+    pub fn finalize(mut self) -> Result<(), InitError> {
+        let mut idle = 0;
+        while !self.blocked.is_empty() {
+            if self.progress() {
+                idle = 0;
+            } else {
+                idle += 1;
+                self.idle(&mut idle);
+            }
+        }
+        self.boot.fence()?;
+        self.boot.finalize()?;
+        Ok(())
+    }
+}
+
+fn truncation(source: u32, tag: u64, incoming: usize, capacity: usize) -> Result<Status, Error> {
+    if incoming > capacity {
+        Err(Error::Truncated {
+            source,
+            tag,
+            incoming,
+            capacity,
+        })
+    } else {
+        Ok(Status {
+            source,
+            tag,
+            len: incoming,
+        })
+    }
+}

@@ -1,0 +1,110 @@
+//! Errors of the engine's public API.
+
+use std::fmt;
+
+use crate::bootstrap::BootstrapError;
+use crate::config::ConfigError;
+use crate::segment::SegmentError;
+
+/// Why an endpoint could not be created (or finalized).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum InitError {
+    /// The launcher could not be reached or answered badly.
+    Bootstrap(BootstrapError),
+    /// A `TESSEL_*` variable is invalid.
+    Config(ConfigError),
+    /// The node segment could not be created, received or mapped.
+    Segment(SegmentError),
+}
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bootstrap(e) => write!(f, "bootstrap failed: {e}"),
+            Self::Config(e) => write!(f, "invalid configuration: {e}"),
+            Self::Segment(e) => write!(f, "node segment: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for InitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Bootstrap(e) => Some(e),
+            Self::Config(e) => Some(e),
+            Self::Segment(e) => Some(e),
+        }
+    }
+}
+
+impl From<BootstrapError> for InitError {
+    fn from(e: BootstrapError) -> Self {
+        Self::Bootstrap(e)
+    }
+}
+impl From<ConfigError> for InitError {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e)
+    }
+}
+impl From<SegmentError> for InitError {
+    fn from(e: SegmentError) -> Self {
+        Self::Segment(e)
+    }
+}
+
+/// Why a send or receive failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The process id is not in `0..size`.
+    InvalidPeer {
+        /// The id given.
+        peer: u32,
+        /// The job size.
+        size: u32,
+    },
+    /// The peer runs on another node and no inter-node transport is loaded.
+    Unreachable {
+        /// The id given.
+        peer: u32,
+    },
+    /// The matched message is larger than the receive buffer. The first
+    /// `capacity` bytes were delivered.
+    Truncated {
+        /// Sender of the message.
+        source: u32,
+        /// Its tag.
+        tag: u64,
+        /// Its full size in bytes.
+        incoming: usize,
+        /// The receive buffer's size.
+        capacity: usize,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidPeer { peer, size } => {
+                write!(f, "invalid peer {peer}: the job has {size} processes")
+            }
+            Self::Unreachable { peer } => write!(
+                f,
+                "process {peer} is on another node and no inter-node transport is loaded"
+            ),
+            Self::Truncated {
+                source,
+                tag,
+                incoming,
+                capacity,
+            } => write!(
+                f,
+                "message truncated: {incoming} bytes from {source} (tag {tag}) into a {capacity}-byte buffer"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

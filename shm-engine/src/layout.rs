@@ -1,0 +1,360 @@
+//! Every `#[repr(C)]` type that lives in the node segment, and where it lives.
+//!
+//! Only fixed-width integers, atomics from [`crate::sync`] and explicit
+//! padding appear here; parts of the segment are located by byte offsets
+//! from its base ([`SegmentLayout`]), never by pointers, because each process
+//! maps the segment at its own address.
+//!
+//! ```text
+//! +----------------+  0
+//! | SegmentHeader  |  magic, version, geometry, offsets, `ready` (stored last)
+//! +----------------+  procs_off
+//! | ProcArea x N   |  per process: bell (futex word), pid, doorbell mask words
+//! +----------------+  rings_off
+//! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
+//! |                |  RingHeader (tail line, head line) + ring_cells x Cell
+//! +----------------+  staging_off
+//! | Staging x N*N  |  staging (i -> j): StagingHeader + staging_slots x slot
+//! +----------------+  size
+//! ```
+//!
+//! A zero-filled ring, staging area or mask is a valid empty one, so the
+//! creator initialises only the header and the process areas: pages of
+//! rings whose pair never talks are never touched and cost no memory.
+
+use crate::sync::{AtomicU32, AtomicU64};
+use crossbeam_utils::CachePadded;
+
+/// `b"TESSEL\0\x01"` read as a little-endian word.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
+/// Bumped whenever a type in this module changes shape or meaning.
+pub const LAYOUT_VERSION: u32 = 1;
+/// Bytes of payload carried inside a control cell (the inline protocol).
+pub const INLINE_CAPACITY: usize = 80;
+/// Alignment of every region: a 4 KiB page, so regions never share pages.
+pub const REGION_ALIGN: u64 = 4096;
+
+/// The first bytes of a node segment.
+///
+/// Written once by the creator before anyone else maps the segment; only
+/// `ready` is atomic, stored last with Release; openers check `magic`,
+/// `version`, `size` and `ready` (Acquire) before trusting the rest.
+#[repr(C)]
+#[derive(Debug)]
+pub struct SegmentHeader {
+    /// [`MAGIC`].
+    pub magic: u64,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// Processes on this node (N).
+    pub nlocal: u32,
+    /// Total bytes of the segment.
+    pub size: u64,
+    /// Cells per control ring, a power of two.
+    pub ring_cells: u32,
+    /// Staging slots per ordered pair.
+    pub staging_slots: u32,
+    /// Bytes per staging slot.
+    pub staging_slot_size: u64,
+    /// Offset of the first [`ProcArea`].
+    pub procs_off: u64,
+    /// Bytes from one [`ProcArea`] to the next.
+    pub proc_stride: u64,
+    /// Offset of ring (0 -> 0).
+    pub rings_off: u64,
+    /// Bytes from one ring to the next.
+    pub ring_stride: u64,
+    /// Offset of staging (0 -> 0).
+    pub staging_off: u64,
+    /// Bytes from one staging area to the next.
+    pub staging_stride: u64,
+    /// Pid of the creator, whose [`SegmentHeader::cma_probe_addr`] peers read
+    /// to learn whether cross-memory attach works.
+    pub creator_pid: u64,
+    /// Address, in the creator's private memory, of a word holding
+    /// [`CMA_PROBE_VALUE`].
+    pub cma_probe_addr: u64,
+    /// 1 once everything above is written (Release); 0 before.
+    pub ready: AtomicU32,
+    _pad: u32,
+}
+
+/// The value behind [`SegmentHeader::cma_probe_addr`].
+pub const CMA_PROBE_VALUE: u64 = 0x7e55_e1c0_ffee_0001;
+
+/// Per-process area: how peers wake this process.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ProcArea {
+    /// Futex word: [`crate::doorbell`] bits `RUNG` and `SLEEPING`.
+    pub bell: CachePadded<AtomicU32>,
+    /// Pid of the process once attached (0 before).
+    pub pid: AtomicU64,
+    _pad: [u64; 15],
+    // Followed (at offset `size_of::<ProcArea>()`) by ceil(N / 64) doorbell
+    // mask words (`AtomicU64`): bit j set = ring (j -> this) has news.
+}
+
+/// Producer and consumer indices of one SPSC ring, on separate lines.
+///
+/// Indices grow without bound (u64 never wraps in practice); the cell of
+/// index `i` is `i & (cells - 1)`. `tail - head` is in `0..=cells`.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct RingHeader {
+    /// Next index the producer writes; stored with Release after the cell.
+    pub tail: CachePadded<AtomicU64>,
+    /// Next index the consumer reads; stored with Release after the cell
+    /// was copied out, so the producer may reuse it.
+    pub head: CachePadded<AtomicU64>,
+}
+
+/// Consumer side of one staging area: slots are used in FIFO order, so one
+/// counter of freed slots is all the producer needs to read.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct StagingHeader {
+    /// Number of slots the consumer has finished with (Release).
+    pub freed: CachePadded<AtomicU64>,
+}
+
+/// What a control cell asks of its receiver. Stored as a `u32`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellKind {
+    /// A whole message in `payload[..len]`.
+    Inline = 1,
+    /// A whole message in staging slot `a`, `len` bytes.
+    Eager = 2,
+    /// Request to send `size` bytes: sender request `a`, buffer address `b`
+    /// in process `c` (pid).
+    Rts = 3,
+    /// The receiver is done with sender request `a` (rendezvous complete).
+    Fin = 4,
+    /// Stream sender request `a` through staging to receiver request `b`.
+    CtsPipeline = 5,
+    /// Bytes `b..b+len` of receiver request `a`, in staging slot `c`.
+    Chunk = 6,
+}
+
+impl CellKind {
+    /// Decode a kind word written by a peer.
+    pub fn from_u32(v: u32) -> Option<Self> {
+        Some(match v {
+            1 => Self::Inline,
+            2 => Self::Eager,
+            3 => Self::Rts,
+            4 => Self::Fin,
+            5 => Self::CtsPipeline,
+            6 => Self::Chunk,
+            _ => return None,
+        })
+    }
+}
+
+/// One control message: 128 bytes, two cache lines.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// A [`CellKind`] as `u32`.
+    pub kind: u32,
+    /// Bytes of payload in this cell or in its staging slot.
+    pub len: u32,
+    /// Match tag.
+    pub tag: u64,
+    /// Total message size.
+    pub size: u64,
+    /// Kind-specific words (see [`CellKind`]).
+    pub a: u64,
+    /// Kind-specific.
+    pub b: u64,
+    /// Kind-specific.
+    pub c: u64,
+    /// Inline payload.
+    pub payload: [u8; INLINE_CAPACITY],
+}
+
+impl Cell {
+    /// An all-zero cell of the given kind.
+    pub const fn new(kind: CellKind) -> Self {
+        Self {
+            kind: kind as u32,
+            len: 0,
+            tag: 0,
+            size: 0,
+            a: 0,
+            b: 0,
+            c: 0,
+            payload: [0; INLINE_CAPACITY],
+        }
+    }
+}
+
+impl Default for Cell {
+    fn default() -> Self {
+        Self {
+            kind: 0,
+            ..Self::new(CellKind::Inline)
+        }
+    }
+}
+
+// Pinned sizes and offsets: a change here is a layout change and needs a
+// LAYOUT_VERSION bump. Loom's atomics are larger, so only in normal builds.
+#[cfg(not(tessel_loom))]
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Cell>() == 128);
+    assert!(offset_of!(Cell, payload) == 48);
+    assert!(size_of::<RingHeader>() == 256);
+    assert!(offset_of!(RingHeader, head) == 128);
+    assert!(size_of::<StagingHeader>() == 128);
+    assert!(size_of::<ProcArea>() == 256);
+    assert!(offset_of!(ProcArea, pid) == 128);
+    assert!(offset_of!(SegmentHeader, ready) == 104);
+    assert!(size_of::<SegmentHeader>() == 112);
+};
+
+/// Geometry of a node segment, chosen by its creator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Processes on the node.
+    pub nlocal: u32,
+    /// Cells per ring (power of two).
+    pub ring_cells: u32,
+    /// Staging slots per pair.
+    pub staging_slots: u32,
+    /// Bytes per staging slot (multiple of 64).
+    pub staging_slot_size: u64,
+}
+
+/// Offsets of every region, derived from a [`Geometry`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentLayout {
+    /// The geometry this layout was computed from.
+    pub geometry: Geometry,
+    /// See [`SegmentHeader::procs_off`].
+    pub procs_off: u64,
+    /// See [`SegmentHeader::proc_stride`].
+    pub proc_stride: u64,
+    /// See [`SegmentHeader::rings_off`].
+    pub rings_off: u64,
+    /// See [`SegmentHeader::ring_stride`].
+    pub ring_stride: u64,
+    /// See [`SegmentHeader::staging_off`].
+    pub staging_off: u64,
+    /// See [`SegmentHeader::staging_stride`].
+    pub staging_stride: u64,
+    /// Total bytes.
+    pub size: u64,
+}
+
+const fn align_up(v: u64, a: u64) -> u64 {
+    v.div_ceil(a) * a
+}
+
+impl SegmentLayout {
+    /// Compute the layout (the `memory_size` half of two-phase construction).
+    pub fn new(g: Geometry) -> Self {
+        assert!(g.nlocal > 0 && g.ring_cells.is_power_of_two() && g.staging_slots > 0);
+        assert!(g.staging_slot_size > 0 && g.staging_slot_size % 64 == 0);
+        let n = u64::from(g.nlocal);
+        let procs_off = REGION_ALIGN;
+        let mask_words = n.div_ceil(64);
+        let proc_stride = align_up(256 + 8 * mask_words, 128);
+        let rings_off = align_up(procs_off + n * proc_stride, REGION_ALIGN);
+        let ring_stride = align_up(256 + 128 * u64::from(g.ring_cells), REGION_ALIGN);
+        let staging_off = rings_off + n * n * ring_stride;
+        let staging_stride = align_up(
+            128 + u64::from(g.staging_slots) * g.staging_slot_size,
+            REGION_ALIGN,
+        );
+        let size = staging_off + n * n * staging_stride;
+        Self {
+            geometry: g,
+            procs_off,
+            proc_stride,
+            rings_off,
+            ring_stride,
+            staging_off,
+            staging_stride,
+            size,
+        }
+    }
+
+    /// Read the layout back from a header written by the creator, checking
+    /// that it is self-consistent.
+    pub fn from_header(h: &SegmentHeader) -> Option<Self> {
+        if h.nlocal == 0
+            || !h.ring_cells.is_power_of_two()
+            || h.staging_slots == 0
+            || h.staging_slot_size == 0
+            || h.staging_slot_size % 64 != 0
+        {
+            return None;
+        }
+        let l = Self::new(Geometry {
+            nlocal: h.nlocal,
+            ring_cells: h.ring_cells,
+            staging_slots: h.staging_slots,
+            staging_slot_size: h.staging_slot_size,
+        });
+        let same = l.procs_off == h.procs_off
+            && l.proc_stride == h.proc_stride
+            && l.rings_off == h.rings_off
+            && l.ring_stride == h.ring_stride
+            && l.staging_off == h.staging_off
+            && l.staging_stride == h.staging_stride
+            && l.size == h.size;
+        same.then_some(l)
+    }
+
+    /// Offset of process `p`'s area.
+    pub fn proc_area(&self, p: u32) -> u64 {
+        self.procs_off + u64::from(p) * self.proc_stride
+    }
+
+    /// Offset of process `p`'s doorbell mask word `w`.
+    pub fn mask_word(&self, p: u32, w: u32) -> u64 {
+        self.proc_area(p) + 256 + 8 * u64::from(w)
+    }
+
+    /// Number of mask words per process.
+    pub fn mask_words(&self) -> u32 {
+        self.geometry.nlocal.div_ceil(64)
+    }
+
+    /// Offset of the header of ring (`from` -> `to`); its cells follow at +256.
+    pub fn ring(&self, from: u32, to: u32) -> u64 {
+        let n = u64::from(self.geometry.nlocal);
+        self.rings_off + (u64::from(from) * n + u64::from(to)) * self.ring_stride
+    }
+
+    /// Offset of the header of staging (`from` -> `to`); slots follow at +128.
+    pub fn staging(&self, from: u32, to: u32) -> u64 {
+        let n = u64::from(self.geometry.nlocal);
+        self.staging_off + (u64::from(from) * n + u64::from(to)) * self.staging_stride
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_do_not_overlap() {
+        let l = SegmentLayout::new(Geometry {
+            nlocal: 70,
+            ring_cells: 64,
+            staging_slots: 8,
+            staging_slot_size: 16384,
+        });
+        assert_eq!(l.mask_words(), 2);
+        assert!(l.procs_off >= size_of::<SegmentHeader>() as u64);
+        assert!(l.mask_word(69, 1) + 8 <= l.rings_off);
+        assert!(l.ring(0, 0) + 256 + 64 * 128 <= l.ring(0, 1));
+        assert!(l.ring(69, 69) + l.ring_stride <= l.staging_off);
+        assert!(l.staging(69, 69) + l.staging_stride == l.size);
+        assert_eq!(l.ring(1, 0) - l.ring(0, 0), 70 * l.ring_stride);
+    }
+}

@@ -1,0 +1,172 @@
+//! Tag matching with MPI semantics: a posted-receive queue and an
+//! unexpected-message queue, both searched in order, so that messages
+//! between one pair that match the same receive are received in the order
+//! they were sent (non-overtaking), whatever protocol carried them.
+
+use std::collections::VecDeque;
+
+/// Which senders a receive accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Any process (MPI_ANY_SOURCE).
+    Any,
+    /// Only this process id.
+    Rank(u32),
+}
+
+impl Source {
+    /// Whether a message from `rank` is accepted.
+    #[inline]
+    pub fn accepts(self, rank: u32) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Rank(r) => r == rank,
+        }
+    }
+}
+
+/// Which tags a receive accepts: those equal to `tag` on the bits of `mask`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TagMatch {
+    /// Wanted bits.
+    pub tag: u64,
+    /// Bits that must match; 0 accepts every tag.
+    pub mask: u64,
+}
+
+impl TagMatch {
+    /// Exactly `tag`.
+    pub const fn exact(tag: u64) -> Self {
+        Self {
+            tag,
+            mask: u64::MAX,
+        }
+    }
+    /// Any tag (MPI_ANY_TAG).
+    pub const fn any() -> Self {
+        Self { tag: 0, mask: 0 }
+    }
+    /// Tags equal to `tag` on the bits of `mask` (for example a context id
+    /// in the high bits and a wildcard user tag in the low bits).
+    pub const fn masked(tag: u64, mask: u64) -> Self {
+        Self { tag, mask }
+    }
+    /// Whether `tag` is accepted.
+    #[inline]
+    pub fn accepts(self, tag: u64) -> bool {
+        (tag ^ self.tag) & self.mask == 0
+    }
+}
+
+/// A posted receive, waiting for a message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Posted {
+    pub(crate) req: u32,
+    pub(crate) source: Source,
+    pub(crate) tag: TagMatch,
+}
+
+/// Both queues.
+#[derive(Debug)]
+pub(crate) struct Matcher<U> {
+    posted: VecDeque<Posted>,
+    unexpected: VecDeque<(u32, u64, U)>,
+}
+
+impl<U> Default for Matcher<U> {
+    fn default() -> Self {
+        Self {
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+        }
+    }
+}
+
+impl<U> Matcher<U> {
+    /// An arriving message from `source` with `tag`: the oldest posted
+    /// receive that accepts it, removed from the queue.
+    pub(crate) fn match_arrival(&mut self, source: u32, tag: u64) -> Option<Posted> {
+        let i = self
+            .posted
+            .iter()
+            .position(|p| p.source.accepts(source) && p.tag.accepts(tag))?;
+        self.posted.remove(i)
+    }
+
+    /// Keep an arrival no receive wanted yet.
+    pub(crate) fn push_unexpected(&mut self, source: u32, tag: u64, body: U) {
+        self.unexpected.push_back((source, tag, body));
+    }
+
+    /// A new receive: the oldest unexpected message it accepts (removed),
+    /// or `None` after queueing the receive as posted.
+    pub(crate) fn post(&mut self, p: Posted) -> Option<(u32, u64, U)> {
+        match self.peek(p.source, p.tag) {
+            Some(i) => self.unexpected.remove(i),
+            None => {
+                self.posted.push_back(p);
+                None
+            }
+        }
+    }
+
+    /// Index of the oldest unexpected message accepted by (source, tag).
+    pub(crate) fn peek(&self, source: Source, tag: TagMatch) -> Option<usize> {
+        self.unexpected
+            .iter()
+            .position(|(s, t, _)| source.accepts(*s) && tag.accepts(*t))
+    }
+
+    /// Posted receives still waiting.
+    #[cfg(test)]
+    pub(crate) fn posted_len(&self) -> usize {
+        self.posted.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_masks() {
+        assert!(TagMatch::any().accepts(123));
+        assert!(TagMatch::exact(5).accepts(5));
+        assert!(!TagMatch::exact(5).accepts(6));
+        let ctx = TagMatch::masked(0x7 << 32, 0xffff_ffff << 32);
+        assert!(ctx.accepts((0x7 << 32) | 99));
+        assert!(!ctx.accepts((0x8 << 32) | 99));
+    }
+
+    #[test]
+    fn oldest_match_wins_both_ways() {
+        let mut m = Matcher::<&str>::default();
+        m.push_unexpected(1, 10, "a");
+        m.push_unexpected(2, 10, "b");
+        m.push_unexpected(1, 11, "c");
+        let any = |req| Posted {
+            req,
+            source: Source::Any,
+            tag: TagMatch::any(),
+        };
+        let from1 = Posted {
+            req: 0,
+            source: Source::Rank(1),
+            tag: TagMatch::exact(11),
+        };
+        assert_eq!(m.post(from1).unwrap().2, "c");
+        assert_eq!(m.post(any(1)).unwrap().2, "a");
+        assert_eq!(m.post(any(2)).unwrap().2, "b");
+        assert!(m.post(any(3)).is_none());
+        let r4 = Posted {
+            req: 4,
+            source: Source::Rank(2),
+            tag: TagMatch::any(),
+        };
+        assert!(m.post(r4).is_none());
+        assert_eq!(m.match_arrival(2, 7).unwrap().req, 3);
+        assert_eq!(m.match_arrival(2, 7).unwrap().req, 4);
+        assert!(m.match_arrival(2, 7).is_none());
+        assert_eq!(m.posted_len(), 0);
+    }
+}

@@ -1,0 +1,3 @@
+//! Lock-free queues that live in shared memory.
+
+pub mod spsc;

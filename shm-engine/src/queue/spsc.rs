@@ -1,0 +1,315 @@
+//! Single-producer single-consumer ring of [`Cell`]s: the control ring
+//! (i -> j) of the node segment.
+//!
+//! Lamport's ring with cached remote indices (the "FastForward"/MCRingBuffer
+//! refinement): the producer owns `tail`, the consumer owns `head`; each
+//! keeps a private copy of the other's index and re-reads the shared one
+//! only when its copy says full (producer) or empty (consumer).
+//!
+//! Index invariant: `head <= tail <= head + cells`; both grow without bound
+//! and the slot of index `i` is `i & (cells - 1)`.
+//!
+//! Synchronisation (each pair is a SYNC POINT):
+//! - SP1: the producer writes the cell, then stores `tail` (Release); the
+//!   consumer loads `tail` (Acquire), then reads the cell.
+//! - SP2: the consumer copies the cell out, then stores `head` (Release);
+//!   the producer loads `head` (Acquire) before overwriting that slot.
+//!
+//! The storage is either a ring inside the node segment ([`RingView::from_raw`])
+//! or an [`OwnedRing`] on the heap (tests, loom models, benches): the same
+//! code runs on both.
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::layout::{Cell, RingHeader};
+use crate::sync::{Ordering, UnsafeCell};
+
+/// Ordering of the producer's publishing store (SP1). The
+/// `spsc_publish` mutation weakens it so loom-tests can prove loom notices.
+#[cfg(not(tessel_mutation = "spsc_publish"))]
+const PUBLISH: Ordering = Ordering::Release;
+#[cfg(tessel_mutation = "spsc_publish")]
+const PUBLISH: Ordering = Ordering::Relaxed;
+
+/// A cell slot: shared-memory bytes accessed only through raw copies.
+pub type Slot = UnsafeCell<Cell>;
+
+/// Where a ring lives: its header and `cells` slots. Copyable; it does not
+/// own the memory.
+#[derive(Clone, Copy, Debug)]
+pub struct RingView {
+    header: NonNull<RingHeader>,
+    slots: NonNull<Slot>,
+    mask: u64,
+}
+
+// SAFETY: a RingView is an address; all shared state behind it is accessed
+// through atomics (indices) or through the SP1/SP2 protocol (slots).
+unsafe impl Send for RingView {}
+
+impl RingView {
+    /// # Safety
+    /// - `header` points to a `RingHeader` and `slots` to `cells` slots, all
+    ///   valid for the lifetime of every handle made from this view;
+    /// - `cells` is a power of two and equal for every process that opens
+    ///   this ring;
+    /// - at most one [`Producer`] and one [`Consumer`] exist for the ring
+    ///   across all processes (the engine guarantees it by construction:
+    ///   ring (i -> j) is produced only by i and consumed only by j).
+    pub unsafe fn from_raw(header: NonNull<RingHeader>, slots: NonNull<Slot>, cells: u32) -> Self {
+        debug_assert!(cells.is_power_of_two());
+        Self {
+            header,
+            slots,
+            mask: u64::from(cells) - 1,
+        }
+    }
+
+    fn header(&self) -> &RingHeader {
+        // SAFETY: valid for the view's lifetime (from_raw contract); the
+        // header contains only atomics, so a shared reference is sound even
+        // while another process writes them.
+        unsafe { self.header.as_ref() }
+    }
+
+    fn slot(&self, index: u64) -> &Slot {
+        // SAFETY: `index & mask < cells` and the slots are valid (from_raw).
+        unsafe { self.slots.add((index & self.mask) as usize).as_ref() }
+    }
+
+    fn capacity(&self) -> u64 {
+        self.mask + 1
+    }
+}
+
+/// The producing end of a ring: `Send`, not `Sync`, not `Clone`. `'a` is
+/// the lifetime of the ring's memory.
+#[derive(Debug)]
+pub struct Producer<'a> {
+    ring: RingView,
+    tail: u64,
+    head_cache: u64,
+    _owner: Option<Arc<OwnedRing>>,
+    _memory: PhantomData<&'a RingHeader>,
+}
+
+/// The consuming end of a ring: `Send`, not `Sync`, not `Clone`.
+#[derive(Debug)]
+pub struct Consumer<'a> {
+    ring: RingView,
+    head: u64,
+    tail_cache: u64,
+    _owner: Option<Arc<OwnedRing>>,
+    _memory: PhantomData<&'a RingHeader>,
+}
+
+/// The ring had no free cell; the cell was not written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Full;
+
+impl Producer<'_> {
+    /// Take the producing role of `ring`, resuming from its shared indices.
+    ///
+    /// # Safety
+    /// No other `Producer` of this ring exists in any process, and the ring's
+    /// memory outlives the handle.
+    pub unsafe fn new(ring: RingView) -> Self {
+        let tail = ring.header().tail.load(Ordering::Relaxed);
+        let head_cache = ring.header().head.load(Ordering::Acquire);
+        Self {
+            ring,
+            tail,
+            head_cache,
+            _owner: None,
+            _memory: PhantomData,
+        }
+    }
+
+    /// Append a copy of `cell`, or report [`Full`].
+    #[inline]
+    pub fn push(&mut self, cell: &Cell) -> Result<(), Full> {
+        if self.tail - self.head_cache == self.ring.capacity() {
+            // SP2: Acquire pairs with the consumer's Release of `head`.
+            self.head_cache = self.ring.header().head.load(Ordering::Acquire);
+            if self.tail - self.head_cache == self.ring.capacity() {
+                return Err(Full);
+            }
+        }
+        self.ring.slot(self.tail).with_mut(|p| {
+            // SAFETY: slot `tail` is not readable by the consumer until the
+            // tail store below (SP1) and was released by it (SP2).
+            unsafe { p.write(*cell) }
+        });
+        self.tail += 1;
+        // SP1: publish the cell.
+        self.ring.header().tail.store(self.tail, PUBLISH);
+        Ok(())
+    }
+
+    /// Whether a push would succeed now (re-reads `head` only when the
+    /// cached copy says full).
+    #[inline]
+    pub fn has_room(&mut self) -> bool {
+        if self.tail - self.head_cache == self.ring.capacity() {
+            // SP2, as in push.
+            self.head_cache = self.ring.header().head.load(Ordering::Acquire);
+        }
+        self.tail - self.head_cache < self.ring.capacity()
+    }
+}
+
+impl Consumer<'_> {
+    /// Take the consuming role of `ring`, resuming from its shared indices.
+    ///
+    /// # Safety
+    /// No other `Consumer` of this ring exists in any process, and the ring's
+    /// memory outlives the handle.
+    pub unsafe fn new(ring: RingView) -> Self {
+        let head = ring.header().head.load(Ordering::Relaxed);
+        let tail_cache = ring.header().tail.load(Ordering::Acquire);
+        Self {
+            ring,
+            head,
+            tail_cache,
+            _owner: None,
+            _memory: PhantomData,
+        }
+    }
+
+    /// Remove and return the oldest cell, if any.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Cell> {
+        if self.head == self.tail_cache {
+            // SP1: Acquire pairs with the producer's Release of `tail`.
+            self.tail_cache = self.ring.header().tail.load(Ordering::Acquire);
+            if self.head == self.tail_cache {
+                return None;
+            }
+        }
+        let cell = self.ring.slot(self.head).with(|p| {
+            // SAFETY: index `head` < tail, published by SP1; the producer
+            // will not overwrite it before our head store (SP2).
+            unsafe { p.read() }
+        });
+        self.head += 1;
+        // SP2: hand the slot back.
+        self.ring.header().head.store(self.head, Ordering::Release);
+        Some(cell)
+    }
+}
+
+/// A ring on the heap, for tests, models and benchmarks.
+#[derive(Debug)]
+pub struct OwnedRing {
+    header: Box<RingHeader>,
+    slots: Box<[Slot]>,
+}
+
+// SAFETY: the slots are reached only through the one Producer and one
+// Consumer that `split`/`into_split` hand out, which follow SP1/SP2.
+unsafe impl Sync for OwnedRing {}
+// SAFETY: as above; the boxes are plain heap memory.
+unsafe impl Send for OwnedRing {}
+
+impl OwnedRing {
+    /// A ring of `cells` cells (a power of two).
+    pub fn new(cells: u32) -> Self {
+        assert!(cells.is_power_of_two(), "ring size must be a power of two");
+        Self {
+            header: Box::default(),
+            slots: (0..cells)
+                .map(|_| UnsafeCell::new(Cell::default()))
+                .collect(),
+        }
+    }
+
+    /// Split into the two ends, borrowing the ring.
+    pub fn split(&mut self) -> (Producer<'_>, Consumer<'_>) {
+        let view = self.view();
+        // SAFETY: `&mut self` makes these the only two handles, and their
+        // lifetime is tied to the borrow.
+        unsafe { (Producer::new(view), Consumer::new(view)) }
+    }
+
+    /// Split into two ends that keep the ring alive themselves, for threads
+    /// that need `'static` handles.
+    pub fn into_split(self) -> (Producer<'static>, Consumer<'static>) {
+        let owner = Arc::new(self);
+        let view = owner.view();
+        // SAFETY: `self` was moved in, so these are the only two handles;
+        // each holds an Arc, so the memory outlives both.
+        let (mut p, mut c) = unsafe { (Producer::new(view), Consumer::new(view)) };
+        p._owner = Some(owner.clone());
+        c._owner = Some(owner);
+        (p, c)
+    }
+
+    fn view(&self) -> RingView {
+        let cells = self.slots.len() as u32;
+        // SAFETY: the boxes are valid while `self` lives; `cells` is a power
+        // of two (checked in new).
+        unsafe {
+            RingView::from_raw(
+                NonNull::from(&*self.header),
+                NonNull::from(&self.slots[0]),
+                cells,
+            )
+        }
+    }
+}
+
+#[cfg(all(test, not(tessel_loom)))]
+mod tests {
+    use super::*;
+    use crate::layout::CellKind;
+
+    fn cell(n: u64) -> Cell {
+        let mut c = Cell::new(CellKind::Inline);
+        c.tag = n;
+        c
+    }
+
+    #[test]
+    fn fifo_and_full() {
+        let mut ring = OwnedRing::new(4);
+        let (mut p, mut c) = ring.split();
+        for i in 0..4 {
+            p.push(&cell(i)).unwrap();
+        }
+        assert_eq!(p.push(&cell(9)), Err(Full));
+        assert_eq!(c.pop().unwrap().tag, 0);
+        p.push(&cell(4)).unwrap();
+        for i in 1..5 {
+            assert_eq!(c.pop().unwrap().tag, i);
+        }
+        assert!(c.pop().is_none());
+    }
+
+    #[test]
+    fn threads_keep_order() {
+        let mut ring = OwnedRing::new(8);
+        let (mut p, mut c) = ring.split();
+        const N: u64 = 100_000;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                for i in 0..N {
+                    while p.push(&cell(i)).is_err() {
+                        std::thread::yield_now();
+                    }
+                }
+            });
+            let mut next = 0;
+            while next < N {
+                match c.pop() {
+                    Some(x) => {
+                        assert_eq!(x.tag, next);
+                        next += 1;
+                    }
+                    None => std::thread::yield_now(),
+                }
+            }
+        });
+    }
+}

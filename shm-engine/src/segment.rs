@@ -1,0 +1,335 @@
+//! The node segment: one memfd per node, created by the node's first
+//! process, handed to its local peers over a unix socket (SCM_RIGHTS), and
+//! mapped by each at its own address.
+//!
+//! No name is ever created in `/dev/shm`: the memory lives as long as some
+//! process holds the descriptor or a mapping, and disappears when the last
+//! one exits, `kill -9` included. The socket lives in the abstract
+//! namespace (no file either) and serves only peers running under the same
+//! uid as its owner.
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::layout::{
+    CMA_PROBE_VALUE, Cell, Geometry, LAYOUT_VERSION, MAGIC, ProcArea, RingHeader, SegmentHeader,
+    SegmentLayout, StagingHeader,
+};
+use crate::queue::spsc::{RingView, Slot};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sys::{self, Mapping};
+
+/// Why a node segment could not be created or opened.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SegmentError {
+    /// An OS call failed; `what` names it.
+    Os {
+        /// The failing step.
+        what: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The segment's header is not one this build understands.
+    BadHeader(String),
+}
+
+impl fmt::Display for SegmentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Os { what, source } => write!(f, "{what}: {source}"),
+            Self::BadHeader(m) => write!(f, "node segment rejected: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SegmentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Os { source, .. } => Some(source),
+            Self::BadHeader(_) => None,
+        }
+    }
+}
+
+fn os(what: &'static str) -> impl FnOnce(io::Error) -> SegmentError {
+    move |source| SegmentError::Os { what, source }
+}
+
+/// A word in the creator's private memory that peers read with
+/// `process_vm_readv` to learn whether cross-memory attach works.
+static CMA_PROBE: u64 = CMA_PROBE_VALUE;
+
+/// A mapped node segment.
+#[derive(Debug)]
+pub struct NodeSegment {
+    map: Mapping,
+    layout: SegmentLayout,
+    fd: OwnedFd,
+}
+
+impl NodeSegment {
+    /// Create, size, seal and initialise a segment for `geometry`.
+    pub fn create(geometry: Geometry) -> Result<Self, SegmentError> {
+        let layout = SegmentLayout::new(geometry);
+        let memfd = memfd::MemfdOptions::default()
+            .allow_sealing(true)
+            .close_on_exec(true)
+            .create("tessel-node")
+            .map_err(|e| SegmentError::Os {
+                what: "memfd_create",
+                source: io::Error::other(e),
+            })?;
+        memfd
+            .as_file()
+            .set_len(layout.size)
+            .map_err(os("ftruncate"))?;
+        memfd
+            .add_seals(&[memfd::FileSeal::SealShrink, memfd::FileSeal::SealGrow])
+            .and_then(|()| memfd.add_seal(memfd::FileSeal::SealSeal))
+            .map_err(|e| SegmentError::Os {
+                what: "sealing the segment",
+                source: io::Error::other(e),
+            })?;
+        let fd = OwnedFd::from(memfd.into_file());
+        let map = Mapping::map_shared(&fd, layout.size as usize).map_err(os("mmap"))?;
+        let header = map.base().cast::<SegmentHeader>();
+        // SAFETY: the mapping is fresh, zero-filled, at least a page long and
+        // not yet visible to any other process; we write plain fields, then
+        // publish with the `ready` Release store below.
+        unsafe {
+            (*header).magic = MAGIC;
+            (*header).version = LAYOUT_VERSION;
+            (*header).nlocal = geometry.nlocal;
+            (*header).size = layout.size;
+            (*header).ring_cells = geometry.ring_cells;
+            (*header).staging_slots = geometry.staging_slots;
+            (*header).staging_slot_size = geometry.staging_slot_size;
+            (*header).procs_off = layout.procs_off;
+            (*header).proc_stride = layout.proc_stride;
+            (*header).rings_off = layout.rings_off;
+            (*header).ring_stride = layout.ring_stride;
+            (*header).staging_off = layout.staging_off;
+            (*header).staging_stride = layout.staging_stride;
+            (*header).creator_pid = u64::from(sys::pid());
+            (*header).cma_probe_addr = &CMA_PROBE as *const u64 as u64;
+        }
+        let seg = Self { map, layout, fd };
+        seg.header().ready.store(1, Ordering::Release);
+        Ok(seg)
+    }
+
+    /// Map a segment received from its creator and check its header.
+    pub fn open(fd: OwnedFd) -> Result<Self, SegmentError> {
+        let len = std::fs::File::from(fd.try_clone().map_err(os("dup"))?)
+            .metadata()
+            .map_err(os("fstat"))?
+            .len();
+        if len < size_of::<SegmentHeader>() as u64 {
+            return Err(SegmentError::BadHeader(format!(
+                "segment too small ({len} bytes)"
+            )));
+        }
+        let map = Mapping::map_shared(&fd, len as usize).map_err(os("mmap"))?;
+        // SAFETY: at least a header's worth of bytes is mapped. The creator
+        // wrote the plain fields before its Release store of `ready`; we
+        // read them only after our Acquire load says 1.
+        let header = unsafe { &*map.base().cast::<SegmentHeader>() };
+        if header.ready.load(Ordering::Acquire) != 1 {
+            return Err(SegmentError::BadHeader("segment not initialised".into()));
+        }
+        if header.magic != MAGIC {
+            return Err(SegmentError::BadHeader(format!(
+                "bad magic {:#x}",
+                header.magic
+            )));
+        }
+        if header.version != LAYOUT_VERSION {
+            return Err(SegmentError::BadHeader(format!(
+                "layout version {} (this build speaks {LAYOUT_VERSION})",
+                header.version
+            )));
+        }
+        if header.size != len {
+            return Err(SegmentError::BadHeader(format!(
+                "header says {} bytes, file has {len}",
+                header.size
+            )));
+        }
+        let layout = SegmentLayout::from_header(header)
+            .ok_or_else(|| SegmentError::BadHeader("inconsistent geometry".into()))?;
+        Ok(Self { map, layout, fd })
+    }
+
+    /// The segment's layout.
+    pub fn layout(&self) -> &SegmentLayout {
+        &self.layout
+    }
+
+    /// The segment's header.
+    pub fn header(&self) -> &SegmentHeader {
+        // SAFETY: the header is at offset 0 of a mapping at least that long
+        // (checked in create/open); after `ready` its plain fields are never
+        // written again, and `ready` is atomic.
+        unsafe { &*self.map.base().cast::<SegmentHeader>() }
+    }
+
+    fn at<T>(&self, off: u64) -> NonNull<T> {
+        debug_assert!(off as usize + size_of::<T>() <= self.map.len());
+        debug_assert!(off as usize % align_of::<T>() == 0);
+        // SAFETY: offsets come from `layout`, which keeps every region inside
+        // the mapping and aligned (see layout tests).
+        unsafe { NonNull::new_unchecked(self.map.base().add(off as usize).cast()) }
+    }
+
+    /// Local process `p`'s area.
+    pub fn proc_area(&self, p: u32) -> &ProcArea {
+        // SAFETY: ProcArea holds only atomics and padding, so a shared
+        // reference is sound while other processes update it.
+        unsafe { self.at::<ProcArea>(self.layout.proc_area(p)).as_ref() }
+    }
+
+    /// Local process `p`'s doorbell mask words.
+    pub fn masks(&self, p: u32) -> &[AtomicU64] {
+        let first = self.at::<AtomicU64>(self.layout.mask_word(p, 0));
+        // SAFETY: `mask_words` consecutive atomics follow the area (layout).
+        unsafe { std::slice::from_raw_parts(first.as_ptr(), self.layout.mask_words() as usize) }
+    }
+
+    /// Local process `p`'s bell word.
+    pub fn bell(&self, p: u32) -> &AtomicU32 {
+        &self.proc_area(p).bell
+    }
+
+    /// Ring (`from` -> `to`).
+    pub fn ring(&self, from: u32, to: u32) -> RingView {
+        let off = self.layout.ring(from, to);
+        // SAFETY: the header and `ring_cells` cells lie inside the mapping
+        // (layout); the engine creates one producer (process `from`) and one
+        // consumer (process `to`) per ring.
+        unsafe {
+            RingView::from_raw(
+                self.at::<RingHeader>(off),
+                self.at::<Slot>(off + size_of::<RingHeader>() as u64),
+                self.layout.geometry.ring_cells,
+            )
+        }
+    }
+
+    /// Staging (`from` -> `to`) header.
+    pub fn staging(&self, from: u32, to: u32) -> &StagingHeader {
+        // SAFETY: atomics only; inside the mapping (layout).
+        unsafe {
+            self.at::<StagingHeader>(self.layout.staging(from, to))
+                .as_ref()
+        }
+    }
+
+    /// First byte of slot `seq % slots` of staging (`from` -> `to`).
+    /// Who may touch those bytes is decided by the staging protocol.
+    pub fn staging_slot(&self, from: u32, to: u32, seq: u64) -> *mut u8 {
+        let g = &self.layout.geometry;
+        let off = self.layout.staging(from, to)
+            + size_of::<StagingHeader>() as u64
+            + (seq % u64::from(g.staging_slots)) * g.staging_slot_size;
+        self.at::<u8>(off).as_ptr()
+    }
+
+    /// Whether this process can read the creator's memory with
+    /// `process_vm_readv` (cross-memory attach).
+    pub fn probe_cma(&self) -> bool {
+        let h = self.header();
+        let mut v = 0u64;
+        // SAFETY: `v` is a local of 8 writable bytes.
+        let ok = unsafe {
+            sys::cma_read(
+                h.creator_pid as u32,
+                h.cma_probe_addr,
+                (&mut v as *mut u64).cast(),
+                8,
+            )
+        };
+        ok.is_ok() && v == CMA_PROBE_VALUE
+    }
+
+    /// Size of a cell, for diagnostics.
+    pub const CELL_SIZE: usize = size_of::<Cell>();
+}
+
+/// Serves the segment's descriptor to local peers until they all have it.
+#[derive(Debug)]
+pub struct FdServer {
+    listener: Arc<UnixListener>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FdServer {
+    /// Listen on a fresh abstract unix address and hand `seg`'s descriptor
+    /// to `peers` connecting processes of our uid. Returns the server and
+    /// the address's name, to publish through the bootstrap.
+    pub fn start(seg: &NodeSegment, peers: u32) -> Result<(Self, Vec<u8>), SegmentError> {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let name = format!("tessel-seg-{}-{nonce:x}", sys::pid()).into_bytes();
+        let addr = SocketAddr::from_abstract_name(&name).map_err(os("abstract socket address"))?;
+        let listener = Arc::new(UnixListener::bind_addr(&addr).map_err(os("bind segment socket"))?);
+        let serving = listener.clone();
+        let fd = seg.fd.try_clone().map_err(os("dup"))?;
+        let uid = sys::euid();
+        let thread = std::thread::Builder::new()
+            .name("tessel-fd-server".into())
+            .spawn(move || {
+                let mut served = 0;
+                while served < peers {
+                    let Ok((stream, _)) = serving.accept() else {
+                        return; // shut down by Drop, or the socket failed
+                    };
+                    if sys::peer_uid(&stream).ok() != Some(uid) {
+                        continue; // not one of ours: drop the connection
+                    }
+                    if sys::send_fd(&stream, fd.as_raw_fd()).is_ok() {
+                        served += 1;
+                    }
+                }
+            })
+            .map_err(os("spawn fd server"))?;
+        Ok((
+            Self {
+                listener,
+                thread: Some(thread),
+            },
+            name,
+        ))
+    }
+
+    /// Connect to the server named `name` and receive the segment.
+    pub fn fetch(name: &[u8]) -> Result<NodeSegment, SegmentError> {
+        let addr = SocketAddr::from_abstract_name(name).map_err(os("abstract socket address"))?;
+        let stream = UnixStream::connect_addr(&addr).map_err(os("connect to segment owner"))?;
+        let fd = sys::recv_fd(&stream).map_err(os("receive segment descriptor"))?;
+        NodeSegment::open(fd)
+    }
+}
+
+impl Drop for FdServer {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            if !t.is_finished() {
+                // SAFETY: we hold the listener, so its fd is open; shutdown
+                // only makes the thread's accept() return an error.
+                unsafe {
+                    libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR);
+                }
+            }
+            let _ = t.join();
+        }
+    }
+}

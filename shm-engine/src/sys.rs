@@ -1,0 +1,251 @@
+//! Thin safe wrappers over the Linux calls the engine needs: futex, cross
+//! memory attach, fd passing, peer credentials, mappings. Every `unsafe`
+//! FFI call of the engine outside `segment` lives here.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use crate::sync::AtomicU32;
+
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Sleep while `*word == expected`, at most `timeout`. Spurious returns are
+/// allowed; callers re-check their condition. Works across processes
+/// (not `FUTEX_PRIVATE`), for words in shared mappings.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call;
+    // FUTEX_WAIT only reads it; `ts` outlives the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word as *const AtomicU32,
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
+/// Wake every waiter on `word`.
+pub fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE takes the address only as a key; it is valid.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word as *const AtomicU32,
+            libc::FUTEX_WAKE,
+            i32::MAX,
+        );
+    }
+}
+
+/// Give the CPU to another runnable thread.
+pub fn yield_now() {
+    // SAFETY: no arguments, no memory.
+    unsafe {
+        libc::sched_yield();
+    }
+}
+
+/// This process's pid.
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
+/// Copy `len` bytes at `remote` in process `pid` into `local`, with
+/// `process_vm_readv`, looping over partial reads.
+///
+/// # Safety
+/// `local` is valid for writes of `len` bytes and not otherwise accessed
+/// during the call.
+pub unsafe fn cma_read(pid: u32, remote: u64, local: *mut u8, len: usize) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let liov = libc::iovec {
+            // SAFETY: done < len, within the caller's buffer.
+            iov_base: unsafe { local.add(done) }.cast(),
+            iov_len: len - done,
+        };
+        let riov = libc::iovec {
+            iov_base: (remote as usize + done) as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: liov describes memory the caller gave us for writing; the
+        // remote side is checked by the kernel (EFAULT), not dereferenced.
+        let n = check(
+            unsafe { libc::process_vm_readv(pid as libc::pid_t, &liov, 1, &riov, 1, 0) }
+                as libc::c_long,
+        )?;
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Send `fd` over a unix stream socket (SCM_RIGHTS) with one data byte.
+pub fn send_fd(sock: &UnixStream, fd: RawFd) -> io::Result<()> {
+    let mut byte = [0x54u8];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // u64 storage keeps the control buffer aligned for cmsghdr.
+    let mut cbuf = [0u64; 4];
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<RawFd>() as u32) } as usize;
+    assert!(space <= size_of_val(&cbuf));
+    // SAFETY: all-zero is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: msg_control points to `space` writable, aligned bytes, so the
+    // first header exists; we fill it within CMSG_LEN bounds.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<RawFd>() as u32) as usize;
+        libc::CMSG_DATA(cmsg).cast::<RawFd>().write_unaligned(fd);
+    }
+    // SAFETY: msg and everything it points to live across the call.
+    check(unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) } as libc::c_long)?;
+    Ok(())
+}
+
+/// Receive one fd sent by [`send_fd`].
+pub fn recv_fd(sock: &UnixStream) -> io::Result<OwnedFd> {
+    let mut byte = [0u8];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut cbuf = [0u64; 4];
+    // SAFETY: all-zero is a valid msghdr.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = size_of_val(&cbuf);
+    // SAFETY: msg points to live buffers; MSG_CMSG_CLOEXEC marks the fd.
+    let n = check(
+        unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) }
+            as libc::c_long,
+    )?;
+    if n == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "segment owner closed the socket",
+        ));
+    }
+    // SAFETY: the kernel filled msg_control/msg_controllen; CMSG_FIRSTHDR
+    // returns null when there is no header, which we check.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "no descriptor in message",
+            ));
+        }
+        let fd = libc::CMSG_DATA(cmsg).cast::<RawFd>().read_unaligned();
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// The uid of the process at the other end of a unix socket.
+pub fn peer_uid(sock: &UnixStream) -> io::Result<u32> {
+    // SAFETY: all-zero is a valid ucred.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: cred/len are valid out-parameters of the advertised size.
+    check(unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    } as libc::c_long)?;
+    Ok(cred.uid)
+}
+
+/// This process's effective uid.
+pub fn euid() -> u32 {
+    // SAFETY: no arguments; cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// A shared read-write mapping of a whole file, unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory; concurrent access to its contents is
+// governed by the shared-memory protocols, not by this handle.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    /// Map `len` bytes of `fd` shared.
+    pub fn map_shared(fd: &OwnedFd, len: usize) -> io::Result<Self> {
+        // SAFETY: a fresh mapping at an address the kernel picks; no
+        // existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self {
+            base: p.cast(),
+            len,
+        })
+    }
+
+    /// First byte of the mapping.
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// Bytes mapped.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: base/len came from a successful mmap and are unmapped once.
+        unsafe {
+            libc::munmap(self.base.cast(), self.len);
+        }
+    }
+}
