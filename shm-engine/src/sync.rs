@@ -9,6 +9,7 @@
 //! so every slot access is visible to the model.
 
 #[cfg(not(tessel_loom))]
+#[allow(clippy::disallowed_types)] // the facade is the one place allowed to
 mod imp {
     pub use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 

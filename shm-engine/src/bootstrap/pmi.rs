@@ -1,1 +1,1003 @@
-//! PMI-1 client (placeholder while the client is written).
+//! PMI-1 client speaking the "simple" wire protocol.
+//!
+//! The process manager (Tessel's `mpiexec`, or MPICH's Hydra) hands every
+//! process one end of a connected unix stream socket, announced in the
+//! environment as `PMI_FD`, together with `PMI_RANK` and `PMI_SIZE`. Requests
+//! and answers are single lines of space-separated `key=value` pairs, each
+//! answer naming its kind in `cmd=`:
+//!
+//! | request                               | answer                                      |
+//! | ------------------------------------- | ------------------------------------------- |
+//! | `cmd=init pmi_version=1 pmi_subversion=1` | `cmd=response_to_init ... rc=0`         |
+//! | `cmd=get_maxes`                       | `cmd=maxes kvsname_max=.. keylen_max=.. vallen_max=..` |
+//! | `cmd=get_my_kvsname`                  | `cmd=my_kvsname kvsname=..`                 |
+//! | `cmd=put kvsname=K key=KEY value=V`   | `cmd=put_result rc=0`                       |
+//! | `cmd=get kvsname=K key=KEY`           | `cmd=get_result rc=0 value=V`               |
+//! | `cmd=barrier_in`                      | `cmd=barrier_out`                           |
+//! | `cmd=finalize`                        | `cmd=finalize_ack`                          |
+//! | `cmd=abort exitcode=C`                | (none: the job is torn down)                |
+//!
+//! Values cannot hold spaces or newlines on the wire, so [`PmiClient`]
+//! hex-encodes what it puts and decodes what it gets: any byte string
+//! round-trips. Key and encoded value must stay strictly shorter than the
+//! `keylen_max` / `vallen_max` the process manager announces (those are C
+//! buffer sizes that include the terminating NUL); Hydra accepts longer ones
+//! with `rc=0` and silently truncates them, so the client refuses them itself.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::OnceLock;
+
+use super::{Bootstrap, BootstrapError};
+
+/// Key under which PMI-1 process managers publish the rank-to-node map.
+const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
+
+/// Longest answer line accepted from the process manager, newline included.
+const MAX_RESPONSE_LINE: u64 = 64 * 1024;
+
+/// Set once a [`PmiClient`] has taken ownership of the `PMI_FD` descriptor,
+/// so that a second [`PmiClient::from_env`] cannot wrap (and later close)
+/// the same descriptor again.
+static PMI_FD_CLAIMED: OnceLock<()> = OnceLock::new();
+
+/// Limits announced by the process manager in its `cmd=maxes` answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Maxes {
+    kvsname: usize,
+    key: usize,
+    value: usize,
+}
+
+/// A PMI-1 client connected to the process manager that started this
+/// process; implements [`Bootstrap`].
+///
+/// Each operation is one request line and (except for abort) one answer
+/// line on the `PMI_FD` socket, so the client is strictly synchronous.
+#[derive(Debug)]
+pub struct PmiClient {
+    conn: BufReader<UnixStream>,
+    rank: u32,
+    size: u32,
+    kvsname: String,
+    maxes: Maxes,
+    /// Node of every rank, `size` entries.
+    nodes: Vec<u32>,
+    finalized: bool,
+}
+
+impl PmiClient {
+    /// Connect to the process manager named by the environment.
+    ///
+    /// Reads `PMI_FD` (an inherited, connected unix stream socket),
+    /// `PMI_RANK` and `PMI_SIZE`, takes ownership of the socket (it is
+    /// marked close-on-exec so programs this process starts do not inherit
+    /// it) and performs the PMI-1 handshake: `init`, `get_maxes`,
+    /// `get_my_kvsname` and a read of `PMI_process_mapping`.
+    ///
+    /// Returns `Ok(None)` when `PMI_FD` is not set (the process was started
+    /// without a launcher). A process manager that only offers `PMI_PORT`
+    /// (a TCP address) is refused with [`BootstrapError::Protocol`]. Calling
+    /// this a second time in a process that already took the socket is a
+    /// [`BootstrapError::Protocol`] error too.
+    pub fn from_env() -> Result<Option<Self>, BootstrapError> {
+        let Some(env) = PmiEnv::from_lookup(|name| std::env::var(name).ok())? else {
+            return Ok(None);
+        };
+        let stream = claim_pmi_fd(env.fd)?;
+        Self::connect(stream, env.rank, env.size).map(Some)
+    }
+
+    /// Perform the PMI-1 handshake over an already connected `stream`, for
+    /// the process of rank `rank` in a job of `size` processes.
+    fn connect(stream: UnixStream, rank: u32, size: u32) -> Result<Self, BootstrapError> {
+        if size == 0 || rank >= size {
+            return Err(BootstrapError::Protocol(format!(
+                "rank {rank} is outside a job of {size} processes"
+            )));
+        }
+        let mut client = Self {
+            conn: BufReader::new(stream),
+            rank,
+            size,
+            kvsname: String::new(),
+            maxes: Maxes {
+                kvsname: 0,
+                key: 0,
+                value: 0,
+            },
+            nodes: Vec::new(),
+            finalized: false,
+        };
+
+        let init = client.request(
+            "cmd=init pmi_version=1 pmi_subversion=1",
+            "response_to_init",
+        )?;
+        init.expect_ok("init")?;
+
+        let maxes = client.request("cmd=get_maxes", "maxes")?;
+        maxes.expect_ok("get_maxes")?;
+        client.maxes = Maxes {
+            kvsname: maxes.usize_field("kvsname_max")?,
+            key: maxes.usize_field("keylen_max")?,
+            value: maxes.usize_field("vallen_max")?,
+        };
+
+        let name = client.request("cmd=get_my_kvsname", "my_kvsname")?;
+        name.expect_ok("get_my_kvsname")?;
+        let kvsname = name.field("kvsname")?.to_owned();
+        if kvsname.is_empty() || kvsname.len() >= client.maxes.kvsname {
+            return Err(BootstrapError::Protocol(format!(
+                "the process manager's kvsname {kvsname:?} is empty or not shorter than its \
+                 own kvsname_max of {}",
+                client.maxes.kvsname
+            )));
+        }
+        client.kvsname = kvsname;
+
+        client.nodes = match client.get_raw(PROCESS_MAPPING_KEY)? {
+            Some(mapping) => parse_process_mapping(&mapping, size).map_err(|e| {
+                BootstrapError::Protocol(format!("bad {PROCESS_MAPPING_KEY} {mapping:?}: {e}"))
+            })?,
+            None => vec![0; size as usize],
+        };
+        Ok(client)
+    }
+
+    /// Send one request line (without its newline).
+    fn send(&mut self, line: &str) -> Result<(), BootstrapError> {
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        self.conn.get_mut().write_all(&buf)?;
+        Ok(())
+    }
+
+    /// Read one answer line and parse it.
+    fn receive(&mut self) -> Result<Response, BootstrapError> {
+        let mut line = String::new();
+        let n = (&mut self.conn)
+            .take(MAX_RESPONSE_LINE)
+            .read_line(&mut line)?;
+        if n == 0 {
+            return Err(BootstrapError::Io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the process manager closed the PMI connection",
+            )));
+        }
+        let Some(line) = line.strip_suffix('\n') else {
+            return Err(BootstrapError::Protocol(format!(
+                "the process manager's answer is not a complete line (connection closed or \
+                 longer than {MAX_RESPONSE_LINE} bytes): {:?}",
+                truncate_for_message(&line)
+            )));
+        };
+        Response::parse(line)
+    }
+
+    /// Send `line` and read the answer, which must be of kind `expected`.
+    fn request(&mut self, line: &str, expected: &str) -> Result<Response, BootstrapError> {
+        if self.finalized {
+            return Err(BootstrapError::Protocol(format!(
+                "PMI request {:?} after finalize",
+                first_word(line)
+            )));
+        }
+        self.send(line)?;
+        let response = self.receive()?;
+        if response.cmd != expected {
+            return Err(BootstrapError::Protocol(format!(
+                "expected cmd={expected} in answer to {:?}, but the process manager answered \
+                 cmd={} ({:?})",
+                first_word(line),
+                response.cmd,
+                truncate_for_message(&response.line)
+            )));
+        }
+        Ok(response)
+    }
+
+    /// Check that `key` can travel on the wire and fits the announced limit.
+    fn check_key(&self, key: &str) -> Result<(), BootstrapError> {
+        if key.is_empty() || key.bytes().any(|b| b.is_ascii_whitespace() || b == b'=') {
+            return Err(BootstrapError::Protocol(format!(
+                "PMI key {key:?} is empty or contains whitespace or '='"
+            )));
+        }
+        if key.len() >= self.maxes.key {
+            return Err(BootstrapError::Protocol(format!(
+                "PMI key {key:?} is {} bytes long; the process manager accepts keys of at most \
+                 {} bytes (keylen_max={})",
+                key.len(),
+                self.maxes.key.saturating_sub(1),
+                self.maxes.key
+            )));
+        }
+        Ok(())
+    }
+
+    /// Read the raw (undecoded) value of `key`; `None` when the process
+    /// manager answers with a non-zero `rc`. The key is not checked against
+    /// `keylen_max`: that is for keys this client publishes, not for the
+    /// process manager's own (`PMI_process_mapping`).
+    fn get_raw(&mut self, key: &str) -> Result<Option<String>, BootstrapError> {
+        let line = format!("cmd=get kvsname={} key={key}", self.kvsname);
+        let response = self.request(&line, "get_result")?;
+        if response.rc()? != 0 {
+            return Ok(None);
+        }
+        Ok(Some(response.field("value")?.to_owned()))
+    }
+
+    /// Send the abort request; the caller then exits.
+    fn send_abort(&mut self, code: i32) -> Result<(), BootstrapError> {
+        self.send(&format!("cmd=abort exitcode={code}"))
+    }
+}
+
+impl Bootstrap for PmiClient {
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// # Panics
+    ///
+    /// Panics if `rank` is not below [`size`](Bootstrap::size).
+    fn node_of(&self, rank: u32) -> u32 {
+        assert!(
+            rank < self.size,
+            "node_of({rank}) in a job of {} processes",
+            self.size
+        );
+        self.nodes[rank as usize]
+    }
+
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), BootstrapError> {
+        self.check_key(key)?;
+        let encoded = hex_encode(value);
+        if encoded.len() >= self.maxes.value {
+            return Err(BootstrapError::Protocol(format!(
+                "value for PMI key {key:?} is {} bytes ({} hex-encoded); the process manager \
+                 accepts at most {} encoded bytes (vallen_max={}), i.e. {} raw bytes",
+                value.len(),
+                encoded.len(),
+                self.maxes.value.saturating_sub(1),
+                self.maxes.value,
+                self.maxes.value.saturating_sub(1) / 2
+            )));
+        }
+        let line = format!("cmd=put kvsname={} key={key} value={encoded}", self.kvsname);
+        let response = self.request(&line, "put_result")?;
+        response.expect_ok("put")
+    }
+
+    fn get(&mut self, key: &str) -> Result<Vec<u8>, BootstrapError> {
+        self.check_key(key)?;
+        match self.get_raw(key)? {
+            Some(encoded) => hex_decode(&encoded).ok_or_else(|| {
+                BootstrapError::Protocol(format!(
+                    "value of PMI key {key:?} is not the hex encoding this client writes: {:?}",
+                    truncate_for_message(&encoded)
+                ))
+            }),
+            None => Err(BootstrapError::MissingKey(key.to_owned())),
+        }
+    }
+
+    fn fence(&mut self) -> Result<(), BootstrapError> {
+        let response = self.request("cmd=barrier_in", "barrier_out")?;
+        response.expect_ok("barrier_in")
+    }
+
+    fn abort(&mut self, code: i32, message: &str) {
+        eprintln!(
+            "rank {} of {}: abort({code}): {message}",
+            self.rank, self.size
+        );
+        if let Err(e) = self.send_abort(code) {
+            eprintln!(
+                "rank {}: could not send abort to the process manager: {e}",
+                self.rank
+            );
+        }
+        std::process::exit(code);
+    }
+
+    fn finalize(&mut self) -> Result<(), BootstrapError> {
+        if self.finalized {
+            return Ok(());
+        }
+        let response = self.request("cmd=finalize", "finalize_ack")?;
+        self.finalized = true;
+        response.expect_ok("finalize")
+    }
+}
+
+/// The job facts a launcher puts in the environment.
+#[derive(Debug, PartialEq, Eq)]
+struct PmiEnv {
+    fd: RawFd,
+    rank: u32,
+    size: u32,
+}
+
+impl PmiEnv {
+    /// Read the PMI variables through `lookup`; `Ok(None)` when `PMI_FD`
+    /// is unset.
+    fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, BootstrapError> {
+        let Some(fd) = lookup("PMI_FD") else {
+            if lookup("PMI_PORT").is_some() {
+                return Err(BootstrapError::Protocol(
+                    "PMI_PORT is set but PMI_FD is not: connecting to the process manager over \
+                     PMI_PORT is not supported; start the job with a launcher that passes an \
+                     inherited socket in PMI_FD (Tessel's mpiexec, or Hydra's mpiexec without \
+                     -pmi-port)"
+                        .to_owned(),
+                ));
+            }
+            return Ok(None);
+        };
+        let number = |name: &str, value: Option<String>| -> Result<u32, BootstrapError> {
+            let value = value.ok_or_else(|| {
+                BootstrapError::Protocol(format!("PMI_FD is set but {name} is not"))
+            })?;
+            value.trim().parse::<u32>().map_err(|_| {
+                BootstrapError::Protocol(format!("{name}={value:?} is not a non-negative integer"))
+            })
+        };
+        let fd_number = number("PMI_FD", Some(fd))?;
+        let fd = RawFd::try_from(fd_number).map_err(|_| {
+            BootstrapError::Protocol(format!("PMI_FD={fd_number} is not a file descriptor"))
+        })?;
+        let rank = number("PMI_RANK", lookup("PMI_RANK"))?;
+        let size = number("PMI_SIZE", lookup("PMI_SIZE"))?;
+        if size == 0 || rank >= size {
+            return Err(BootstrapError::Protocol(format!(
+                "PMI_RANK={rank} is outside a job of PMI_SIZE={size} processes"
+            )));
+        }
+        Ok(Some(Self { fd, rank, size }))
+    }
+}
+
+/// Take ownership of the inherited PMI socket `fd`.
+fn claim_pmi_fd(fd: RawFd) -> Result<UnixStream, BootstrapError> {
+    // Marking the descriptor close-on-exec also checks that it is open:
+    // fcntl fails with EBADF otherwise, before anything takes ownership.
+    // SAFETY: F_GETFD/F_SETFD only read and set the descriptor flags of
+    // `fd`; they touch no memory and are defined for any integer.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        return Err(BootstrapError::Protocol(format!(
+            "PMI_FD={fd} is not an open file descriptor: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } < 0 {
+        return Err(BootstrapError::Io(io::Error::last_os_error()));
+    }
+    if PMI_FD_CLAIMED.set(()).is_err() {
+        return Err(BootstrapError::Protocol(
+            "the PMI_FD socket is already owned by another PmiClient in this process".to_owned(),
+        ));
+    }
+    // SAFETY: `fd` is open (checked above) and, by the launcher's contract,
+    // was handed to this process for the exclusive use of its PMI client;
+    // PMI_FD_CLAIMED guarantees that this is the only place in the process
+    // that ever wraps it, so the returned stream is its sole owner and
+    // closes it exactly once.
+    let stream = unsafe { UnixStream::from_raw_fd(fd) };
+    // Fails with ENOTSOCK (and closes the descriptor we now own) when the
+    // launcher passed something that is not a socket.
+    stream.peer_addr().map_err(|e| {
+        BootstrapError::Protocol(format!("PMI_FD={fd} is not a connected unix socket: {e}"))
+    })?;
+    Ok(stream)
+}
+
+/// One parsed answer line.
+#[derive(Debug)]
+struct Response {
+    cmd: String,
+    fields: HashMap<String, String>,
+    line: String,
+}
+
+impl Response {
+    /// Split `line` into `key=value` pairs (values may contain `=`).
+    fn parse(line: &str) -> Result<Self, BootstrapError> {
+        let mut fields = HashMap::new();
+        for token in line.split_ascii_whitespace() {
+            let Some((key, value)) = token.split_once('=') else {
+                return Err(BootstrapError::Protocol(format!(
+                    "malformed answer from the process manager (token {token:?} is not \
+                     key=value): {:?}",
+                    truncate_for_message(line)
+                )));
+            };
+            fields.insert(key.to_owned(), value.to_owned());
+        }
+        let Some(cmd) = fields.remove("cmd") else {
+            return Err(BootstrapError::Protocol(format!(
+                "answer from the process manager has no cmd=: {:?}",
+                truncate_for_message(line)
+            )));
+        };
+        Ok(Self {
+            cmd,
+            fields,
+            line: line.to_owned(),
+        })
+    }
+
+    fn field(&self, key: &str) -> Result<&str, BootstrapError> {
+        self.fields.get(key).map(String::as_str).ok_or_else(|| {
+            BootstrapError::Protocol(format!(
+                "cmd={} answer lacks {key}=: {:?}",
+                self.cmd,
+                truncate_for_message(&self.line)
+            ))
+        })
+    }
+
+    fn usize_field(&self, key: &str) -> Result<usize, BootstrapError> {
+        let value = self.field(key)?;
+        value.parse().map_err(|_| {
+            BootstrapError::Protocol(format!(
+                "cmd={} answer has a non-numeric {key}={value:?}",
+                self.cmd
+            ))
+        })
+    }
+
+    /// The answer's return code; answers without `rc=` (Hydra's `maxes`,
+    /// `barrier_out`) count as success.
+    fn rc(&self) -> Result<i64, BootstrapError> {
+        match self.fields.get("rc") {
+            None => Ok(0),
+            Some(rc) => rc.parse().map_err(|_| {
+                BootstrapError::Protocol(format!(
+                    "cmd={} answer has a non-numeric rc={rc:?}",
+                    self.cmd
+                ))
+            }),
+        }
+    }
+
+    /// Fail with the process manager's message unless `rc` is 0.
+    fn expect_ok(&self, what: &str) -> Result<(), BootstrapError> {
+        let rc = self.rc()?;
+        if rc == 0 {
+            return Ok(());
+        }
+        let msg = self.fields.get("msg").map_or("", String::as_str);
+        Err(BootstrapError::Protocol(format!(
+            "PMI {what} failed with rc={rc} {msg}"
+        )))
+    }
+}
+
+/// Parse a `PMI_process_mapping` value into the node of every rank.
+///
+/// The value is `(vector,B1,B2,...)` where each block `(first, count, ppn)`
+/// says that nodes `first..first+count` each run `ppn` consecutive ranks.
+/// Ranks are dealt to the blocks in order; when the blocks describe fewer
+/// ranks than the job has, the whole pattern repeats (Hydra describes a
+/// two-process job on one single-slot host as `(vector,(0,1,1))`). An empty
+/// value or `(vector)` carries no information: every rank is on node 0.
+fn parse_process_mapping(value: &str, size: u32) -> Result<Vec<u32>, String> {
+    let compact: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+    let size = size as usize;
+    if compact.is_empty() {
+        return Ok(vec![0; size]);
+    }
+    let body = compact
+        .strip_prefix("(vector")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .ok_or("expected (vector,(node,count,ppn),...)")?;
+    if body.is_empty() {
+        return Ok(vec![0; size]);
+    }
+    let inner = body
+        .strip_prefix(",(")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .ok_or("expected ,(node,count,ppn) blocks after (vector")?;
+    let mut blocks = Vec::new();
+    for block in inner.split("),(") {
+        let numbers = block
+            .split(',')
+            .map(|n| {
+                n.parse::<u32>()
+                    .map_err(|_| format!("{n:?} is not a number"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let [first, count, ppn] = numbers[..] else {
+            return Err(format!("block ({block}) does not have three numbers"));
+        };
+        if first.checked_add(count).is_none() {
+            return Err(format!("block ({block}) overflows the node numbers"));
+        }
+        blocks.push((first, count, ppn));
+    }
+    if blocks.iter().all(|&(_, count, ppn)| count == 0 || ppn == 0) {
+        return Err("the blocks place no process on any node".to_owned());
+    }
+    let mut nodes = Vec::with_capacity(size);
+    'fill: while nodes.len() < size {
+        for &(first, count, ppn) in &blocks {
+            for node in first..first + count {
+                for _ in 0..ppn {
+                    if nodes.len() == size {
+                        break 'fill;
+                    }
+                    nodes.push(node);
+                }
+            }
+        }
+    }
+    Ok(nodes)
+}
+
+/// Lower-case hex encoding of `bytes`.
+fn hex_encode(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+/// Decode hex (either case); `None` if `text` is not an even number of hex
+/// digits.
+fn hex_decode(text: &str) -> Option<Vec<u8>> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
+        return None;
+    }
+    bytes
+        .chunks_exact(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect()
+}
+
+/// The `cmd=...` word of a request line, for error messages.
+fn first_word(line: &str) -> &str {
+    line.split_ascii_whitespace().next().unwrap_or(line)
+}
+
+/// At most 200 bytes of `text` (on a char boundary), for error messages.
+fn truncate_for_message(text: &str) -> &str {
+    let mut end = text.len().min(200);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::thread::{self, JoinHandle};
+
+    /// What the fake process manager knows and how it behaves.
+    struct FakeJob {
+        kvs: Mutex<HashMap<String, String>>,
+        barrier: Barrier,
+        maxes: (usize, usize, usize),
+        /// Raw lines received from clients, for inspection.
+        log: Mutex<Vec<String>>,
+    }
+
+    impl FakeJob {
+        fn new(size: usize, mapping: Option<&str>) -> Arc<Self> {
+            Self::with_maxes(size, mapping, (256, 64, 1024))
+        }
+
+        fn with_maxes(
+            size: usize,
+            mapping: Option<&str>,
+            maxes: (usize, usize, usize),
+        ) -> Arc<Self> {
+            let mut kvs = HashMap::new();
+            if let Some(m) = mapping {
+                kvs.insert(PROCESS_MAPPING_KEY.to_owned(), m.to_owned());
+            }
+            Arc::new(Self {
+                kvs: Mutex::new(kvs),
+                barrier: Barrier::new(size),
+                maxes,
+                log: Mutex::new(Vec::new()),
+            })
+        }
+    }
+
+    /// Serve one client connection the way a PMI-1 process manager does,
+    /// until the client hangs up. Returns the server side's thread.
+    fn serve(job: Arc<FakeJob>, stream: UnixStream) -> JoinHandle<()> {
+        thread::spawn(move || {
+            let mut writer = stream.try_clone().expect("clone server stream");
+            let reader = BufReader::new(stream);
+            for line in reader.lines() {
+                let Ok(line) = line else { break };
+                job.log.lock().unwrap().push(line.clone());
+                let fields: HashMap<&str, &str> = line
+                    .split_ascii_whitespace()
+                    .filter_map(|t| t.split_once('='))
+                    .collect();
+                let reply = match fields.get("cmd").copied() {
+                    Some("init") => {
+                        "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0".to_owned()
+                    }
+                    Some("get_maxes") => format!(
+                        "cmd=maxes kvsname_max={} keylen_max={} vallen_max={}",
+                        job.maxes.0, job.maxes.1, job.maxes.2
+                    ),
+                    Some("get_my_kvsname") => "cmd=my_kvsname kvsname=fake_kvs rc=0".to_owned(),
+                    Some("put") => {
+                        job.kvs
+                            .lock()
+                            .unwrap()
+                            .insert(fields["key"].to_owned(), fields["value"].to_owned());
+                        "cmd=put_result rc=0 msg=success".to_owned()
+                    }
+                    Some("get") => match job.kvs.lock().unwrap().get(fields["key"]) {
+                        Some(v) => format!("cmd=get_result rc=0 msg=success value={v}"),
+                        None => "cmd=get_result rc=-1 msg=key_not_found value=unknown".to_owned(),
+                    },
+                    Some("barrier_in") => {
+                        job.barrier.wait();
+                        "cmd=barrier_out".to_owned()
+                    }
+                    Some("finalize") => "cmd=finalize_ack".to_owned(),
+                    Some("abort") => continue,
+                    Some("surprise") => "cmd=something_else rc=0".to_owned(),
+                    _ => "cmd=error rc=-1 msg=unknown".to_owned(),
+                };
+                if writer.write_all(format!("{reply}\n").as_bytes()).is_err() {
+                    break;
+                }
+            }
+        })
+    }
+
+    /// A client of rank `rank` in a job of `size`, connected to `job`.
+    fn client(job: &Arc<FakeJob>, rank: u32, size: u32) -> (PmiClient, JoinHandle<()>) {
+        let (ours, theirs) = UnixStream::pair().expect("socketpair");
+        let server = serve(Arc::clone(job), theirs);
+        let client = PmiClient::connect(ours, rank, size).expect("handshake");
+        (client, server)
+    }
+
+    #[test]
+    fn handshake_reads_maxes_kvsname_and_mapping() {
+        let job = FakeJob::new(1, Some("(vector,(0,2,2))"));
+        let (c, server) = client(&job, 3, 4);
+        assert_eq!(c.rank(), 3);
+        assert_eq!(c.size(), 4);
+        assert_eq!(c.kvsname, "fake_kvs");
+        assert_eq!(
+            c.maxes,
+            Maxes {
+                kvsname: 256,
+                key: 64,
+                value: 1024
+            }
+        );
+        assert_eq!(
+            (0..4).map(|r| c.node_of(r)).collect::<Vec<_>>(),
+            [0, 0, 1, 1]
+        );
+        drop(c);
+        server.join().unwrap();
+        let log = job.log.lock().unwrap();
+        assert_eq!(
+            log[..],
+            [
+                "cmd=init pmi_version=1 pmi_subversion=1",
+                "cmd=get_maxes",
+                "cmd=get_my_kvsname",
+                "cmd=get kvsname=fake_kvs key=PMI_process_mapping",
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_process_mapping_puts_every_rank_on_node_zero() {
+        let job = FakeJob::new(1, None);
+        let (c, _server) = client(&job, 0, 3);
+        assert_eq!(c.nodes, [0, 0, 0]);
+    }
+
+    #[test]
+    fn put_get_round_trip_of_binary_values() {
+        let job = FakeJob::new(1, None);
+        let (mut c, _server) = client(&job, 0, 1);
+        let values: [&[u8]; 4] = [
+            b"plain",
+            b"with spaces\0and NUL\nand newline key=value",
+            &[0, 0xff, 0x80, b' ', b'=', 0x7f],
+            b"",
+        ];
+        for (i, v) in values.iter().enumerate() {
+            c.put(&format!("k{i}"), v).unwrap();
+        }
+        c.fence().unwrap();
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(c.get(&format!("k{i}")).unwrap(), *v);
+        }
+        // On the wire the value is hex, so nothing in it can break the line.
+        let log = job.log.lock().unwrap();
+        assert!(log.contains(&"cmd=put kvsname=fake_kvs key=k2 value=00ff80203d7f".to_owned()));
+    }
+
+    #[test]
+    fn get_of_an_unpublished_key_is_missing_key() {
+        let job = FakeJob::new(1, None);
+        let (mut c, _server) = client(&job, 0, 1);
+        match c.get("nobody-put-this") {
+            Err(BootstrapError::MissingKey(k)) => assert_eq!(k, "nobody-put-this"),
+            other => panic!("expected MissingKey, got {other:?}"),
+        }
+        // The connection is still usable afterwards.
+        c.put("k", b"v").unwrap();
+        assert_eq!(c.get("k").unwrap(), b"v");
+    }
+
+    #[test]
+    fn fence_makes_puts_of_all_ranks_visible() {
+        let job = FakeJob::new(3, None);
+        let ranks: Vec<_> = (0..3u32)
+            .map(|rank| {
+                let job = Arc::clone(&job);
+                thread::spawn(move || {
+                    let (mut c, _server) = client(&job, rank, 3);
+                    c.put(&format!("addr-{rank}"), &[rank as u8, 0, b' ', 42])
+                        .unwrap();
+                    c.fence().unwrap();
+                    for peer in 0..3u32 {
+                        let got = c.get(&format!("addr-{peer}")).unwrap();
+                        assert_eq!(got, [peer as u8, 0, b' ', 42]);
+                    }
+                    c.finalize().unwrap();
+                })
+            })
+            .collect();
+        for r in ranks {
+            r.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn finalize_is_acknowledged_and_ends_the_session() {
+        let job = FakeJob::new(1, None);
+        let (mut c, _server) = client(&job, 0, 1);
+        c.finalize().unwrap();
+        c.finalize().unwrap();
+        assert!(matches!(c.fence(), Err(BootstrapError::Protocol(_))));
+        let log = job.log.lock().unwrap();
+        assert_eq!(log.iter().filter(|l| *l == "cmd=finalize").count(), 1);
+    }
+
+    #[test]
+    fn abort_request_carries_the_exit_code() {
+        let job = FakeJob::new(1, None);
+        let (mut c, server) = client(&job, 0, 1);
+        c.send_abort(7).unwrap();
+        drop(c);
+        server.join().unwrap();
+        assert_eq!(
+            job.log.lock().unwrap().last().unwrap(),
+            "cmd=abort exitcode=7"
+        );
+    }
+
+    #[test]
+    fn unexpected_answer_names_both_commands() {
+        let job = FakeJob::new(1, None);
+        let (mut c, _server) = client(&job, 0, 1);
+        let err = c.request("cmd=surprise", "surprise_result").unwrap_err();
+        let BootstrapError::Protocol(msg) = err else {
+            panic!("expected a protocol error, got {err:?}");
+        };
+        assert!(msg.contains("cmd=surprise_result"), "{msg}");
+        assert!(msg.contains("cmd=something_else"), "{msg}");
+    }
+
+    #[test]
+    fn too_long_keys_and_values_are_refused_before_sending() {
+        let job = FakeJob::with_maxes(1, None, (256, 8, 16));
+        let (mut c, _server) = client(&job, 0, 1);
+        // keylen_max=8: seven bytes fit, eight do not.
+        c.put("1234567", b"").unwrap();
+        let err = c.put("12345678", b"").unwrap_err();
+        assert!(
+            matches!(&err, BootstrapError::Protocol(m) if m.contains("keylen_max=8")),
+            "{err:?}"
+        );
+        // vallen_max=16: 7 raw bytes are 14 hex digits and fit, 8 do not.
+        c.put("k", &[0xaa; 7]).unwrap();
+        let err = c.put("k", &[0xaa; 8]).unwrap_err();
+        assert!(
+            matches!(&err, BootstrapError::Protocol(m) if m.contains("vallen_max=16")),
+            "{err:?}"
+        );
+        assert!(matches!(
+            c.put("a b", b""),
+            Err(BootstrapError::Protocol(_))
+        ));
+        assert!(matches!(c.get("a=b"), Err(BootstrapError::Protocol(_))));
+        let log = job.log.lock().unwrap();
+        assert!(
+            !log.iter()
+                .any(|l| l.contains("12345678") || l.contains("a b"))
+        );
+    }
+
+    #[test]
+    fn failed_init_is_a_protocol_error() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let server = thread::spawn(move || {
+            let mut line = String::new();
+            let mut reader = BufReader::new(theirs.try_clone().unwrap());
+            reader.read_line(&mut line).unwrap();
+            (&theirs)
+                .write_all(b"cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=nope\n")
+                .unwrap();
+        });
+        let err = PmiClient::connect(ours, 0, 1).unwrap_err();
+        assert!(
+            matches!(&err, BootstrapError::Protocol(m) if m.contains("rc=-1") && m.contains("nope")),
+            "{err:?}"
+        );
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn closed_connection_is_an_io_error() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        drop(theirs);
+        let err = PmiClient::connect(ours, 0, 1).unwrap_err();
+        assert!(matches!(err, BootstrapError::Io(_)), "{err:?}");
+    }
+
+    #[test]
+    fn malformed_answer_is_a_protocol_error() {
+        for answer in [
+            "cmd=response_to_init garbage\n",
+            "rc=0\n",
+            "cmd=response_to_init rc=x\n",
+        ] {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            let server = thread::spawn(move || {
+                let mut line = String::new();
+                BufReader::new(theirs.try_clone().unwrap())
+                    .read_line(&mut line)
+                    .unwrap();
+                (&theirs).write_all(answer.as_bytes()).unwrap();
+            });
+            let err = PmiClient::connect(ours, 0, 1).unwrap_err();
+            assert!(
+                matches!(err, BootstrapError::Protocol(_)),
+                "{answer:?}: {err:?}"
+            );
+            server.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn process_mapping_forms() {
+        let parse = parse_process_mapping;
+        assert_eq!(parse("(vector,(0,2,2))", 4).unwrap(), [0, 0, 1, 1]);
+        assert_eq!(parse("(vector,(0,1,3),(1,1,1))", 4).unwrap(), [0, 0, 0, 1]);
+        assert_eq!(parse("(vector,(0,1,3),(1,1,1))", 2).unwrap(), [0, 0]);
+        assert_eq!(parse("(vector,(2,2,1),(0,1,2))", 4).unwrap(), [2, 3, 0, 0]);
+        assert_eq!(parse(" (vector, (0,3,1)) ", 3).unwrap(), [0, 1, 2]);
+        // Fewer ranks described than the job has: the pattern repeats, as
+        // Hydra's one-slot-per-host description of a bigger job expects.
+        assert_eq!(parse("(vector,(0,1,1))", 3).unwrap(), [0, 0, 0]);
+        assert_eq!(parse("(vector,(0,2,1))", 5).unwrap(), [0, 1, 0, 1, 0]);
+        // No information: everyone on node 0.
+        assert_eq!(parse("", 2).unwrap(), [0, 0]);
+        assert_eq!(parse("(vector)", 2).unwrap(), [0, 0]);
+        // Malformed values are rejected, not guessed at.
+        for bad in [
+            "(vector,(0,2))",
+            "(vector,(0,2,2,2))",
+            "(list,(0,1,1))",
+            "(vector,(0,1,x))",
+            "(vector,(0,1,1)",
+            "(vector(0,1,1))",
+            "(vector,(0,0,3))",
+            "(vector,(4294967295,2,1))",
+        ] {
+            assert!(parse(bad, 2).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn hex_round_trip_and_rejection() {
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(hex_decode(&hex_encode(&all)).unwrap(), all);
+        assert_eq!(hex_encode(b"\0 A"), "002041");
+        assert_eq!(hex_decode("0aFf").unwrap(), [0x0a, 0xff]);
+        assert!(hex_decode("abc").is_none());
+        assert!(hex_decode("zz").is_none());
+    }
+
+    #[test]
+    fn environment_without_pmi_fd_is_a_singleton() {
+        let env = PmiEnv::from_lookup(|_| None).unwrap();
+        assert_eq!(env, None);
+    }
+
+    #[test]
+    fn environment_with_only_pmi_port_is_refused() {
+        let err = PmiEnv::from_lookup(|name| (name == "PMI_PORT").then(|| "host:1234".to_owned()))
+            .unwrap_err();
+        assert!(
+            matches!(&err, BootstrapError::Protocol(m) if m.contains("PMI_PORT") && m.contains("not supported")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn environment_values_are_validated() {
+        let lookup = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let ok = PmiEnv::from_lookup(lookup(&[
+            ("PMI_FD", "7"),
+            ("PMI_RANK", "1"),
+            ("PMI_SIZE", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            ok,
+            Some(PmiEnv {
+                fd: 7,
+                rank: 1,
+                size: 2
+            })
+        );
+        for vars in [
+            &[("PMI_FD", "x"), ("PMI_RANK", "0"), ("PMI_SIZE", "1")][..],
+            &[("PMI_FD", "7"), ("PMI_SIZE", "1")],
+            &[("PMI_FD", "7"), ("PMI_RANK", "0")],
+            &[("PMI_FD", "7"), ("PMI_RANK", "2"), ("PMI_SIZE", "2")],
+            &[("PMI_FD", "-1"), ("PMI_RANK", "0"), ("PMI_SIZE", "1")],
+        ] {
+            assert!(
+                matches!(
+                    PmiEnv::from_lookup(lookup(vars)),
+                    Err(BootstrapError::Protocol(_))
+                ),
+                "{vars:?} was accepted"
+            );
+        }
+    }
+}
