@@ -1,0 +1,263 @@
+//! Multi-process conformance checks of the engine, run through `mpiexec` by
+//! `tools/tests/engine.rs`. Each case prints `engine_check CASE: ok` on
+//! every rank and exits 0, or names the failure and exits 1.
+//!
+//! Cases: `protocols` (every protocol, 0 B .. 16 MiB, checksummed, exact
+//! and wildcard sources), `ordering` (non-overtaking across protocols,
+//! wildcards, tag masks), `errors` (truncation, invalid peers),
+//! `nodes` (with `--ppn`: cross-node sends are refused with a typed error),
+//! `die` (rank 1 is killed while the others wait for it).
+
+use std::process::ExitCode;
+
+use shm_engine::{Endpoint, Error, Source, TagMatch, bootstrap};
+
+type Res = Result<(), Box<dyn std::error::Error>>;
+
+const SIZES: [usize; 12] = [
+    0,
+    1,
+    79,
+    80,
+    81,
+    1000,
+    16384,
+    16385,
+    65536,
+    (1 << 20) + 3,
+    4 << 20,
+    16 << 20,
+];
+
+/// Bytes that depend on (sender, size): a receiver can verify every byte.
+fn fill(buf: &mut [u8], sender: u32, size: usize) {
+    let mut x = (u64::from(sender) << 40 | size as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for b in buf.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+}
+
+fn expected(sender: u32, size: usize) -> Vec<u8> {
+    let mut v = vec![0; size];
+    fill(&mut v, sender, size);
+    v
+}
+
+/// Post a receive and wait for it.
+fn take(
+    ep: &mut Endpoint,
+    src: Source,
+    tag: TagMatch,
+    cap: usize,
+) -> Result<shm_engine::Completion, Error> {
+    let r = ep.irecv(src, tag, cap)?;
+    ep.wait(r)
+}
+
+fn ensure(cond: bool, what: impl FnOnce() -> String) -> Res {
+    if cond { Ok(()) } else { Err(what().into()) }
+}
+
+/// Each rank sends every size to its right neighbour; half the receives
+/// name the source, half use a wildcard.
+fn protocols(ep: &mut Endpoint) -> Res {
+    let (me, n) = (ep.rank(), ep.size());
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    for (i, &size) in SIZES.iter().enumerate() {
+        let src = if i % 2 == 0 { Source::Rank(prev) } else { Source::Any };
+        let r = ep.irecv(src, TagMatch::exact(size as u64), size)?;
+        let s = ep.isend(next, size as u64, expected(me, size))?;
+        let got = ep.wait(r)?;
+        ep.wait(s)?;
+        ensure(got.status.source == prev && got.status.len == size, || {
+            format!("size {size}: status {:?}", got.status)
+        })?;
+        ensure(got.data.as_deref() == Some(&expected(prev, size)[..]), || {
+            format!("size {size}: payload from {prev} corrupt")
+        })?;
+    }
+    // Blocking calls with borrowed buffers, and a message to oneself.
+    let mut buf = vec![0u8; 100_000];
+    let r = ep.irecv(Source::Rank(me), TagMatch::exact(1), 100_000)?;
+    ep.send(me, 1, &expected(me, 100_000))?;
+    ensure(ep.wait(r)?.data.unwrap() == expected(me, 100_000), || "self-send".into())?;
+    if n > 1 {
+        let peer = me ^ 1;
+        if peer < n {
+            if me % 2 == 0 {
+                ep.send(peer, 2, &expected(me, 70_000))?;
+                let st = ep.recv(Source::Rank(peer), TagMatch::exact(2), &mut buf)?;
+                ensure(st.len == 70_000 && buf[..70_000] == expected(peer, 70_000), || {
+                    "blocking exchange".into()
+                })?;
+            } else {
+                let st = ep.recv(Source::Rank(peer), TagMatch::exact(2), &mut buf)?;
+                ensure(st.len == 70_000 && buf[..70_000] == expected(peer, 70_000), || {
+                    "blocking exchange".into()
+                })?;
+                ep.send(peer, 2, &expected(me, 70_000))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rank 0 receives from everyone with wildcards; messages of one sender
+/// with matching tags arrive in send order whatever their protocol.
+fn ordering(ep: &mut Endpoint) -> Res {
+    let (me, n) = (ep.rank(), ep.size());
+    const PER: u64 = 30;
+    let size_of = |seq: u64| [8usize, 500, 9000, 40_000, 200_000][(seq % 5) as usize];
+    let ctx: u64 = 0xabc << 32;
+    if me != 0 {
+        let mut reqs = Vec::new();
+        for seq in 0..PER {
+            let mut msg = vec![0u8; size_of(seq)];
+            msg[..8].copy_from_slice(&seq.to_le_bytes());
+            reqs.push(ep.isend(0, ctx | seq % 3, msg)?);
+        }
+        // A tag outside the context: must not match rank 0's masked receives.
+        reqs.push(ep.isend(0, 0xdef << 32, vec![9; 16])?);
+        for r in reqs {
+            ep.wait(r)?;
+        }
+    } else {
+        let mut next = vec![0u64; n as usize];
+        let in_ctx = TagMatch::masked(ctx, 0xffff_ffff << 32);
+        for _ in 0..PER * u64::from(n - 1) {
+            let got = take(ep, Source::Any, in_ctx, 1 << 20)?;
+            let data = got.data.unwrap();
+            let src = got.status.source as usize;
+            let seq = u64::from_le_bytes(data[..8].try_into()?);
+            ensure(seq == next[src], || {
+                format!("from {src}: got seq {seq}, expected {}", next[src])
+            })?;
+            ensure(got.status.tag == ctx | seq % 3 && data.len() == size_of(seq), || {
+                format!("from {src}: wrong tag or size for seq {seq}")
+            })?;
+            next[src] += 1;
+        }
+        for src in 1..n {
+            let got = take(ep, Source::Rank(src), TagMatch::any(), 64)?;
+            ensure(got.status.tag == 0xdef << 32, || "outside-context message".into())?;
+        }
+    }
+    // Selective receive: a later tag is taken before an earlier one.
+    if n > 1 && me < 2 {
+        let peer = 1 - me;
+        if me == 0 {
+            for tag in [10u64, 11] {
+                ep.send(peer, tag, &expected(me, 50_000 + tag as usize))?;
+            }
+        } else {
+            let second = take(ep, Source::Rank(peer), TagMatch::exact(11), 1 << 20)?;
+            let first = take(ep, Source::Rank(peer), TagMatch::exact(10), 1 << 20)?;
+            ensure(
+                second.data.unwrap() == expected(peer, 50_011)
+                    && first.data.unwrap() == expected(peer, 50_010),
+                || "selective receive".into(),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn errors(ep: &mut Endpoint) -> Res {
+    let (me, n) = (ep.rank(), ep.size());
+    let bad = ep.isend(n, 0, vec![1]);
+    ensure(matches!(bad, Err(Error::InvalidPeer { peer, size }) if peer == n && size == n), || {
+        format!("send to {n}: {bad:?}")
+    })?;
+    let bad = ep.irecv(Source::Rank(n + 5), TagMatch::any(), 8);
+    ensure(matches!(bad, Err(Error::InvalidPeer { .. })), || format!("recv from {}: {bad:?}", n + 5))?;
+    if n < 2 || me > 1 {
+        return Ok(());
+    }
+    for size in [100usize, 5000, 3 << 20] {
+        if me == 1 {
+            ep.send(0, 7, &expected(1, size))?;
+        } else {
+            let mut small = vec![0u8; 10];
+            let got = ep.recv(Source::Any, TagMatch::exact(7), &mut small);
+            ensure(
+                got == Err(Error::Truncated {
+                    source: 1,
+                    tag: 7,
+                    incoming: size,
+                    capacity: 10,
+                }),
+                || format!("truncated {size}: {got:?}"),
+            )?;
+            ensure(small == expected(1, size)[..10], || "truncated prefix".into())?;
+        }
+    }
+    // The engine keeps working after a truncation.
+    if me == 1 {
+        ep.send(0, 8, b"still alive")?;
+    } else {
+        let got = take(ep, Source::Rank(1), TagMatch::exact(8), 64)?;
+        ensure(got.data.as_deref() == Some(&b"still alive"[..]), || "after truncation".into())?;
+    }
+    Ok(())
+}
+
+fn nodes(ep: &mut Endpoint) -> Res {
+    let (me, n) = (ep.rank(), ep.size());
+    let boot_node = |ep: &mut Endpoint, r| ep.bootstrap().node_of(r);
+    for r in 0..n {
+        let same = boot_node(ep, r) == ep.node();
+        let res = ep.isend(r, 3, vec![me as u8; 100]);
+        match (same, res) {
+            (true, Ok(req)) => {
+                let got = take(ep, Source::Rank(r), TagMatch::exact(3), 100)?;
+                ep.wait(req)?;
+                ensure(got.data.unwrap() == vec![r as u8; 100], || format!("from {r}"))?;
+            }
+            (false, Err(Error::Unreachable { peer })) if peer == r => {}
+            (same, res) => return Err(format!("send to {r} (same node: {same}): {res:?}").into()),
+        }
+    }
+    ensure(
+        ep.local_size() < n,
+        || "expected several nodes: run with --ppn".into(),
+    )
+}
+
+fn die(ep: &mut Endpoint) -> Res {
+    if ep.rank() == 1 {
+        // SAFETY: kill(2) of our own pid has no memory-safety preconditions.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    }
+    // Everyone else waits for a message rank 1 will never send.
+    ep.recv(Source::Rank(1), TagMatch::exact(99), &mut [0u8; 8])?;
+    Err("received from a dead process".into())
+}
+
+fn main() -> ExitCode {
+    let case = std::env::args().nth(1).unwrap_or_default();
+    let run = || -> Res {
+        let mut ep = Endpoint::new(bootstrap::from_env()?)?;
+        match case.as_str() {
+            "protocols" => protocols(&mut ep)?,
+            "ordering" => ordering(&mut ep)?,
+            "errors" => errors(&mut ep)?,
+            "nodes" => nodes(&mut ep)?,
+            "die" => die(&mut ep)?,
+            other => return Err(format!("unknown case {other:?}").into()),
+        }
+        let rank = ep.rank();
+        ep.finalize()?;
+        println!("engine_check {case}: rank {rank} ok");
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("engine_check {case}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The `mpiexec` command line.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::launch::JobSpec;
+use crate::mapping::Mapping;
+
+const AFTER_HELP: &str = "\
+Options end at PROGRAM: everything after it is passed to PROGRAM unchanged.
+
+Environment of every process (on top of mpiexec's own, which is inherited,
+and the -x settings):
+  PMI_FD             descriptor of the process's PMI-1 connection to mpiexec
+  PMI_RANK           rank of the process, 0..N-1
+  PMI_SIZE           number of processes N
+  TESSEL_NODE        virtual node of the process (rank / P with --ppn P, else 0)
+  TESSEL_LOCAL_RANK  rank of the process among those of its virtual node
+  TESSEL_LOCAL_SIZE  number of processes on its virtual node
+Each process runs in a process group of its own. Rank 0 reads mpiexec's
+standard input unless that is a terminal; the other ranks read /dev/null.
+
+Exit status:
+  0        every rank exited with status 0
+  C        the first rank to fail exited with code C, or called abort with C
+  128+S    the first rank to fail was killed by signal S, or mpiexec itself
+           received signal S (SIGINT, SIGTERM, SIGHUP are forwarded to the job)
+  124      --timeout expired
+  126/127  PROGRAM could not be executed / was not found
+When a rank fails, every other process gets SIGTERM, and SIGKILL 2 s later.";
+
+/// Where processes may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Bind {
+    /// Pin each process to one CPU: the (local rank mod n)-th of the n CPUs
+    /// mpiexec may run on.
+    Core,
+    /// Leave placement to the kernel.
+    #[value(name = "none")]
+    Unbound,
+}
+
+/// `mpiexec [OPTIONS] PROGRAM [ARGS...]`
+#[derive(Debug, Parser)]
+#[command(
+    name = "mpiexec",
+    version,
+    about = "Start a Tessel job: N copies of PROGRAM connected to a PMI-1 server",
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    /// Number of processes (ranks) to start.
+    #[arg(
+        short = 'n',
+        long = "np",
+        value_name = "N",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub np: u32,
+
+    /// Processes per virtual node: ranks 0..P-1 form node 0, P..2P-1 node 1,
+    /// and so on (the last node may have fewer). Default: all on one node.
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ppn: Option<u32>,
+
+    /// Set KEY=VALUE in the environment of every process (repeatable).
+    #[arg(short = 'x', long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+
+    /// Pin processes to CPUs: `core` binds each process to the
+    /// (local rank mod n)-th of the n CPUs mpiexec may use; `none` does not.
+    #[arg(long, value_enum, value_name = "core|none", default_value_t = Bind::Unbound)]
+    pub bind: Bind,
+
+    /// Kill the job and exit with 124 if it is still running after SECS
+    /// seconds (0: no limit).
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    pub timeout: u64,
+
+    /// The program to run, followed by its arguments.
+    #[arg(
+        value_name = "PROGRAM [ARGS]",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+impl Cli {
+    /// The job this command line describes.
+    pub fn job_spec(&self) -> JobSpec {
+        let mut command = self.command.iter().cloned();
+        let program = command.next().unwrap_or_default();
+        JobSpec {
+            program,
+            args: command.collect(),
+            mapping: Mapping::block(self.np, self.ppn),
+            env: self.env.clone(),
+            bind: self.bind,
+            timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
+        }
+    }
+}
+
+/// Parse `KEY=VALUE` (the value may contain `=` and be empty).
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))?;
+    if key.is_empty() || key.contains('\0') || value.contains('\0') {
+        return Err(format!(
+            "expected KEY=VALUE with a non-empty KEY, got {text:?}"
+        ));
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("mpiexec").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults() {
+        let cli = parse(&["prog"]).unwrap();
+        assert_eq!(cli.np, 1);
+        assert_eq!(cli.ppn, None);
+        assert_eq!(cli.bind, Bind::Unbound);
+        assert_eq!(cli.timeout, 0);
+        let spec = cli.job_spec();
+        assert_eq!(spec.program, "prog");
+        assert!(spec.args.is_empty());
+        assert_eq!(spec.timeout, None);
+        assert_eq!(spec.mapping, Mapping::block(1, None));
+    }
+
+    #[test]
+    fn options_stop_at_the_program() {
+        let cli = parse(&[
+            "-n",
+            "4",
+            "--ppn",
+            "2",
+            "-x",
+            "A=1",
+            "--env",
+            "B=x=y",
+            "--bind",
+            "core",
+            "--timeout",
+            "9",
+            "prog",
+            "-n",
+            "5",
+            "--help",
+            "--",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(cli.np, 4);
+        assert_eq!(cli.ppn, Some(2));
+        assert_eq!(
+            cli.env,
+            [("A".into(), "1".into()), ("B".into(), "x=y".into())]
+        );
+        assert_eq!(cli.bind, Bind::Core);
+        let spec = cli.job_spec();
+        assert_eq!(spec.program, "prog");
+        assert_eq!(spec.args, ["-n", "5", "--help", "--", "x"]);
+        assert_eq!(spec.timeout, Some(Duration::from_secs(9)));
+        assert_eq!(spec.mapping, Mapping::block(4, Some(2)));
+    }
+
+    #[test]
+    fn program_after_double_dash() {
+        let cli = parse(&["-n", "2", "--", "-weird-name", "a"]).unwrap();
+        assert_eq!(cli.command, ["-weird-name", "a"]);
+    }
+
+    #[test]
+    fn bad_command_lines_are_refused() {
+        for args in [
+            &[][..],
+            &["-n", "0", "prog"],
+            &["--ppn", "0", "prog"],
+            &["-x", "NOEQUALS", "prog"],
+            &["-x", "=v", "prog"],
+            &["--bind", "socket", "prog"],
+            &["--timeout", "-1", "prog"],
+        ] {
+            assert!(parse(args).is_err(), "{args:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn help_mentions_every_option_and_variable() {
+        let help = Cli::command().render_help().to_string();
+        for word in [
+            "--np",
+            "--ppn",
+            "--env",
+            "--bind",
+            "--timeout",
+            "--version",
+            "PMI_FD",
+            "PMI_RANK",
+            "PMI_SIZE",
+            "TESSEL_NODE",
+            "TESSEL_LOCAL_RANK",
+            "TESSEL_LOCAL_SIZE",
+            "124",
+            "127",
+        ] {
+            assert!(help.contains(word), "--help lacks {word}:\n{help}");
+        }
+    }
+}

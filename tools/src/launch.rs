@@ -1,0 +1,582 @@
+//! Starting the ranks, serving their PMI requests and watching them.
+//!
+//! One thread runs one loop: poll(2) over the PMI sockets of all ranks with
+//! a 20 ms timeout, then `waitpid(-1, WNOHANG)` until no child is left to
+//! reap, then the signal, timeout and kill-grace checks. `mpiexec` is a
+//! child subreaper, so what the ranks leave behind is reaped here too. A rank that fails (exits
+//! non-zero, dies by a signal, or sends `cmd=abort`) ends the job: every
+//! remaining process group gets SIGTERM, SIGKILL two seconds later, and
+//! `mpiexec` exits with the first failure's code once all ranks are reaped.
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cli::Bind;
+use crate::mapping::Mapping;
+use crate::pmi_server::PmiServer;
+use crate::sys::{self, CpuSet};
+
+/// How long poll(2) waits before the children are checked again.
+const POLL_INTERVAL_MS: i32 = 20;
+/// Time between SIGTERM and SIGKILL when the job is torn down.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// Longest PMI request line accepted; longer ones are answered with an
+/// error and skipped.
+const MAX_REQUEST_LINE: usize = 64 * 1024;
+/// Stop reading a rank's requests while this much of its answers is unsent.
+const OUTPUT_HIGH_WATER: usize = 1 << 20;
+/// Read at most this many chunks from one rank per loop turn, so a chatty
+/// rank cannot starve the others.
+const READS_PER_TURN: usize = 16;
+
+/// Exit code when `--timeout` expires (as timeout(1)).
+pub const EXIT_TIMEOUT: i32 = 124;
+/// Exit code when PROGRAM exists but cannot be executed.
+pub const EXIT_CANNOT_EXECUTE: i32 = 126;
+/// Exit code when PROGRAM is not found.
+pub const EXIT_NOT_FOUND: i32 = 127;
+
+/// PMI variables of an enclosing job that would mislead the ranks.
+const FOREIGN_PMI_VARIABLES: [&str; 3] = ["PMI_PORT", "PMI_ID", "PMI_SPAWNED"];
+
+/// Everything needed to start a job.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    /// Program to run in every process.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Number of ranks and their virtual nodes.
+    pub mapping: Mapping,
+    /// Extra environment variables, set on top of the inherited ones.
+    pub env: Vec<(String, String)>,
+    /// CPU binding.
+    pub bind: Bind,
+    /// Kill the job after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// Run the job to its end and return the exit code `mpiexec` should exit
+/// with. Reports problems on stderr.
+pub fn run(spec: &JobSpec) -> i32 {
+    let started = Instant::now();
+    if let Err(e) = sys::catch_termination_signals() {
+        eprintln!("mpiexec: cannot install signal handlers: {e}");
+        return 1;
+    }
+    // Best effort: without it, orphans of the ranks are reaped by init
+    // instead, which only makes the teardown wait for them longer.
+    let _ = sys::become_subreaper();
+    let cpus = match spec.bind {
+        Bind::Unbound => None,
+        Bind::Core => match CpuSet::available() {
+            Ok(set) => Some(set.cpus()),
+            Err(e) => {
+                eprintln!("mpiexec: --bind core: cannot read the CPUs this process may use: {e}");
+                return 1;
+            }
+        },
+    };
+    let kvsname = format!("tessel_{}", std::process::id());
+    let mut job = Job {
+        spec,
+        server: PmiServer::new(&kvsname, &spec.mapping),
+        procs: Vec::with_capacity(spec.mapping.np() as usize),
+        phase: Phase::Running,
+        gone: Vec::new(),
+        started,
+    };
+    for rank in 0..spec.mapping.np() {
+        match spawn_rank(spec, rank, cpus.as_deref()) {
+            Ok(proc) => job.procs.push(proc),
+            Err(e) => {
+                eprintln!(
+                    "mpiexec: cannot execute {}: {e}",
+                    Path::new(&spec.program).display()
+                );
+                let code = if e.kind() == io::ErrorKind::NotFound {
+                    EXIT_NOT_FOUND
+                } else {
+                    EXIT_CANNOT_EXECUTE
+                };
+                job.end(code, libc::SIGTERM, None);
+                break;
+            }
+        }
+    }
+    job.event_loop()
+}
+
+/// Start rank `rank`: a new process group, its end of a socket pair as
+/// `PMI_FD`, the job variables, and optionally one CPU from `cpus`.
+fn spawn_rank(spec: &JobSpec, rank: u32, cpus: Option<&[usize]>) -> io::Result<Proc> {
+    let (ours, theirs) = UnixStream::pair()?;
+    // Keep the child's descriptor clear of 0..=2, which Command may replace
+    // with the child's stdio (possible if mpiexec was started with one
+    // closed). try_clone duplicates to the lowest free descriptor >= 3.
+    let theirs = if theirs.as_raw_fd() <= 2 {
+        theirs.try_clone()?
+    } else {
+        theirs
+    };
+    ours.set_nonblocking(true)?;
+    let fd = theirs.as_raw_fd();
+    let m = &spec.mapping;
+
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args);
+    for var in FOREIGN_PMI_VARIABLES {
+        cmd.env_remove(var);
+    }
+    for (key, value) in &spec.env {
+        cmd.env(key, value);
+    }
+    cmd.env("PMI_FD", fd.to_string())
+        .env("PMI_RANK", rank.to_string())
+        .env("PMI_SIZE", m.np().to_string())
+        .env("TESSEL_NODE", m.node_of(rank).to_string())
+        .env("TESSEL_LOCAL_RANK", m.local_rank(rank).to_string())
+        .env("TESSEL_LOCAL_SIZE", m.local_size(rank).to_string());
+    // Rank 0 reads mpiexec's standard input, unless that is a terminal: the
+    // ranks are not in the terminal's foreground process group, so a read
+    // would stop the rank with SIGTTIN and hang the job.
+    if rank != 0 || io::stdin().is_terminal() {
+        cmd.stdin(Stdio::null());
+    }
+    cmd.process_group(0);
+    let cpu = cpus
+        .filter(|cpus| !cpus.is_empty())
+        .map(|cpus| CpuSet::single(cpus[m.local_rank(rank) as usize % cpus.len()]));
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe operations are allowed: `child_setup` makes
+    // fcntl, sched_setaffinity and write calls only, and allocates nothing
+    // (the CPU set was built before the fork).
+    unsafe {
+        cmd.pre_exec(move || child_setup(fd, cpu.as_ref()));
+    }
+    // spawn returns only once exec succeeded (or with exec's error, read
+    // from a close-on-exec pipe), so the child is in its own group by now.
+    // The Child handle is not kept: the event loop reaps with
+    // waitpid(-1), and dropping a Child neither waits nor kills.
+    let child = cmd.spawn()?;
+    drop(theirs);
+    let pid = i32::try_from(child.id()).map_err(io::Error::other)?;
+    Ok(Proc {
+        rank,
+        pid,
+        status: None,
+        conn: Some(Conn {
+            stream: ours,
+            input: Vec::new(),
+            output: Vec::new(),
+            discarding: false,
+        }),
+    })
+}
+
+/// In the child before exec: let the PMI socket survive exec, and bind.
+fn child_setup(fd: i32, cpu: Option<&CpuSet>) -> io::Result<()> {
+    if let Err(e) = sys::clear_cloexec(fd) {
+        sys::write_stderr_raw(b"mpiexec: cannot pass the PMI socket to the process\n");
+        return Err(e);
+    }
+    if let Some(set) = cpu
+        && let Err(e) = sys::set_affinity(set)
+    {
+        sys::write_stderr_raw(b"mpiexec: --bind core: sched_setaffinity failed\n");
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// One rank's process and PMI connection.
+#[derive(Debug)]
+struct Proc {
+    rank: u32,
+    pid: i32,
+    /// Set once the process has been reaped.
+    status: Option<ExitStatus>,
+    /// `None` once the connection is closed (by either side).
+    conn: Option<Conn>,
+}
+
+/// The launcher's end of a PMI connection with its buffers.
+#[derive(Debug)]
+struct Conn {
+    stream: UnixStream,
+    /// Bytes received, not yet a complete line.
+    input: Vec<u8>,
+    /// Answers not yet written.
+    output: Vec<u8>,
+    /// Skipping the rest of an over-long line.
+    discarding: bool,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Running,
+    /// The job is being torn down; `mpiexec` exits with `code`.
+    Ending {
+        code: i32,
+        since: Instant,
+        /// Process groups signalled (SIGKILLed when the grace expires).
+        groups: Vec<i32>,
+        killed: bool,
+    },
+}
+
+#[derive(Debug)]
+struct Job<'a> {
+    spec: &'a JobSpec,
+    server: PmiServer,
+    procs: Vec<Proc>,
+    phase: Phase,
+    /// Ranks whose connection closed, still to be reported to the server.
+    gone: Vec<u32>,
+    started: Instant,
+}
+
+impl Job<'_> {
+    fn event_loop(mut self) -> i32 {
+        loop {
+            self.serve_connections();
+            self.release_gone();
+            self.check_signals();
+            self.reap();
+            self.release_gone();
+            self.check_deadlines();
+            if let Some(code) = self.finished() {
+                return code;
+            }
+        }
+    }
+
+    /// Wait up to one poll interval for PMI traffic and serve it.
+    fn serve_connections(&mut self) {
+        let mut fds = Vec::with_capacity(self.procs.len());
+        let mut owners = Vec::with_capacity(self.procs.len());
+        for (index, proc) in self.procs.iter().enumerate() {
+            if let Some(conn) = &proc.conn {
+                let mut events = 0;
+                if conn.output.len() < OUTPUT_HIGH_WATER {
+                    events |= libc::POLLIN;
+                }
+                if !conn.output.is_empty() {
+                    events |= libc::POLLOUT;
+                }
+                fds.push(libc::pollfd {
+                    fd: conn.stream.as_raw_fd(),
+                    events,
+                    revents: 0,
+                });
+                owners.push(index);
+            }
+        }
+        if let Err(e) = sys::poll(&mut fds, POLL_INTERVAL_MS) {
+            eprintln!("mpiexec: poll failed: {e}");
+            std::thread::sleep(Duration::from_millis(POLL_INTERVAL_MS as u64));
+            return;
+        }
+        for (pollfd, index) in fds.iter().zip(owners) {
+            if pollfd.revents & libc::POLLNVAL != 0 {
+                self.close_conn(index);
+                continue;
+            }
+            if pollfd.revents & libc::POLLOUT != 0 {
+                self.flush(index);
+            }
+            if pollfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                self.read_from(index);
+            }
+        }
+    }
+
+    /// Read what rank `index` sent and answer complete lines.
+    fn read_from(&mut self, index: usize) {
+        let mut buf = [0u8; 8192];
+        for _ in 0..READS_PER_TURN {
+            let Some(conn) = self.procs[index].conn.as_mut() else {
+                return;
+            };
+            match (&conn.stream).read(&mut buf) {
+                Ok(0) => {
+                    self.close_conn(index);
+                    return;
+                }
+                Ok(n) => {
+                    conn.input.extend_from_slice(&buf[..n]);
+                    self.handle_input(index);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.close_conn(index);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Answer every complete line in rank `index`'s input buffer.
+    fn handle_input(&mut self, index: usize) {
+        let rank = self.procs[index].rank;
+        loop {
+            if !matches!(self.phase, Phase::Running) {
+                return;
+            }
+            let Some(conn) = self.procs[index].conn.as_mut() else {
+                return;
+            };
+            let Some(newline) = conn.input.iter().position(|&b| b == b'\n') else {
+                if conn.input.len() > MAX_REQUEST_LINE {
+                    conn.input.clear();
+                    if !conn.discarding {
+                        conn.discarding = true;
+                        eprintln!(
+                            "mpiexec: rank {rank} sent a PMI line longer than \
+                             {MAX_REQUEST_LINE} bytes; answered rc=-1"
+                        );
+                        self.deliver(vec![(rank, PmiServer::error_line("line_too_long"))]);
+                    }
+                }
+                return;
+            };
+            let mut line: Vec<u8> = conn.input.drain(..=newline).collect();
+            line.pop();
+            if std::mem::take(&mut conn.discarding) {
+                continue;
+            }
+            let outcome = self.server.handle_line(rank, &line);
+            if let Some(warning) = outcome.warning {
+                eprintln!("mpiexec: {warning}");
+            }
+            self.deliver(outcome.replies);
+            if let Some(code) = outcome.abort {
+                let pid = self.procs[index].pid;
+                eprintln!(
+                    "mpiexec: rank {rank} (pid {pid}) called abort with exit code {code}; \
+                     aborting the job"
+                );
+                self.end(code, libc::SIGTERM, None);
+                return;
+            }
+        }
+    }
+
+    /// Queue answers and try to send them right away.
+    fn deliver(&mut self, replies: Vec<(u32, String)>) {
+        for (rank, line) in replies {
+            let index = rank as usize;
+            if let Some(conn) = self.procs.get_mut(index).and_then(|p| p.conn.as_mut()) {
+                conn.output.extend_from_slice(line.as_bytes());
+                conn.output.push(b'\n');
+                self.flush(index);
+            }
+        }
+    }
+
+    /// Write as much of rank `index`'s pending answers as the socket takes.
+    fn flush(&mut self, index: usize) {
+        let Some(conn) = self.procs[index].conn.as_mut() else {
+            return;
+        };
+        while !conn.output.is_empty() {
+            match (&conn.stream).write(&conn.output) {
+                Ok(0) => break,
+                Ok(n) => {
+                    conn.output.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => break,
+            }
+        }
+        if !conn.output.is_empty() {
+            // The rank is not reading any more (EPIPE, reset).
+            self.close_conn(index);
+        }
+    }
+
+    fn close_conn(&mut self, index: usize) {
+        if self.procs[index].conn.take().is_some() {
+            self.gone.push(self.procs[index].rank);
+        }
+    }
+
+    /// Tell the server about closed connections (which may end a barrier).
+    fn release_gone(&mut self) {
+        while let Some(rank) = self.gone.pop() {
+            let replies = self.server.rank_gone(rank);
+            self.deliver(replies);
+        }
+    }
+
+    /// Reap exited children (ranks and the orphans they left), and end the
+    /// job on the first failing rank.
+    fn reap(&mut self) {
+        while let Some((pid, raw)) = sys::wait_any() {
+            let rank = self
+                .procs
+                .iter()
+                .position(|p| p.pid == pid && p.status.is_none());
+            if let Some(index) = rank {
+                self.exited(index, ExitStatus::from_raw(raw));
+            }
+        }
+    }
+
+    fn exited(&mut self, index: usize, status: ExitStatus) {
+        // Serve what the rank sent before it exited (an abort, say).
+        self.read_from(index);
+        self.procs[index].status = Some(status);
+        self.close_conn(index);
+        if status.success() || !matches!(self.phase, Phase::Running) {
+            return;
+        }
+        let (code, how) = match (status.code(), status.signal()) {
+            (Some(code), _) => (code, format!("exited with code {code}")),
+            (None, Some(signal)) => (
+                128 + signal,
+                format!(
+                    "was killed by {}{}",
+                    sys::describe_signal(signal),
+                    if status.core_dumped() {
+                        " (core dumped)"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+            (None, None) => (1, format!("ended with {status}")),
+        };
+        let proc = &self.procs[index];
+        let others_running = self.procs.iter().any(|p| p.status.is_none());
+        eprintln!(
+            "mpiexec: rank {} (pid {}) {how}{}",
+            proc.rank,
+            proc.pid,
+            if others_running {
+                "; aborting the job"
+            } else {
+                ""
+            }
+        );
+        let pid = proc.pid;
+        self.end(code, libc::SIGTERM, Some(pid));
+    }
+
+    /// Start tearing the job down: `signal` to every running rank's process
+    /// group (and to `extra_group`), connections closed, exit with `code`.
+    fn end(&mut self, code: i32, signal: i32, extra_group: Option<i32>) {
+        let mut groups: Vec<i32> = self
+            .procs
+            .iter()
+            .filter(|p| p.status.is_none())
+            .map(|p| p.pid)
+            .collect();
+        groups.extend(extra_group);
+        for proc in &mut self.procs {
+            proc.conn = None;
+        }
+        self.gone.clear();
+        for &group in &groups {
+            sys::kill_group(group, signal);
+        }
+        self.phase = Phase::Ending {
+            code,
+            since: Instant::now(),
+            groups,
+            killed: false,
+        };
+    }
+
+    /// Forward SIGINT/SIGTERM/SIGHUP to the job; a second one kills it.
+    fn check_signals(&mut self) {
+        let Some(signal) = sys::take_signal() else {
+            return;
+        };
+        match &mut self.phase {
+            Phase::Running => {
+                eprintln!(
+                    "mpiexec: received {}; forwarding it to the job",
+                    sys::describe_signal(signal)
+                );
+                self.end(128 + signal, signal, None);
+            }
+            Phase::Ending { groups, killed, .. } => {
+                if !*killed {
+                    eprintln!(
+                        "mpiexec: received {} while ending the job; killing it",
+                        sys::describe_signal(signal)
+                    );
+                    for &group in groups.iter() {
+                        sys::kill_group(group, libc::SIGKILL);
+                    }
+                    *killed = true;
+                }
+            }
+        }
+    }
+
+    /// The job's timeout, and the SIGKILL after the grace period.
+    fn check_deadlines(&mut self) {
+        match &mut self.phase {
+            Phase::Running => {
+                let Some(timeout) = self.spec.timeout else {
+                    return;
+                };
+                if self.started.elapsed() >= timeout {
+                    eprintln!(
+                        "mpiexec: timeout of {} s expired; killing the job",
+                        timeout.as_secs()
+                    );
+                    self.end(EXIT_TIMEOUT, libc::SIGTERM, None);
+                }
+            }
+            Phase::Ending {
+                since,
+                groups,
+                killed,
+                ..
+            } => {
+                if *killed || since.elapsed() < KILL_GRACE {
+                    return;
+                }
+                let mut survivors = false;
+                for &group in groups.iter() {
+                    survivors |= sys::kill_group(group, libc::SIGKILL);
+                }
+                if survivors {
+                    eprintln!(
+                        "mpiexec: processes still running {} s after SIGTERM; sent SIGKILL",
+                        KILL_GRACE.as_secs()
+                    );
+                }
+                *killed = true;
+            }
+        }
+    }
+
+    /// The exit code, once every rank is reaped (and, when the job was torn
+    /// down, every signalled process group is empty or was SIGKILLed).
+    fn finished(&self) -> Option<i32> {
+        if self.procs.iter().any(|p| p.status.is_none()) {
+            return None;
+        }
+        match &self.phase {
+            Phase::Running => Some(0),
+            Phase::Ending {
+                code,
+                groups,
+                killed,
+                ..
+            } => (*killed || !groups.iter().any(|&g| sys::group_exists(g))).then_some(*code),
+        }
+    }
+}

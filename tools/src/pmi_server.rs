@@ -1,0 +1,501 @@
+//! The PMI-1 ("simple" wire protocol) server side, without I/O.
+//!
+//! [`PmiServer::handle_line`] takes one request line from a rank and says
+//! what to answer and to whom: a `barrier_in` is answered (to every rank
+//! in the barrier) only once all live ranks have entered it. The launcher
+//! owns the sockets and feeds lines in.
+//!
+//! Requests understood, with their answers:
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `cmd=init pmi_version=1 pmi_subversion=1` | `cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0` |
+//! | `cmd=get_maxes` | `cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024 rc=0` |
+//! | `cmd=get_my_kvsname` | `cmd=my_kvsname kvsname=K rc=0` |
+//! | `cmd=get_appnum` | `cmd=appnum appnum=0 rc=0` |
+//! | `cmd=get_universe_size` | `cmd=universe_size size=N rc=0` |
+//! | `cmd=put kvsname=K key=KEY value=V` | `cmd=put_result rc=0 msg=success` |
+//! | `cmd=get kvsname=K key=KEY` | `cmd=get_result rc=0 msg=success value=V` |
+//! | `cmd=barrier_in` | `cmd=barrier_out rc=0`, to all, once all live ranks are in |
+//! | `cmd=finalize` | `cmd=finalize_ack rc=0` |
+//! | `cmd=abort exitcode=C` | none: the launcher ends the job with code C |
+//!
+//! Failures carry `rc=-1` and a `msg=` without spaces. A line that is not
+//! `key=value` pairs with a `cmd=`, or names an unknown command, is answered
+//! with `cmd=error rc=-1 msg=...` and reported through
+//! [`Outcome::warning`].
+
+use std::collections::HashMap;
+
+use crate::mapping::Mapping;
+
+/// Longest kvsname, including a C terminator (as announced in `maxes`).
+pub const KVSNAME_MAX: usize = 256;
+/// Longest key, including a C terminator (as announced in `maxes`).
+pub const KEYLEN_MAX: usize = 64;
+/// Longest value, including a C terminator (as announced in `maxes`).
+pub const VALLEN_MAX: usize = 1024;
+
+/// The key under which the rank-to-node map is published.
+pub const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
+
+/// What the launcher must do after a request line.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Lines (without their newline) to send, as `(rank, line)`.
+    pub replies: Vec<(u32, String)>,
+    /// The rank asked to abort the job with this exit code.
+    pub abort: Option<i32>,
+    /// Something worth reporting on stderr (an unknown command, a malformed
+    /// line).
+    pub warning: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct RankState {
+    /// Exited, or closed its PMI connection.
+    gone: bool,
+    finalized: bool,
+    in_barrier: bool,
+}
+
+/// The key-value store and barrier of one job.
+#[derive(Debug)]
+pub struct PmiServer {
+    kvsname: String,
+    kvs: HashMap<String, String>,
+    ranks: Vec<RankState>,
+}
+
+impl PmiServer {
+    /// A server for the job placed by `mapping`, whose single key-value
+    /// space is called `kvsname`.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `kvsname` is empty, contains whitespace or is not shorter
+    /// than [`KVSNAME_MAX`].
+    pub fn new(kvsname: &str, mapping: &Mapping) -> Self {
+        assert!(
+            !kvsname.is_empty()
+                && kvsname.len() < KVSNAME_MAX
+                && !kvsname.contains(|c: char| c.is_whitespace() || c == '='),
+            "unusable kvsname {kvsname:?}"
+        );
+        let mut kvs = HashMap::new();
+        kvs.insert(PROCESS_MAPPING_KEY.to_owned(), mapping.process_mapping());
+        Self {
+            kvsname: kvsname.to_owned(),
+            kvs,
+            ranks: vec![RankState::default(); mapping.np() as usize],
+        }
+    }
+
+    /// The job's kvsname.
+    pub fn kvsname(&self) -> &str {
+        &self.kvsname
+    }
+
+    /// The answer to a line that could not be read at all (too long).
+    pub fn error_line(msg: &str) -> String {
+        format!("cmd=error rc=-1 msg={msg}")
+    }
+
+    /// Handle one request line (without its newline) from `rank`.
+    pub fn handle_line(&mut self, rank: u32, line: &[u8]) -> Outcome {
+        let r = rank as usize;
+        assert!(r < self.ranks.len(), "request from unknown rank {rank}");
+        let mut out = Outcome::default();
+        let Ok(text) = std::str::from_utf8(line) else {
+            return Self::refuse(rank, "malformed_line_not_utf8", "a line that is not UTF-8");
+        };
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let Some(fields) = parse_fields(text) else {
+            return Self::refuse(
+                rank,
+                "malformed_line",
+                &format!("a malformed line {:?}", shorten(text)),
+            );
+        };
+        let Some(&cmd) = fields.get("cmd") else {
+            return Self::refuse(
+                rank,
+                "missing_cmd",
+                &format!("a line without cmd= {:?}", shorten(text)),
+            );
+        };
+        let mut reply = |line: String| out.replies.push((rank, line));
+        match cmd {
+            "init" => {
+                let version = fields.get("pmi_version").copied().unwrap_or("1");
+                if version == "1" {
+                    reply("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0".to_owned());
+                } else {
+                    reply(format!(
+                        "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 \
+                         msg=unsupported_pmi_version_{version}"
+                    ));
+                }
+            }
+            "get_maxes" => reply(format!(
+                "cmd=maxes kvsname_max={KVSNAME_MAX} keylen_max={KEYLEN_MAX} \
+                 vallen_max={VALLEN_MAX} rc=0"
+            )),
+            "get_my_kvsname" => reply(format!("cmd=my_kvsname kvsname={} rc=0", self.kvsname)),
+            "get_appnum" => reply("cmd=appnum appnum=0 rc=0".to_owned()),
+            "get_universe_size" => {
+                reply(format!("cmd=universe_size size={} rc=0", self.ranks.len()));
+            }
+            "put" => reply(self.put(&fields)),
+            "get" => reply(self.get(&fields)),
+            "barrier_in" => {
+                if self.ranks[r].in_barrier {
+                    return Self::refuse(
+                        rank,
+                        "already_in_barrier",
+                        "barrier_in twice without waiting for barrier_out",
+                    );
+                }
+                self.ranks[r].in_barrier = true;
+                out.replies.extend(self.complete_barrier());
+            }
+            "finalize" => {
+                self.ranks[r].finalized = true;
+                out.replies.push((rank, "cmd=finalize_ack rc=0".to_owned()));
+                out.replies.extend(self.complete_barrier());
+            }
+            "abort" => {
+                let code = fields.get("exitcode").and_then(|c| c.parse::<i32>().ok());
+                out.abort = Some(code.unwrap_or(1));
+            }
+            other => {
+                return Self::refuse(
+                    rank,
+                    &format!("unknown_command_{other}"),
+                    &format!("the unknown PMI command {:?}", shorten(other)),
+                );
+            }
+        }
+        out
+    }
+
+    /// `rank` exited or closed its connection: it no longer holds up
+    /// barriers. Returns the `barrier_out` answers this releases.
+    pub fn rank_gone(&mut self, rank: u32) -> Vec<(u32, String)> {
+        let state = &mut self.ranks[rank as usize];
+        state.gone = true;
+        state.in_barrier = false;
+        self.complete_barrier()
+    }
+
+    /// An error answer to `rank`, with a warning for the launcher's log.
+    fn refuse(rank: u32, msg: &str, what: &str) -> Outcome {
+        let msg: String = msg
+            .chars()
+            .map(|c| if c.is_whitespace() { '_' } else { c })
+            .collect();
+        Outcome {
+            replies: vec![(rank, Self::error_line(&msg))],
+            abort: None,
+            warning: Some(format!("rank {rank} sent {what}; answered rc=-1")),
+        }
+    }
+
+    /// Release the barrier if every live rank is in it.
+    fn complete_barrier(&mut self) -> Vec<(u32, String)> {
+        let live = |s: &RankState| !s.gone && !s.finalized;
+        let waiting = self.ranks.iter().filter(|s| s.in_barrier).count();
+        if waiting == 0 || self.ranks.iter().any(|s| live(s) && !s.in_barrier) {
+            return Vec::new();
+        }
+        let mut replies = Vec::with_capacity(waiting);
+        for (rank, state) in self.ranks.iter_mut().enumerate() {
+            if state.in_barrier {
+                state.in_barrier = false;
+                replies.push((rank as u32, "cmd=barrier_out rc=0".to_owned()));
+            }
+        }
+        replies
+    }
+
+    /// Check the kvsname and key of a put/get; the error `msg` otherwise.
+    fn check_kvs_and_key<'a>(
+        &self,
+        fields: &HashMap<&str, &'a str>,
+    ) -> Result<&'a str, &'static str> {
+        match fields.get("kvsname") {
+            Some(&name) if name == self.kvsname => {}
+            Some(_) => return Err("unknown_kvsname"),
+            None => return Err("missing_kvsname"),
+        }
+        let key = *fields.get("key").ok_or("missing_key")?;
+        if key.is_empty() {
+            return Err("empty_key");
+        }
+        if key.len() >= KEYLEN_MAX {
+            return Err("key_too_long");
+        }
+        Ok(key)
+    }
+
+    fn put(&mut self, fields: &HashMap<&str, &str>) -> String {
+        let key = match self.check_kvs_and_key(fields) {
+            Ok(key) => key,
+            Err(msg) => return format!("cmd=put_result rc=-1 msg={msg}"),
+        };
+        let Some(&value) = fields.get("value") else {
+            return "cmd=put_result rc=-1 msg=missing_value".to_owned();
+        };
+        if value.len() >= VALLEN_MAX {
+            return "cmd=put_result rc=-1 msg=value_too_long".to_owned();
+        }
+        if key == PROCESS_MAPPING_KEY {
+            return "cmd=put_result rc=-1 msg=key_reserved".to_owned();
+        }
+        self.kvs.insert(key.to_owned(), value.to_owned());
+        "cmd=put_result rc=0 msg=success".to_owned()
+    }
+
+    fn get(&self, fields: &HashMap<&str, &str>) -> String {
+        let key = match self.check_kvs_and_key(fields) {
+            Ok(key) => key,
+            Err(msg) => return format!("cmd=get_result rc=-1 msg={msg}"),
+        };
+        match self.kvs.get(key) {
+            Some(value) => format!("cmd=get_result rc=0 msg=success value={value}"),
+            None => format!("cmd=get_result rc=-1 msg=key_{key}_not_found"),
+        }
+    }
+}
+
+/// Split a request into `key=value` pairs; `None` if a token has no `=`.
+fn parse_fields(line: &str) -> Option<HashMap<&str, &str>> {
+    let mut fields = HashMap::new();
+    for token in line.split_ascii_whitespace() {
+        let (key, value) = token.split_once('=')?;
+        fields.insert(key, value);
+    }
+    Some(fields)
+}
+
+/// At most 80 bytes of `text` (on a char boundary), for log messages.
+fn shorten(text: &str) -> &str {
+    let mut end = text.len().min(80);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(np: u32) -> PmiServer {
+        PmiServer::new("tessel_test", &Mapping::block(np, Some(2)))
+    }
+
+    fn ask(s: &mut PmiServer, rank: u32, line: &str) -> Outcome {
+        s.handle_line(rank, line.as_bytes())
+    }
+
+    fn only_reply(out: Outcome) -> String {
+        assert_eq!(out.replies.len(), 1, "{out:?}");
+        out.replies.into_iter().next().unwrap().1
+    }
+
+    #[test]
+    fn handshake_answers() {
+        let mut s = server(3);
+        assert_eq!(
+            only_reply(ask(&mut s, 1, "cmd=init pmi_version=1 pmi_subversion=1")),
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0"
+        );
+        assert!(
+            only_reply(ask(&mut s, 1, "cmd=init pmi_version=2 pmi_subversion=0")).contains("rc=-1")
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 1, "cmd=get_maxes")),
+            "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024 rc=0"
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 0, "cmd=get_my_kvsname")),
+            "cmd=my_kvsname kvsname=tessel_test rc=0"
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 0, "cmd=get_appnum")),
+            "cmd=appnum appnum=0 rc=0"
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 2, "cmd=get_universe_size")),
+            "cmd=universe_size size=3 rc=0"
+        );
+        assert_eq!(
+            only_reply(ask(
+                &mut s,
+                2,
+                "cmd=get kvsname=tessel_test key=PMI_process_mapping"
+            )),
+            "cmd=get_result rc=0 msg=success value=(vector,(0,1,2),(1,1,1))"
+        );
+    }
+
+    #[test]
+    fn put_then_get_and_missing_keys() {
+        let mut s = server(2);
+        assert_eq!(
+            only_reply(ask(
+                &mut s,
+                0,
+                "cmd=put kvsname=tessel_test key=a value=00ff"
+            )),
+            "cmd=put_result rc=0 msg=success"
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 1, "cmd=get kvsname=tessel_test key=a")),
+            "cmd=get_result rc=0 msg=success value=00ff"
+        );
+        // Empty values are values.
+        ask(&mut s, 0, "cmd=put kvsname=tessel_test key=e value=");
+        assert_eq!(
+            only_reply(ask(&mut s, 1, "cmd=get kvsname=tessel_test key=e")),
+            "cmd=get_result rc=0 msg=success value="
+        );
+        let missing = only_reply(ask(&mut s, 1, "cmd=get kvsname=tessel_test key=b"));
+        assert!(missing.starts_with("cmd=get_result rc=-1 "), "{missing}");
+    }
+
+    #[test]
+    fn put_and_get_are_validated() {
+        let mut s = server(1);
+        let long_key = "k".repeat(KEYLEN_MAX);
+        let long_value = "v".repeat(VALLEN_MAX);
+        for (line, msg) in [
+            (
+                "cmd=put kvsname=other key=a value=1".to_owned(),
+                "unknown_kvsname",
+            ),
+            ("cmd=put key=a value=1".to_owned(), "missing_kvsname"),
+            (
+                "cmd=put kvsname=tessel_test value=1".to_owned(),
+                "missing_key",
+            ),
+            (
+                "cmd=put kvsname=tessel_test key=a".to_owned(),
+                "missing_value",
+            ),
+            (
+                format!("cmd=put kvsname=tessel_test key={long_key} value=1"),
+                "key_too_long",
+            ),
+            (
+                format!("cmd=put kvsname=tessel_test key=a value={long_value}"),
+                "value_too_long",
+            ),
+            (
+                "cmd=put kvsname=tessel_test key=PMI_process_mapping value=x".to_owned(),
+                "key_reserved",
+            ),
+            ("cmd=get kvsname=other key=a".to_owned(), "unknown_kvsname"),
+        ] {
+            let reply = only_reply(ask(&mut s, 0, &line));
+            assert!(
+                reply.contains("rc=-1") && reply.contains(msg),
+                "{line}: {reply}"
+            );
+        }
+        // The longest accepted key and value.
+        let key = "k".repeat(KEYLEN_MAX - 1);
+        let value = "v".repeat(VALLEN_MAX - 1);
+        let reply = only_reply(ask(
+            &mut s,
+            0,
+            &format!("cmd=put kvsname=tessel_test key={key} value={value}"),
+        ));
+        assert_eq!(reply, "cmd=put_result rc=0 msg=success");
+    }
+
+    #[test]
+    fn barrier_releases_everyone_once_all_live_ranks_are_in() {
+        let mut s = server(3);
+        assert!(ask(&mut s, 0, "cmd=barrier_in").replies.is_empty());
+        assert!(ask(&mut s, 2, "cmd=barrier_in").replies.is_empty());
+        let mut released = ask(&mut s, 1, "cmd=barrier_in").replies;
+        released.sort();
+        assert_eq!(
+            released,
+            [0, 1, 2].map(|r| (r, "cmd=barrier_out rc=0".to_owned()))
+        );
+        // A second barrier works the same way.
+        assert!(ask(&mut s, 1, "cmd=barrier_in").replies.is_empty());
+        assert!(
+            ask(&mut s, 1, "cmd=barrier_in").replies[0]
+                .1
+                .contains("rc=-1")
+        );
+    }
+
+    #[test]
+    fn ranks_that_left_do_not_hold_up_barriers() {
+        let mut s = server(3);
+        assert!(ask(&mut s, 0, "cmd=barrier_in").replies.is_empty());
+        // Rank 2 finished without taking part.
+        assert!(s.rank_gone(2).is_empty());
+        // Rank 1 finalizes: now rank 0 is the only live rank, and it is in.
+        let out = ask(&mut s, 1, "cmd=finalize");
+        assert_eq!(
+            out.replies,
+            [
+                (1, "cmd=finalize_ack rc=0".to_owned()),
+                (0, "cmd=barrier_out rc=0".to_owned())
+            ]
+        );
+        // A rank that leaves while in the barrier is no longer in it.
+        let mut s = server(2);
+        ask(&mut s, 0, "cmd=barrier_in");
+        assert!(s.rank_gone(0).is_empty());
+        assert_eq!(
+            ask(&mut s, 1, "cmd=barrier_in").replies,
+            [(1, "cmd=barrier_out rc=0".to_owned())]
+        );
+    }
+
+    #[test]
+    fn abort_carries_the_exit_code() {
+        let mut s = server(2);
+        let out = ask(&mut s, 1, "cmd=abort exitcode=7");
+        assert_eq!(out.abort, Some(7));
+        assert!(out.replies.is_empty());
+        assert_eq!(ask(&mut s, 1, "cmd=abort").abort, Some(1));
+    }
+
+    #[test]
+    fn unknown_and_malformed_lines_get_errors_not_panics() {
+        let mut s = server(1);
+        for line in [
+            &b"cmd=frobnicate x=1"[..],
+            b"garbage",
+            b"",
+            b"key=value",
+            b"cmd=put kvsname",
+            b"\xff\xfe cmd=init",
+            b"mcmd=spawn",
+        ] {
+            let out = s.handle_line(0, line);
+            assert_eq!(out.replies.len(), 1, "{line:?}");
+            assert!(
+                out.replies[0].1.starts_with("cmd=error rc=-1 msg="),
+                "{out:?}"
+            );
+            assert!(!out.replies[0].1["cmd=error rc=-1 msg=".len()..].contains(' '));
+            assert!(out.warning.is_some(), "{line:?}");
+        }
+        let out = ask(&mut s, 0, "cmd=frobnicate");
+        assert!(out.warning.unwrap().contains("frobnicate"));
+        // A line with a carriage return is still understood.
+        assert_eq!(
+            only_reply(ask(&mut s, 0, "cmd=get_appnum\r")),
+            "cmd=appnum appnum=0 rc=0"
+        );
+    }
+}

@@ -1,0 +1,460 @@
+//! The `mpiexec` binary end to end, with /bin/sh (and bash, for raw PMI
+//! lines) as the ranks, plus the `pmi_check` example under our launcher and
+//! under MPICH's Hydra.
+//!
+//! Every run has a watchdog: a launcher that does not finish in time is
+//! sent SIGTERM, then SIGKILL, and the test fails instead of hanging.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const MPIEXEC: &str = env!("CARGO_BIN_EXE_mpiexec");
+
+/// Far more than any of these jobs needs, far less than the `sleep`s of
+/// the ranks that must be killed: a launcher that waited for those sleeps
+/// trips it.
+const WATCHDOG: Duration = Duration::from_secs(30);
+
+/// A finished launcher run.
+#[derive(Debug)]
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Stdout lines, sorted (ranks print in any order).
+    fn sorted_lines(&self) -> Vec<&str> {
+        let mut lines: Vec<&str> = self.stdout.lines().collect();
+        lines.sort_unstable();
+        lines
+    }
+}
+
+/// A launcher process whose output goes to files (so that processes it
+/// leaves behind cannot block the test by holding a pipe open).
+struct Launched {
+    child: Child,
+    what: String,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+/// Output files for the run called `name` (each test uses its own name).
+fn output_paths(name: &str) -> (PathBuf, PathBuf) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let stem = format!("launcher-{name}-{}", std::process::id());
+    (
+        dir.join(format!("{stem}.out")),
+        dir.join(format!("{stem}.err")),
+    )
+}
+
+fn launch(name: &str, mut cmd: Command) -> Launched {
+    let (stdout, stderr) = output_paths(name);
+    cmd.stdin(Stdio::null())
+        .stdout(File::create(&stdout).expect("create stdout file"))
+        .stderr(File::create(&stderr).expect("create stderr file"));
+    let what = format!("{cmd:?}");
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    Launched {
+        child,
+        what,
+        stdout,
+        stderr,
+    }
+}
+
+impl Launched {
+    fn read_outputs(&self) -> (String, String) {
+        (
+            fs::read_to_string(&self.stdout).unwrap_or_default(),
+            fs::read_to_string(&self.stderr).unwrap_or_default(),
+        )
+    }
+
+    /// Wait for the launcher, failing the test if it overruns `WATCHDOG`.
+    fn wait(mut self) -> Run {
+        let deadline = Instant::now() + WATCHDOG;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let (stdout, stderr) = self.read_outputs();
+                let _ = fs::remove_file(&self.stdout);
+                let _ = fs::remove_file(&self.stderr);
+                return Run {
+                    status,
+                    stdout,
+                    stderr,
+                };
+            }
+            if Instant::now() >= deadline {
+                self.kill_overrun();
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn kill_overrun(&mut self) -> ! {
+        // SIGTERM first: a working launcher forwards it to its ranks.
+        signal(&self.child, libc::SIGTERM);
+        let grace = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < grace {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (stdout, stderr) = self.read_outputs();
+        panic!(
+            "watchdog: {} did not finish within {WATCHDOG:?}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}",
+            self.what
+        );
+    }
+}
+
+fn signal(child: &Child, signal: i32) {
+    let pid = i32::try_from(child.id()).expect("pid fits in pid_t");
+    // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own
+    // child, not yet reaped.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+fn mpiexec(args: &[&str]) -> Command {
+    let mut cmd = Command::new(MPIEXEC);
+    cmd.args(args);
+    cmd
+}
+
+/// Run `mpiexec ARGS` under the watchdog.
+fn run_mpiexec(name: &str, args: &[&str]) -> Run {
+    launch(name, mpiexec(args)).wait()
+}
+
+fn assert_code(run: &Run, code: i32) {
+    assert_eq!(
+        run.status.code(),
+        Some(code),
+        "expected exit code {code}, got {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+}
+
+fn pmi_check_example() -> PathBuf {
+    let path = Path::new(MPIEXEC)
+        .parent()
+        .expect("mpiexec has a parent directory")
+        .join("examples/pmi_check");
+    assert!(
+        path.exists(),
+        "{} is missing; `cargo test -p tools` builds it (examples are built for tests)",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn all_ranks_succeeding_exit_zero() {
+    let run = run_mpiexec("success", &["-n", "3", "sh", "-c", "exit 0"]);
+    assert_code(&run, 0);
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn failing_rank_exit_code_is_propagated() {
+    let run = run_mpiexec(
+        "exit-code",
+        &[
+            "-n",
+            "3",
+            "sh",
+            "-c",
+            r#"if [ "$PMI_RANK" = 1 ]; then exit 3; fi; sleep 60"#,
+        ],
+    );
+    assert_code(&run, 3);
+    assert!(
+        run.stderr.contains("mpiexec: rank 1 (pid ")
+            && run.stderr.contains("exited with code 3; aborting the job"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn rank_killed_by_a_signal_aborts_the_job() {
+    let run = run_mpiexec(
+        "signal",
+        &[
+            "-n",
+            "3",
+            "sh",
+            "-c",
+            r#"if [ "$PMI_RANK" = 2 ]; then kill -KILL $$; fi; sleep 60"#,
+        ],
+    );
+    assert_code(&run, 128 + 9);
+    assert!(
+        run.stderr.contains("mpiexec: rank 2 (pid ")
+            && run
+                .stderr
+                .contains("was killed by signal 9 (SIGKILL); aborting the job"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn abort_request_from_a_rank_ends_the_job() {
+    let run = run_mpiexec(
+        "abort",
+        &[
+            "-n",
+            "3",
+            "bash",
+            "-c",
+            r#"if [ "$PMI_RANK" = 2 ]; then printf 'cmd=abort exitcode=7\n' >&"$PMI_FD"; fi; sleep 60"#,
+        ],
+    );
+    assert_code(&run, 7);
+    assert!(
+        run.stderr.contains("rank 2 (pid ") && run.stderr.contains("called abort with exit code 7"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn environment_is_inherited_and_extended_with_x() {
+    let mut cmd = mpiexec(&[
+        "-n",
+        "2",
+        "-x",
+        "TESSEL_TEST_A=hello",
+        "--env",
+        "TESSEL_TEST_B=x=y=",
+        "-x",
+        "TESSEL_TEST_EMPTY=",
+        "sh",
+        "-c",
+        r#"echo "$PMI_RANK:$TESSEL_TEST_A:$TESSEL_TEST_B:[$TESSEL_TEST_EMPTY]:${TESSEL_TEST_EMPTY+set}:$TESSEL_TEST_INHERITED""#,
+    ]);
+    cmd.env("TESSEL_TEST_INHERITED", "yes");
+    let run = launch("env", cmd).wait();
+    assert_code(&run, 0);
+    assert_eq!(
+        run.sorted_lines(),
+        ["0:hello:x=y=:[]:set:yes", "1:hello:x=y=:[]:set:yes"]
+    );
+}
+
+#[test]
+fn rank_variables_follow_ppn() {
+    let run = run_mpiexec(
+        "ppn",
+        &[
+            "-n",
+            "5",
+            "--ppn",
+            "2",
+            "sh",
+            "-c",
+            r#"echo "rank=$PMI_RANK size=$PMI_SIZE node=$TESSEL_NODE local=$TESSEL_LOCAL_RANK/$TESSEL_LOCAL_SIZE fd=${PMI_FD:+given}""#,
+        ],
+    );
+    assert_code(&run, 0);
+    assert_eq!(
+        run.sorted_lines(),
+        [
+            "rank=0 size=5 node=0 local=0/2 fd=given",
+            "rank=1 size=5 node=0 local=1/2 fd=given",
+            "rank=2 size=5 node=1 local=0/2 fd=given",
+            "rank=3 size=5 node=1 local=1/2 fd=given",
+            "rank=4 size=5 node=2 local=0/1 fd=given",
+        ]
+    );
+}
+
+#[test]
+fn arguments_after_the_program_are_its_own() {
+    let run = run_mpiexec(
+        "args",
+        &["sh", "-c", r#"echo "$# $1 $2""#, "sh", "-n", "--help"],
+    );
+    assert_code(&run, 0);
+    assert_eq!(run.stdout, "2 -n --help\n");
+}
+
+#[test]
+fn missing_program_exits_127() {
+    let run = run_mpiexec(
+        "missing",
+        &["-n", "2", "/nonexistent/tessel-no-such-program"],
+    );
+    assert_code(&run, 127);
+    assert!(
+        run.stderr
+            .contains("mpiexec: cannot execute /nonexistent/tessel-no-such-program: ")
+            && run.stderr.contains("No such file or directory"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn timeout_kills_the_job_with_124() {
+    let run = run_mpiexec("timeout", &["--timeout", "1", "-n", "2", "sleep", "60"]);
+    assert_code(&run, 124);
+    assert!(
+        run.stderr
+            .contains("mpiexec: timeout of 1 s expired; killing the job"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn sigterm_is_forwarded_to_the_job() {
+    let launched = launch(
+        "sigterm",
+        mpiexec(&["-n", "2", "sh", "-c", "echo ready; exec sleep 60"]),
+    );
+    // Signal only once both ranks run (so mpiexec has its handlers).
+    let deadline = Instant::now() + WATCHDOG;
+    while launched.read_outputs().0.lines().count() < 2 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    signal(&launched.child, libc::SIGTERM);
+    let run = launched.wait();
+    assert_code(&run, 128 + 15);
+    assert!(
+        run.stderr
+            .contains("received signal 15 (SIGTERM); forwarding it to the job"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn bind_core_pins_each_process_to_one_cpu() {
+    let run = run_mpiexec(
+        "bind",
+        &[
+            "--bind",
+            "core",
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status",
+        ],
+    );
+    assert_code(&run, 0);
+    let lines = run.sorted_lines();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    for line in lines {
+        let cpus = line.split_whitespace().last().unwrap_or_default();
+        assert!(cpus.parse::<usize>().is_ok(), "not a single CPU: {line:?}");
+    }
+}
+
+/// Raw PMI-1 lines through bash: the server answers bad input with
+/// errors and keeps serving.
+#[test]
+fn server_answers_raw_protocol_lines() {
+    let script = r#"
+        ask() { printf '%s\n' "$1" >&"$PMI_FD"; IFS= read -r reply <&"$PMI_FD"; echo "$reply"; }
+        ask 'cmd=init pmi_version=1 pmi_subversion=1'
+        ask 'cmd=get_my_kvsname' >/dev/null
+        kvs=${reply#*kvsname=}; kvs=${kvs%% *}
+        ask 'this is not pmi'
+        ask 'cmd=frobnicate'
+        ask 'cmd=get_universe_size'
+        ask 'cmd=get_appnum'
+        ask "cmd=put kvsname=$kvs key=k value=6869"
+        ask "cmd=get kvsname=$kvs key=k"
+        ask "cmd=get kvsname=$kvs key=absent"
+        ask "cmd=get kvsname=$kvs key=PMI_process_mapping"
+        ask 'cmd=barrier_in'
+        ask 'cmd=finalize'
+    "#;
+    let run = run_mpiexec("raw", &["-n", "1", "--ppn", "1", "bash", "-c", script]);
+    assert_code(&run, 0);
+    assert_eq!(
+        run.stdout.lines().collect::<Vec<_>>(),
+        [
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0",
+            "cmd=error rc=-1 msg=malformed_line",
+            "cmd=error rc=-1 msg=unknown_command_frobnicate",
+            "cmd=universe_size size=1 rc=0",
+            "cmd=appnum appnum=0 rc=0",
+            "cmd=put_result rc=0 msg=success",
+            "cmd=get_result rc=0 msg=success value=6869",
+            "cmd=get_result rc=-1 msg=key_absent_not_found",
+            "cmd=get_result rc=0 msg=success value=(vector,(0,1,1))",
+            "cmd=barrier_out rc=0",
+            "cmd=finalize_ack rc=0",
+        ]
+    );
+    assert!(run.stderr.contains("frobnicate"), "{}", run.stderr);
+}
+
+#[test]
+fn pmi_check_under_our_mpiexec() {
+    let example = pmi_check_example();
+    let example = example.to_str().expect("UTF-8 path");
+    let run = run_mpiexec("pmi-check", &["-n", "4", "--ppn", "2", example]);
+    assert_code(&run, 0);
+    assert_eq!(
+        run.sorted_lines(),
+        [
+            "pmi_check: rank 0 of 4 on node 0 ok",
+            "pmi_check: rank 1 of 4 on node 0 ok",
+            "pmi_check: rank 2 of 4 on node 1 ok",
+            "pmi_check: rank 3 of 4 on node 1 ok",
+        ]
+    );
+}
+
+/// `mpiexec.mpich` on the PATH, if MPICH is installed.
+fn find_hydra() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("mpiexec.mpich"))
+        .find(|candidate| candidate.is_file())
+}
+
+#[test]
+fn pmi_check_under_mpich_hydra() {
+    let Some(hydra) = find_hydra() else {
+        panic!(
+            "mpiexec.mpich (MPICH's Hydra launcher) is not on the PATH: run the project's \
+             setup, which installs the Debian package `mpich` (the test script does this)"
+        );
+    };
+    let example = pmi_check_example();
+    let mut cmd = Command::new(hydra);
+    cmd.args(["-n", "3"]).arg(example);
+    let run = launch("hydra", cmd).wait();
+    assert_code(&run, 0);
+    let lines = run.sorted_lines();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    for (rank, line) in lines.iter().enumerate() {
+        assert!(
+            line.starts_with(&format!("pmi_check: rank {rank} of 3 on node "))
+                && line.ends_with(" ok"),
+            "{line:?}"
+        );
+    }
+}
