@@ -165,11 +165,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for &size in &sizes {
         let iters = iterations(size, quick);
         latency(&mut ep, size, iters.div_ceil(10))?; // warm-up
-        let lat = median((0..REPS).map(|_| latency(&mut ep, size, iters)).collect::<Result<_, _>>()?);
+        let lat = median(
+            (0..REPS)
+                .map(|_| latency(&mut ep, size, iters))
+                .collect::<Result<_, _>>()?,
+        );
         let bw = if size == 0 {
             f64::NAN
         } else {
-            median((0..REPS).map(|_| bandwidth(&mut ep, size, iters)).collect::<Result<_, _>>()?)
+            median(
+                (0..REPS)
+                    .map(|_| bandwidth(&mut ep, size, iters))
+                    .collect::<Result<_, _>>()?,
+            )
         };
         rows.push((size, lat, bw));
     }
@@ -178,7 +186,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     if me == 0 {
         println!(
             "pingpong: 2 processes, median of {REPS}; large messages via {}; cache-line floor {:.3} us one-way",
-            if cma { "process_vm_readv" } else { "staging pipeline" },
+            if cma {
+                "process_vm_readv"
+            } else {
+                "staging pipeline"
+            },
             floor
         );
         println!(

@@ -139,7 +139,7 @@ impl Config {
         if self.staging_slots == 0 {
             return bad("TESSEL_STAGING_SLOTS", "must be at least 1".into());
         }
-        if self.staging_slot_size < 64 || self.staging_slot_size % 64 != 0 {
+        if self.staging_slot_size < 64 || !self.staging_slot_size.is_multiple_of(64) {
             return bad(
                 "TESSEL_STAGING_SLOT_SIZE",
                 "must be a multiple of 64".into(),

@@ -56,7 +56,6 @@ pub struct Completion {
 /// A nonblocking operation in flight. Finish it with [`Endpoint::wait`].
 /// A request dropped without waiting still completes, but its bookkeeping
 /// (and an owned buffer) stays in the endpoint until the endpoint is dropped.
-
 #[must_use = "a request must be waited for to learn its result"]
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Request {
@@ -746,16 +745,16 @@ impl Endpoint {
                 let slot = self.seg.staging_slot(j, self.me, cell.c);
                 let (off, n) = (cell.b as usize, cell.len as usize);
                 let mut finished = None;
-                if let Some(r) = self.req_mut(cell.a) {
-                    if let Some((source, tag, size, got)) = r.pipeline.as_mut() {
-                        let keep = r.cap.saturating_sub(off).min(n);
-                        // SAFETY: the slot holds `n` published bytes (SP1);
-                        // `off + keep <= cap` of the receive buffer.
-                        unsafe { std::ptr::copy_nonoverlapping(slot, r.buf.add(off), keep) };
-                        *got += n;
-                        if *got == *size {
-                            finished = Some(truncation(*source, *tag, *size, r.cap));
-                        }
+                if let Some(r) = self.req_mut(cell.a)
+                    && let Some((source, tag, size, got)) = r.pipeline.as_mut()
+                {
+                    let keep = r.cap.saturating_sub(off).min(n);
+                    // SAFETY: the slot holds `n` published bytes (SP1);
+                    // `off + keep <= cap` of the receive buffer.
+                    unsafe { std::ptr::copy_nonoverlapping(slot, r.buf.add(off), keep) };
+                    *got += n;
+                    if *got == *size {
+                        finished = Some(truncation(*source, *tag, *size, r.cap));
                     }
                 }
                 self.free_slot(j, cell.c);

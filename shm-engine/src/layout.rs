@@ -190,15 +190,6 @@ impl Cell {
     }
 }
 
-impl Default for Cell {
-    fn default() -> Self {
-        Self {
-            kind: 0,
-            ..Self::new(CellKind::Inline)
-        }
-    }
-}
-
 // Pinned sizes and offsets: a change here is a layout change and needs a
 // LAYOUT_VERSION bump. Loom's atomics are larger, so only in normal builds.
 #[cfg(not(tessel_loom))]
@@ -226,6 +217,17 @@ pub struct Geometry {
     pub staging_slots: u32,
     /// Bytes per staging slot (multiple of 64).
     pub staging_slot_size: u64,
+}
+
+// Not derivable: `[u8; 80]` has no `Default` (clippy suggests it anyway).
+#[allow(clippy::derivable_impls)]
+impl Default for Cell {
+    fn default() -> Self {
+        Self {
+            kind: 0,
+            ..Self::new(CellKind::Inline)
+        }
+    }
 }
 
 /// Offsets of every region, derived from a [`Geometry`].
@@ -257,7 +259,7 @@ impl SegmentLayout {
     /// Compute the layout (the `memory_size` half of two-phase construction).
     pub fn new(g: Geometry) -> Self {
         assert!(g.nlocal > 0 && g.ring_cells.is_power_of_two() && g.staging_slots > 0);
-        assert!(g.staging_slot_size > 0 && g.staging_slot_size % 64 == 0);
+        assert!(g.staging_slot_size > 0 && g.staging_slot_size.is_multiple_of(64));
         let n = u64::from(g.nlocal);
         let procs_off = REGION_ALIGN;
         let mask_words = n.div_ceil(64);
@@ -289,7 +291,7 @@ impl SegmentLayout {
             || !h.ring_cells.is_power_of_two()
             || h.staging_slots == 0
             || h.staging_slot_size == 0
-            || h.staging_slot_size % 64 != 0
+            || !h.staging_slot_size.is_multiple_of(64)
         {
             return None;
         }

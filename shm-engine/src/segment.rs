@@ -182,7 +182,7 @@ impl NodeSegment {
 
     fn at<T>(&self, off: u64) -> NonNull<T> {
         debug_assert!(off as usize + size_of::<T>() <= self.map.len());
-        debug_assert!(off as usize % align_of::<T>() == 0);
+        debug_assert!((off as usize).is_multiple_of(align_of::<T>()));
         // SAFETY: offsets come from `layout`, which keeps every region inside
         // the mapping and aligned (see layout tests).
         unsafe { NonNull::new_unchecked(self.map.base().add(off as usize).cast()) }

@@ -67,7 +67,11 @@ fn protocols(ep: &mut Endpoint) -> Res {
     let (me, n) = (ep.rank(), ep.size());
     let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
     for (i, &size) in SIZES.iter().enumerate() {
-        let src = if i % 2 == 0 { Source::Rank(prev) } else { Source::Any };
+        let src = if i % 2 == 0 {
+            Source::Rank(prev)
+        } else {
+            Source::Any
+        };
         let r = ep.irecv(src, TagMatch::exact(size as u64), size)?;
         let s = ep.isend(next, size as u64, expected(me, size))?;
         let got = ep.wait(r)?;
@@ -75,29 +79,34 @@ fn protocols(ep: &mut Endpoint) -> Res {
         ensure(got.status.source == prev && got.status.len == size, || {
             format!("size {size}: status {:?}", got.status)
         })?;
-        ensure(got.data.as_deref() == Some(&expected(prev, size)[..]), || {
-            format!("size {size}: payload from {prev} corrupt")
-        })?;
+        ensure(
+            got.data.as_deref() == Some(&expected(prev, size)[..]),
+            || format!("size {size}: payload from {prev} corrupt"),
+        )?;
     }
     // Blocking calls with borrowed buffers, and a message to oneself.
     let mut buf = vec![0u8; 100_000];
     let r = ep.irecv(Source::Rank(me), TagMatch::exact(1), 100_000)?;
     ep.send(me, 1, &expected(me, 100_000))?;
-    ensure(ep.wait(r)?.data.unwrap() == expected(me, 100_000), || "self-send".into())?;
+    ensure(ep.wait(r)?.data.unwrap() == expected(me, 100_000), || {
+        "self-send".into()
+    })?;
     if n > 1 {
         let peer = me ^ 1;
         if peer < n {
             if me % 2 == 0 {
                 ep.send(peer, 2, &expected(me, 70_000))?;
                 let st = ep.recv(Source::Rank(peer), TagMatch::exact(2), &mut buf)?;
-                ensure(st.len == 70_000 && buf[..70_000] == expected(peer, 70_000), || {
-                    "blocking exchange".into()
-                })?;
+                ensure(
+                    st.len == 70_000 && buf[..70_000] == expected(peer, 70_000),
+                    || "blocking exchange".into(),
+                )?;
             } else {
                 let st = ep.recv(Source::Rank(peer), TagMatch::exact(2), &mut buf)?;
-                ensure(st.len == 70_000 && buf[..70_000] == expected(peer, 70_000), || {
-                    "blocking exchange".into()
-                })?;
+                ensure(
+                    st.len == 70_000 && buf[..70_000] == expected(peer, 70_000),
+                    || "blocking exchange".into(),
+                )?;
                 ep.send(peer, 2, &expected(me, 70_000))?;
             }
         }
@@ -117,7 +126,7 @@ fn ordering(ep: &mut Endpoint) -> Res {
         for seq in 0..PER {
             let mut msg = vec![0u8; size_of(seq)];
             msg[..8].copy_from_slice(&seq.to_le_bytes());
-            reqs.push(ep.isend(0, ctx | seq % 3, msg)?);
+            reqs.push(ep.isend(0, ctx | (seq % 3), msg)?);
         }
         // A tag outside the context: must not match rank 0's masked receives.
         reqs.push(ep.isend(0, 0xdef << 32, vec![9; 16])?);
@@ -135,22 +144,29 @@ fn ordering(ep: &mut Endpoint) -> Res {
             ensure(seq == next[src], || {
                 format!("from {src}: got seq {seq}, expected {}", next[src])
             })?;
-            ensure(got.status.tag == ctx | seq % 3 && data.len() == size_of(seq), || {
-                format!("from {src}: wrong tag or size for seq {seq}")
-            })?;
+            ensure(
+                got.status.tag == ctx | (seq % 3) && data.len() == size_of(seq),
+                || format!("from {src}: wrong tag or size for seq {seq}"),
+            )?;
             next[src] += 1;
         }
         for src in 1..n {
             let got = take(ep, Source::Rank(src), TagMatch::any(), 64)?;
-            ensure(got.status.tag == 0xdef << 32, || "outside-context message".into())?;
+            ensure(got.status.tag == 0xdef << 32, || {
+                "outside-context message".into()
+            })?;
         }
     }
     // Selective receive: a later tag is taken before an earlier one.
     if n > 1 && me < 2 {
         let peer = 1 - me;
         if me == 0 {
-            for tag in [10u64, 11] {
-                ep.send(peer, tag, &expected(me, 50_000 + tag as usize))?;
+            // Both sends must be in flight: the peer takes tag 11 first, and
+            // a blocking rendezvous send of tag 10 would wait for it forever.
+            let reqs =
+                [10u64, 11].map(|tag| ep.isend(peer, tag, expected(me, 50_000 + tag as usize)));
+            for r in reqs {
+                ep.wait(r?)?;
             }
         } else {
             let second = take(ep, Source::Rank(peer), TagMatch::exact(11), 1 << 20)?;
@@ -168,11 +184,14 @@ fn ordering(ep: &mut Endpoint) -> Res {
 fn errors(ep: &mut Endpoint) -> Res {
     let (me, n) = (ep.rank(), ep.size());
     let bad = ep.isend(n, 0, vec![1]);
-    ensure(matches!(bad, Err(Error::InvalidPeer { peer, size }) if peer == n && size == n), || {
-        format!("send to {n}: {bad:?}")
-    })?;
+    ensure(
+        matches!(bad, Err(Error::InvalidPeer { peer, size }) if peer == n && size == n),
+        || format!("send to {n}: {bad:?}"),
+    )?;
     let bad = ep.irecv(Source::Rank(n + 5), TagMatch::any(), 8);
-    ensure(matches!(bad, Err(Error::InvalidPeer { .. })), || format!("recv from {}: {bad:?}", n + 5))?;
+    ensure(matches!(bad, Err(Error::InvalidPeer { .. })), || {
+        format!("recv from {}: {bad:?}", n + 5)
+    })?;
     if n < 2 || me > 1 {
         return Ok(());
     }
@@ -191,7 +210,9 @@ fn errors(ep: &mut Endpoint) -> Res {
                 }),
                 || format!("truncated {size}: {got:?}"),
             )?;
-            ensure(small == expected(1, size)[..10], || "truncated prefix".into())?;
+            ensure(small == expected(1, size)[..10], || {
+                "truncated prefix".into()
+            })?;
         }
     }
     // The engine keeps working after a truncation.
@@ -199,7 +220,9 @@ fn errors(ep: &mut Endpoint) -> Res {
         ep.send(0, 8, b"still alive")?;
     } else {
         let got = take(ep, Source::Rank(1), TagMatch::exact(8), 64)?;
-        ensure(got.data.as_deref() == Some(&b"still alive"[..]), || "after truncation".into())?;
+        ensure(got.data.as_deref() == Some(&b"still alive"[..]), || {
+            "after truncation".into()
+        })?;
     }
     Ok(())
 }
@@ -214,16 +237,17 @@ fn nodes(ep: &mut Endpoint) -> Res {
             (true, Ok(req)) => {
                 let got = take(ep, Source::Rank(r), TagMatch::exact(3), 100)?;
                 ep.wait(req)?;
-                ensure(got.data.unwrap() == vec![r as u8; 100], || format!("from {r}"))?;
+                ensure(got.data.unwrap() == vec![r as u8; 100], || {
+                    format!("from {r}")
+                })?;
             }
             (false, Err(Error::Unreachable { peer })) if peer == r => {}
             (same, res) => return Err(format!("send to {r} (same node: {same}): {res:?}").into()),
         }
     }
-    ensure(
-        ep.local_size() < n,
-        || "expected several nodes: run with --ppn".into(),
-    )
+    ensure(ep.local_size() < n, || {
+        "expected several nodes: run with --ppn".into()
+    })
 }
 
 fn die(ep: &mut Endpoint) -> Res {

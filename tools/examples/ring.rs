@@ -60,7 +60,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "ring: {n} processes, {laps} laps x {} sizes (8 B .. 4 MiB), {:.1} MiB per process checked in {secs:.3} s (large messages via {})",
             SIZES.len(),
             bytes as f64 / (1 << 20) as f64,
-            if cma { "process_vm_readv" } else { "staging pipeline" }
+            if cma {
+                "process_vm_readv"
+            } else {
+                "staging pipeline"
+            }
         );
     }
     Ok(())

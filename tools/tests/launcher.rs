@@ -1,168 +1,14 @@
 //! The `mpiexec` binary end to end, with /bin/sh (and bash, for raw PMI
 //! lines) as the ranks, plus the `pmi_check` example under our launcher and
 //! under MPICH's Hydra.
-//!
-//! Every run has a watchdog: a launcher that does not finish in time is
-//! sent SIGTERM, then SIGKILL, and the test fails instead of hanging.
 
-use std::fs::{self, File};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+mod common;
+
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-const MPIEXEC: &str = env!("CARGO_BIN_EXE_mpiexec");
-
-/// Far more than any of these jobs needs, far less than the `sleep`s of
-/// the ranks that must be killed: a launcher that waited for those sleeps
-/// trips it.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
-/// A finished launcher run.
-#[derive(Debug)]
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// Stdout lines, sorted (ranks print in any order).
-    fn sorted_lines(&self) -> Vec<&str> {
-        let mut lines: Vec<&str> = self.stdout.lines().collect();
-        lines.sort_unstable();
-        lines
-    }
-}
-
-/// A launcher process whose output goes to files (so that processes it
-/// leaves behind cannot block the test by holding a pipe open).
-struct Launched {
-    child: Child,
-    what: String,
-    stdout: PathBuf,
-    stderr: PathBuf,
-}
-
-/// Output files for the run called `name` (each test uses its own name).
-fn output_paths(name: &str) -> (PathBuf, PathBuf) {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let stem = format!("launcher-{name}-{}", std::process::id());
-    (
-        dir.join(format!("{stem}.out")),
-        dir.join(format!("{stem}.err")),
-    )
-}
-
-fn launch(name: &str, mut cmd: Command) -> Launched {
-    let (stdout, stderr) = output_paths(name);
-    cmd.stdin(Stdio::null())
-        .stdout(File::create(&stdout).expect("create stdout file"))
-        .stderr(File::create(&stderr).expect("create stderr file"));
-    let what = format!("{cmd:?}");
-    let child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    Launched {
-        child,
-        what,
-        stdout,
-        stderr,
-    }
-}
-
-impl Launched {
-    fn read_outputs(&self) -> (String, String) {
-        (
-            fs::read_to_string(&self.stdout).unwrap_or_default(),
-            fs::read_to_string(&self.stderr).unwrap_or_default(),
-        )
-    }
-
-    /// Wait for the launcher, failing the test if it overruns `WATCHDOG`.
-    fn wait(mut self) -> Run {
-        let deadline = Instant::now() + WATCHDOG;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let (stdout, stderr) = self.read_outputs();
-                let _ = fs::remove_file(&self.stdout);
-                let _ = fs::remove_file(&self.stderr);
-                return Run {
-                    status,
-                    stdout,
-                    stderr,
-                };
-            }
-            if Instant::now() >= deadline {
-                self.kill_overrun();
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn kill_overrun(&mut self) -> ! {
-        // SIGTERM first: a working launcher forwards it to its ranks.
-        signal(&self.child, libc::SIGTERM);
-        let grace = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < grace {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let (stdout, stderr) = self.read_outputs();
-        panic!(
-            "watchdog: {} did not finish within {WATCHDOG:?}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}",
-            self.what
-        );
-    }
-}
-
-fn signal(child: &Child, signal: i32) {
-    let pid = i32::try_from(child.id()).expect("pid fits in pid_t");
-    // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own
-    // child, not yet reaped.
-    unsafe {
-        libc::kill(pid, signal);
-    }
-}
-
-fn mpiexec(args: &[&str]) -> Command {
-    let mut cmd = Command::new(MPIEXEC);
-    cmd.args(args);
-    cmd
-}
-
-/// Run `mpiexec ARGS` under the watchdog.
-fn run_mpiexec(name: &str, args: &[&str]) -> Run {
-    launch(name, mpiexec(args)).wait()
-}
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(
-        run.status.code(),
-        Some(code),
-        "expected exit code {code}, got {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
-        run.status,
-        run.stdout,
-        run.stderr
-    );
-}
-
-fn pmi_check_example() -> PathBuf {
-    let path = Path::new(MPIEXEC)
-        .parent()
-        .expect("mpiexec has a parent directory")
-        .join("examples/pmi_check");
-    assert!(
-        path.exists(),
-        "{} is missing; `cargo test -p tools` builds it (examples are built for tests)",
-        path.display()
-    );
-    path
-}
+use common::{WATCHDOG, assert_code, example, hydra, launch, mpiexec, run_mpiexec, signal};
 
 #[test]
 fn all_ranks_succeeding_exit_zero() {
@@ -412,7 +258,7 @@ fn server_answers_raw_protocol_lines() {
 
 #[test]
 fn pmi_check_under_our_mpiexec() {
-    let example = pmi_check_example();
+    let example = example("pmi_check");
     let example = example.to_str().expect("UTF-8 path");
     let run = run_mpiexec("pmi-check", &["-n", "4", "--ppn", "2", example]);
     assert_code(&run, 0);
@@ -427,23 +273,10 @@ fn pmi_check_under_our_mpiexec() {
     );
 }
 
-/// `mpiexec.mpich` on the PATH, if MPICH is installed.
-fn find_hydra() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("mpiexec.mpich"))
-        .find(|candidate| candidate.is_file())
-}
-
 #[test]
 fn pmi_check_under_mpich_hydra() {
-    let Some(hydra) = find_hydra() else {
-        panic!(
-            "mpiexec.mpich (MPICH's Hydra launcher) is not on the PATH: run the project's \
-             setup, which installs the Debian package `mpich` (the test script does this)"
-        );
-    };
-    let example = pmi_check_example();
+    let hydra = hydra();
+    let example = example("pmi_check");
     let mut cmd = Command::new(hydra);
     cmd.args(["-n", "3"]).arg(example);
     let run = launch("hydra", cmd).wait();

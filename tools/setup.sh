@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing Tessel needs on Debian: a C toolchain,
+# MPICH (its Hydra `mpiexec.mpich` runs our binaries in the tests) and a
+# Rust toolchain when none is on PATH. Safe to run again: it installs only
+# what is missing. Sourced by demo.sh and test.sh.
+set -euo pipefail
+
+apt_packages=(build-essential pkg-config mpich)
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: installing the Rust toolchain with rustup"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl ca-certificates >/dev/null
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component rustfmt,clippy
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+for c in rustfmt clippy-driver; do
+    command -v "$c" >/dev/null 2>&1 || { command -v rustup >/dev/null && rustup component add "${c%-driver}"; }
+done

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Every check CI runs: formatting, lints, unit and multi-process tests (with
+# and without cross-memory attach, oversubscribed, killed peer, Hydra),
+# loom models and their mutation builds, the benchmarks' build, and a
+# short pingpong. Installs what it needs first (tools/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source tools/setup.sh
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "format"
+cargo fmt --all --check
+
+step "atomics and cells only through the engine's sync facade (loom checks them)"
+if grep -rnE '(core|std)::sync::atomic|cell::UnsafeCell' shm-engine/src --include='*.rs' \
+        | grep -v '^shm-engine/src/sync.rs:'; then
+    echo "use shm_engine::sync instead" >&2
+    exit 1
+fi
+
+step "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests (debug)"
+cargo test --workspace --locked
+
+step "multi-process tests (release)"
+cargo test --release --locked -p tools
+
+step "loom models of the production ring and doorbell"
+RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
+    cargo test --release --locked -p loom-tests
+
+for m in spsc_publish doorbell_ring; do
+    step "mutation $m: loom must find the weakened ordering"
+    RUSTFLAGS="--cfg tessel_loom --cfg tessel_mutation=\"$m\"" CARGO_TARGET_DIR=target/loom-mut \
+        cargo test --release --locked -p loom-tests
+done
+
+step "benchmarks build; pingpong runs"
+cargo bench --locked --workspace --no-run
+cargo build --release --locked -p tools --bin mpiexec
+cargo build --release --locked -p benches --example pingpong
+target/release/mpiexec -n 2 target/release/examples/pingpong --quick
+
+step "all checks passed"

@@ -1,0 +1,161 @@
+//! The shared-memory engine across processes: the `engine_check` and `ring`
+//! examples run through our `mpiexec` (and MPICH's Hydra), with and without
+//! cross-memory attach, oversubscribed, and with a peer killed mid-job.
+//!
+//! Nothing here measures time: the watchdog only turns a hang into a
+//! failure, and is generous because the tests of this file run side by
+//! side on few cores.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Run, assert_code, example, hydra, launch, mpiexec};
+
+const WATCHDOG: Duration = Duration::from_secs(240);
+
+/// How large messages travel: `process_vm_readv` when the kernel allows
+/// it, or the pipelined copy through staging cells.
+#[derive(Clone, Copy, Debug)]
+enum Cma {
+    Auto,
+    Off,
+}
+
+impl Cma {
+    fn env(self) -> &'static str {
+        match self {
+            Cma::Auto => "auto",
+            Cma::Off => "off",
+        }
+    }
+}
+
+/// Run `mpiexec ARGS PROGRAM PROGRAM_ARGS` with `TESSEL_CMA` set.
+fn run(name: &str, cma: Cma, args: &[&str], program: &str, program_args: &[&str]) -> Run {
+    let mut cmd = mpiexec(args);
+    cmd.arg(example(program))
+        .args(program_args)
+        .env("TESSEL_CMA", cma.env());
+    launch(name, cmd).wait_for(WATCHDOG)
+}
+
+/// Every rank of an `n`-process `engine_check CASE` run reported success.
+fn assert_all_ok(run: &Run, case: &str, n: u32) {
+    assert_code(run, 0);
+    let want: BTreeSet<String> = (0..n)
+        .map(|r| format!("engine_check {case}: rank {r} ok"))
+        .collect();
+    let got: BTreeSet<String> = run.stdout.lines().map(str::to_owned).collect();
+    assert_eq!(got, want, "stderr:\n{}", run.stderr);
+}
+
+fn check(case: &str, n: u32, cma: Cma) {
+    let name = format!("{case}-{n}-{}", cma.env());
+    let np = n.to_string();
+    let run = run(&name, cma, &["-n", &np], "engine_check", &[case]);
+    assert_all_ok(&run, case, n);
+}
+
+#[test]
+fn protocols_0_bytes_to_16_mib_checksummed() {
+    for cma in [Cma::Auto, Cma::Off] {
+        for n in [2, 3, 4] {
+            check("protocols", n, cma);
+        }
+    }
+}
+
+#[test]
+fn wildcards_masks_and_non_overtaking_order() {
+    for cma in [Cma::Auto, Cma::Off] {
+        for n in [2, 3, 4] {
+            check("ordering", n, cma);
+        }
+    }
+}
+
+#[test]
+fn truncation_and_invalid_peers_are_typed_errors() {
+    for cma in [Cma::Auto, Cma::Off] {
+        for n in [2, 3] {
+            check("errors", n, cma);
+        }
+    }
+}
+
+#[test]
+fn peers_on_other_virtual_nodes_are_unreachable() {
+    let run = run(
+        "nodes",
+        Cma::Auto,
+        &["-n", "4", "--ppn", "2"],
+        "engine_check",
+        &["nodes"],
+    );
+    assert_all_ok(&run, "nodes", 4);
+}
+
+/// The ring demo, which also prints which large-message path it used.
+fn ring(name: &str, n: u32, cma: Cma) -> Run {
+    let np = n.to_string();
+    let run = run(name, cma, &["-n", &np], "ring", &["3"]);
+    assert_code(&run, 0);
+    run
+}
+
+#[test]
+fn ring_with_and_without_cross_memory_attach() {
+    let off = ring("ring-off", 4, Cma::Off);
+    assert!(
+        off.stdout.contains("ring: 4 processes") && off.stdout.contains("via staging pipeline"),
+        "{}",
+        off.stdout
+    );
+    let auto = ring("ring-auto", 4, Cma::Auto);
+    assert!(auto.stdout.contains("ring: 4 processes"), "{}", auto.stdout);
+}
+
+#[test]
+fn eight_processes_on_few_cores() {
+    let run = ring("ring-8", 8, Cma::Auto);
+    assert!(run.stdout.contains("ring: 8 processes"), "{}", run.stdout);
+}
+
+/// Entries of /dev/shm: the engine must never leave any behind.
+fn dev_shm() -> BTreeSet<String> {
+    fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn killed_peer_ends_the_job_with_a_message() {
+    let before = dev_shm();
+    let run = run("die", Cma::Auto, &["-n", "3"], "engine_check", &["die"]);
+    assert_code(&run, 128 + 9);
+    assert!(
+        run.stderr.contains("rank 1 (pid ") && run.stderr.contains("killed by signal 9 (SIGKILL)"),
+        "{}",
+        run.stderr
+    );
+    let leftover: Vec<_> = dev_shm().difference(&before).cloned().collect();
+    assert!(leftover.is_empty(), "left in /dev/shm: {leftover:?}");
+}
+
+#[test]
+fn ring_under_mpich_hydra() {
+    let hydra = hydra();
+    let mut cmd = Command::new(hydra);
+    cmd.args(["-n", "3"]).arg(example("ring")).arg("3");
+    let run = launch("hydra-ring", cmd).wait_for(WATCHDOG);
+    assert_code(&run, 0);
+    assert!(run.stdout.contains("ring: 3 processes"), "{}", run.stdout);
+}
