@@ -38,3 +38,8 @@ pub use config::{CmaMode, Config};
 pub use endpoint::{Completion, Endpoint, Request, Status};
 pub use error::{Error, InitError};
 pub use matching::{Source, TagMatch};
+
+/// The README's Rust example, compiled by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExample;
