@@ -5,7 +5,7 @@
 # what is missing. Sourced by demo.sh and test.sh.
 set -euo pipefail
 
-apt_packages=(build-essential pkg-config mpich)
+apt_packages=(build-essential pkg-config mpich libmpich-dev)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -1,0 +1,4 @@
+//! Print Tessel's `mpi.h` (the MPICH ABI) on standard output.
+fn main() {
+    print!("{}", mpi::abi::header());
+}

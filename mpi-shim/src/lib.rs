@@ -1,0 +1,14 @@
+//! Tessel's MPI library: `libmpi.so.12`, binary-compatible with MPICH,
+//! over the shared-memory engine.
+//!
+//! - [`abi`]: the MPICH ABI (handle values, constants, `MPI_Status`,
+//!   prototypes), defined once; `tessel-mpi-header` prints `mpi.h` from it.
+//! - [`core`]: ABI-independent state: communicators, requests, errors.
+//! - [`coll`], [`ops`]: collectives and predefined reductions.
+//! - [`mpich`]: the exported `MPI_*` functions of the MPICH ABI.
+
+pub mod abi;
+pub mod coll;
+pub mod core;
+pub mod mpich;
+pub mod ops;

@@ -1,0 +1,67 @@
+/* Bad arguments return the right error class under MPI_ERRORS_RETURN;
+ * truncation is reported with the status; the library keeps working. */
+#include "check.h"
+
+/* Error codes may carry more than their class: compare classes. */
+#define EXPECT(call, class)                                                   \
+    do {                                                                      \
+        int rc_ = (call), class_ = -1;                                        \
+        MPI_Error_class(rc_, &class_);                                        \
+        CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
+              class_, #class);                                                \
+    } while (0)
+
+int main(int argc, char **argv) {
+    int flag;
+    MPI_Initialized(&flag);
+    CHECK(!flag, "initialized before MPI_Init");
+    MPI_Init(&argc, &argv);
+    report_library();
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rank, size, x = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    EXPECT(MPI_Send(&x, 1, MPI_INT, size, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
+    EXPECT(MPI_Send(&x, 1, MPI_INT, -7, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
+    EXPECT(MPI_Send(&x, 1, MPI_INT, 0, -5, MPI_COMM_WORLD), MPI_ERR_TAG);
+    EXPECT(MPI_Send(&x, -1, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
+    EXPECT(MPI_Send(&x, 1, MPI_DATATYPE_NULL, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    EXPECT(MPI_Send(&x, 1, (MPI_Datatype)0x12345, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    EXPECT(MPI_Send(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    EXPECT(MPI_Recv(&x, 1, MPI_INT, size + 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_RANK);
+    EXPECT(MPI_Bcast(&x, 1, MPI_INT, size, MPI_COMM_WORLD), MPI_ERR_ROOT);
+    EXPECT(MPI_Allreduce(&x, &flag, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD), MPI_ERR_OP);
+    double dd = 1, de;
+    EXPECT(MPI_Allreduce(&dd, &de, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD), MPI_ERR_OP);
+    /* An invalid communicator goes to MPI_COMM_WORLD's handler. */
+    EXPECT(MPI_Send(&x, 1, MPI_INT, 0, 0, (MPI_Comm)0x44000077), MPI_ERR_COMM);
+    EXPECT(MPI_Barrier(MPI_COMM_NULL), MPI_ERR_COMM);
+    MPI_Request bad = (MPI_Request)0x12;
+    EXPECT(MPI_Wait(&bad, MPI_STATUS_IGNORE), MPI_ERR_REQUEST);
+
+    if (size > 1 && rank < 2) {
+        int big[1000] = {0}, small[10];
+        if (rank == 1) {
+            MPI_Send(big, 1000, MPI_INT, 0, 3, MPI_COMM_WORLD);
+        } else {
+            MPI_Status st;
+            EXPECT(MPI_Recv(small, 10, MPI_INT, 1, 3, MPI_COMM_WORLD, &st), MPI_ERR_TRUNCATE);
+            CHECK(st.MPI_ERROR == MPI_ERR_TRUNCATE, "status error %d", st.MPI_ERROR);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    char name[MPI_MAX_PROCESSOR_NAME], lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len, v, sv;
+    MPI_Get_processor_name(name, &len);
+    MPI_Get_library_version(lib, &len);
+    MPI_Get_version(&v, &sv);
+    CHECK(len > 0 && v == MPI_VERSION && sv == MPI_SUBVERSION, "version");
+    CHECK(MPI_Wtick() > 0 && MPI_Wtime() > 0, "clock");
+    MPI_Finalize();
+    MPI_Finalized(&flag);
+    CHECK(flag, "not finalized");
+    printf("errors: rank %d ok\n", rank);
+    return 0;
+}
