@@ -22,6 +22,9 @@ fi
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "install the MPI library for the C tests (tools/install.sh)"
+bash tools/install.sh
+
 step "tests (debug)"
 cargo test --workspace --locked
 

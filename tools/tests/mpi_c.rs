@@ -1,0 +1,166 @@
+//! Tessel's MPI library from C: the test programs of `mpi-shim/tests/c`
+//! built with our `mpicc` and with MPICH's `mpicc.mpich` (binary
+//! compatibility: the MPICH build runs on our library through
+//! `LD_LIBRARY_PATH`), run by our `mpiexec` and by MPICH's Hydra.
+//!
+//! They use the installation `tools/install.sh` makes (`target/tessel`, or
+//! `$TESSEL_PREFIX`); `tools/test.sh` runs it before the tests.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Run, assert_code, hydra, launch, mpiexec};
+
+const WATCHDOG: Duration = Duration::from_secs(120);
+const PROGRAMS: [&str; 3] = ["p2p", "coll", "errors"];
+
+fn prefix() -> PathBuf {
+    let p = std::env::var_os("TESSEL_PREFIX").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tessel"),
+        PathBuf::from,
+    );
+    assert!(
+        p.join("bin/mpicc").exists() && p.join("lib/libmpi.so.12").exists(),
+        "no Tessel MPI installation in {}: run tools/install.sh first",
+        p.display()
+    );
+    p
+}
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../mpi-shim/tests/c/{name}.c"))
+}
+
+/// Compile test program `name` with `compiler`; returns the executable.
+fn build(compiler: &Path, name: &str, flavour: &str) -> PathBuf {
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.{flavour}"));
+    let out = Command::new(compiler)
+        .args(["-O1", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(source(name))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", compiler.display()));
+    assert!(
+        out.status.success(),
+        "{} {name}.c failed:\n{}",
+        compiler.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn ours() -> PathBuf {
+    prefix().join("bin/mpicc")
+}
+
+fn mpich_cc() -> PathBuf {
+    PathBuf::from("mpicc.mpich")
+}
+
+/// Every rank printed `NAME: rank R ok`, and rank 0 ran on Tessel's library.
+fn assert_ok(run: &Run, name: &str, n: u32) {
+    assert_code(run, 0);
+    for r in 0..n {
+        let line = format!("{name}: rank {r} ok");
+        assert!(
+            run.stdout.lines().any(|l| l == line),
+            "missing {line:?}\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    assert!(
+        run.stdout.contains("library: Tessel MPI"),
+        "not run on Tessel's library:\n{}",
+        run.stdout
+    );
+}
+
+fn run_ours(label: &str, exe: &Path, n: u32, with_lib_path: bool) -> Run {
+    let np = n.to_string();
+    let mut cmd = mpiexec(&["-n", &np]);
+    cmd.arg(exe);
+    if with_lib_path {
+        cmd.env("LD_LIBRARY_PATH", prefix().join("lib"));
+    }
+    launch(label, cmd).wait_for(WATCHDOG)
+}
+
+#[test]
+fn programs_built_with_our_mpicc() {
+    for name in PROGRAMS {
+        let exe = build(&ours(), name, "tessel");
+        for n in [1, 2, 3, 4, 8] {
+            let run = run_ours(&format!("{name}-{n}"), &exe, n, false);
+            assert_ok(&run, name, n);
+        }
+    }
+}
+
+#[test]
+fn programs_built_against_mpich_run_on_our_library() {
+    for name in PROGRAMS {
+        let exe = build(&mpich_cc(), name, "mpich");
+        for n in [1, 3, 8] {
+            let run = run_ours(&format!("{name}-mpich-{n}"), &exe, n, true);
+            assert_ok(&run, name, n);
+        }
+    }
+}
+
+#[test]
+fn program_under_mpich_hydra() {
+    let exe = build(&ours(), "coll", "hydra");
+    let mut cmd = Command::new(hydra());
+    cmd.args(["-n", "3"]).arg(exe);
+    let run = launch("coll-hydra", cmd).wait_for(WATCHDOG);
+    assert_ok(&run, "coll", 3);
+}
+
+#[test]
+fn bad_argument_under_fatal_handler_ends_the_job_with_a_message() {
+    let exe = build(&ours(), "fatal", "tessel");
+    let run = run_ours("fatal", &exe, 2, false);
+    assert_ne!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(!run.stdout.contains("returned"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains(
+            "MPI_Send: invalid destination rank 5 in a communicator of size 2 (MPI_ERR_RANK)"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn pkg_config_describes_the_installation() {
+    let pc = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "mpi"])
+        .env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig"))
+        .output()
+        .expect("pkg-config (tools/setup.sh installs it)");
+    assert!(
+        pc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pc.stderr)
+    );
+    let flags = String::from_utf8(pc.stdout).unwrap();
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("p2p.pkgconfig");
+    let out = Command::new("cc")
+        .arg(source("p2p"))
+        .arg("-o")
+        .arg(&exe)
+        .args(flags.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_ours("p2p-pkgconfig", &exe, 2, false);
+    assert_ok(&run, "p2p", 2);
+}
