@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what building and testing Tessel needs on Debian: a C toolchain,
-# MPICH (its Hydra `mpiexec.mpich` runs our binaries in the tests) and a
-# Rust toolchain when none is on PATH. Safe to run again: it installs only
+# Installs what building and testing Tessel needs on Debian: a C toolchain
+# and pkg-config, MPICH with its headers (the tests run our binaries under
+# its Hydra `mpiexec.mpich`, build C programs with its `mpicc.mpich` to run
+# them on our library, and compare our mpi.h with its), and a Rust
+# toolchain when none is on PATH. Safe to run again: it installs only
 # what is missing. Sourced by demo.sh and test.sh.
 set -euo pipefail
 

@@ -129,12 +129,19 @@ fn our_header_compiles_cleanly() {
         .arg(dir.join("use.c")));
 }
 
-/// The library built next to this test (`target/<profile>/libmpi.so`).
+/// The installed library (`tools/install.sh`: `target/tessel`, or
+/// `$TESSEL_PREFIX`), which is what applications load.
 fn built_library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let lib = profile_dir.join("libmpi.so");
-    assert!(lib.exists(), "{} is missing", lib.display());
+    let prefix = std::env::var_os("TESSEL_PREFIX").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tessel"),
+        PathBuf::from,
+    );
+    let lib = prefix.join("lib/libmpi.so.12");
+    assert!(
+        lib.exists(),
+        "{} is missing: run tools/install.sh first",
+        lib.display()
+    );
     lib
 }
 
