@@ -288,46 +288,6 @@ pub fn is_status_ignore(p: *const MPI_Status) -> bool {
     p as usize == 1
 }
 
-/// The C prototype of every function the library exports, in the form
-/// MPICH's header declares it (parameter names aside).
-pub const PROTOTYPES: &[&str] = &[
-    "int MPI_Init(int *argc, char ***argv)",
-    "int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)",
-    "int MPI_Initialized(int *flag)",
-    "int MPI_Finalized(int *flag)",
-    "int MPI_Finalize(void)",
-    "int MPI_Query_thread(int *provided)",
-    "int MPI_Is_thread_main(int *flag)",
-    "int MPI_Abort(MPI_Comm comm, int errorcode)",
-    "int MPI_Get_version(int *version, int *subversion)",
-    "int MPI_Get_library_version(char *version, int *resultlen)",
-    "int MPI_Get_processor_name(char *name, int *resultlen)",
-    "double MPI_Wtime(void)",
-    "double MPI_Wtick(void)",
-    "int MPI_Comm_rank(MPI_Comm comm, int *rank)",
-    "int MPI_Comm_size(MPI_Comm comm, int *size)",
-    "int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)",
-    "int MPI_Comm_free(MPI_Comm *comm)",
-    "int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)",
-    "int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)",
-    "int MPI_Error_class(int errorcode, int *errorclass)",
-    "int MPI_Error_string(int errorcode, char *string, int *resultlen)",
-    "int MPI_Type_size(MPI_Datatype datatype, int *size)",
-    "int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
-    "int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)",
-    "int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
-    "int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
-    "int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
-    "int MPI_Wait(MPI_Request *request, MPI_Status *status)",
-    "int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)",
-    "int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])",
-    "int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)",
-    "int MPI_Barrier(MPI_Comm comm)",
-    "int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)",
-    "int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)",
-    "int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
-];
-
 /// The text of `mpi.h`: typedefs, every constant, every prototype.
 pub fn header() -> String {
     use std::fmt::Write;
@@ -340,7 +300,7 @@ pub fn header() -> String {
         };
     }
     h.push('\n');
-    for p in PROTOTYPES {
+    for p in crate::mpich::prototypes() {
         let _ = writeln!(h, "{p};");
     }
     h.push_str(HEADER_END);

@@ -17,6 +17,9 @@ use shm_engine::{Endpoint, Source, TagMatch, bootstrap};
 
 use crate::abi::{self, MPI_Errhandler};
 
+pub mod datatype;
+pub mod group;
+
 /// An MPI error: its class and what the application should be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MpiError {
@@ -153,8 +156,30 @@ pub enum Req {
         /// Communicator slot, to translate the source and pick the error
         /// handler.
         comm: usize,
+        /// A receive into a non-contiguous datatype lands packed and is
+        /// scattered at completion; a non-contiguous send keeps its packed
+        /// copy alive here until the engine is done with it.
+        staged: Option<Staged>,
     },
     Done(abi::MPI_Status),
+}
+
+/// The packed copy of a non-contiguous message.
+#[derive(Debug)]
+pub enum Staged {
+    /// Sent from this buffer; dropped at completion.
+    Send(Vec<u8>),
+    /// Received into `packed`; unpacked into the user's elements.
+    Recv(Unpack),
+}
+
+/// Where a packed receive goes at completion.
+#[derive(Debug)]
+pub struct Unpack {
+    pub packed: Vec<u8>,
+    pub dst: *mut u8,
+    pub count: usize,
+    pub dt: std::sync::Arc<datatype::Datatype>,
 }
 
 /// What the library knows once `MPI_Init` has run.
@@ -277,8 +302,13 @@ impl Runtime {
     pub fn wait_req(&mut self, i: usize) -> MpiResult<abi::MPI_Status> {
         match self.take_req(i)? {
             Req::Done(st) => Ok(st),
-            Req::Engine { req, comm } => {
+            Req::Engine { req, comm, staged } => {
                 let res = self.ep.wait(req);
+                if let (Ok(done), Some(Staged::Recv(u))) = (&res, &staged) {
+                    // SAFETY: the receive's elements stay valid until its
+                    // request completes (MPI contract); this is completion.
+                    unsafe { u.dt.unpack(&u.packed[..done.status.len], u.count, u.dst) };
+                }
                 let c = self.comm(comm)?;
                 let status_of = |source: u32, tag: u64, len: usize| {
                     abi::MPI_Status::new(
