@@ -19,6 +19,8 @@ use crate::abi::{self, MPI_Errhandler};
 
 pub mod datatype;
 pub mod group;
+pub mod info;
+pub mod table;
 
 /// An MPI error: its class and what the application should be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +192,8 @@ pub struct Runtime {
     comms: Vec<Option<Comm>>,
     reqs: Vec<Option<Req>>,
     free_reqs: Vec<usize>,
+    /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
+    pub groups: table::Table<group::Group>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
     pub thread_level: i32,
@@ -214,6 +218,11 @@ impl Runtime {
             comms: vec![Some(world), Some(selfc)],
             reqs: Vec::new(),
             free_reqs: Vec::new(),
+            groups: {
+                let mut g = table::Table::new(1);
+                g.set(0, group::Group::default());
+                g
+            },
             next_ctx: 4,
             thread_level,
             main_thread: std::thread::current().id(),
