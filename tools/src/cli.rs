@@ -29,7 +29,15 @@ Exit status:
            received signal S (SIGINT, SIGTERM, SIGHUP are forwarded to the job)
   124      --timeout expired
   126/127  PROGRAM could not be executed / was not found
-When a rank fails, every other process gets SIGTERM, and SIGKILL 2 s later.";
+When a rank fails, every other process gets SIGTERM, and SIGKILL 2 s later.
+
+Process sets (MPI-4 Sessions): every job has mpi://WORLD, mpi://SELF and
+mpix://SHARED (the processes of the caller's virtual node). --pset NAME=RANKS
+adds the set app://NAME of RANKS, a list like 0-3,6 (ranks and inclusive
+ranges, in rank order of the set's group; each rank at most once). NAME may
+be given with or without its app:// prefix and may hold letters, digits and
+`_ . / -`; names are compared ignoring case. The sets reach the processes
+through the PMI key-value store (keys tessel.psets and tessel.pset.I).";
 
 /// Where processes may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,6 +88,11 @@ pub struct Cli {
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     pub timeout: u64,
 
+    /// Add the process set app://NAME of RANKS (like `0-3,6`) to the job,
+    /// for MPI_Group_from_session_pset (repeatable).
+    #[arg(long = "pset", value_name = "NAME=RANKS", value_parser = parse_pset)]
+    pub psets: Vec<(String, Vec<u32>)>,
+
     /// The program to run, followed by its arguments.
     #[arg(
         value_name = "PROGRAM [ARGS]",
@@ -91,6 +104,26 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// Checks that need more than one option: every rank of a `--pset` is
+    /// below `-n`, and no set is named twice.
+    pub fn validate(&self) -> Result<(), String> {
+        for (i, (name, ranks)) in self.psets.iter().enumerate() {
+            if let Some(r) = ranks.iter().find(|&&r| r >= self.np) {
+                return Err(format!(
+                    "--pset {name}: rank {r} is not below the number of processes {}",
+                    self.np
+                ));
+            }
+            if self.psets[..i]
+                .iter()
+                .any(|(other, _)| other.eq_ignore_ascii_case(name))
+            {
+                return Err(format!("--pset {name} is given twice"));
+            }
+        }
+        Ok(())
+    }
+
     /// The job this command line describes.
     pub fn job_spec(&self) -> JobSpec {
         let mut command = self.command.iter().cloned();
@@ -100,6 +133,7 @@ impl Cli {
             args: command.collect(),
             mapping: Mapping::block(self.np, self.ppn),
             env: self.env.clone(),
+            psets: self.psets.clone(),
             bind: self.bind,
             timeout: (self.timeout > 0).then(|| Duration::from_secs(self.timeout)),
         }
@@ -117,6 +151,36 @@ fn parse_env(text: &str) -> Result<(String, String), String> {
         ));
     }
     Ok((key.to_owned(), value.to_owned()))
+}
+
+/// The prefix of process sets named on the command line.
+pub const PSET_PREFIX: &str = "app://";
+
+/// Longest set name, prefix included (MPICH's `MPI_MAX_PSET_NAME_LEN` less
+/// its terminating NUL).
+const PSET_NAME_MAX: usize = 255;
+
+/// Parse `NAME=RANKS` into the set's full name (`app://NAME`) and ranks.
+fn parse_pset(text: &str) -> Result<(String, Vec<u32>), String> {
+    let (name, ranks) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=RANKS, got {text:?}"))?;
+    let bare = name.strip_prefix(PSET_PREFIX).unwrap_or(name);
+    let usable = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+    if bare.is_empty() || !bare.chars().all(usable) {
+        return Err(format!(
+            "process set name {name:?} must be letters, digits and `_ . / -`, \
+             optionally after app://"
+        ));
+    }
+    let full = format!("{PSET_PREFIX}{bare}");
+    if full.len() > PSET_NAME_MAX {
+        return Err(format!(
+            "process set name {full:?} is longer than {PSET_NAME_MAX} bytes"
+        ));
+    }
+    let ranks = shm_engine::bootstrap::pset::parse_ranks(ranks)?;
+    Ok((full, ranks))
 }
 
 #[cfg(test)]
@@ -185,6 +249,32 @@ mod tests {
     }
 
     #[test]
+    fn process_sets_are_named_app_and_checked_against_the_job_size() {
+        let cli = parse(&[
+            "-n",
+            "8",
+            "--pset",
+            "ocean=0-3,6",
+            "--pset",
+            "app://Atmos/1=7",
+            "prog",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.job_spec().psets,
+            [
+                ("app://ocean".to_owned(), vec![0, 1, 2, 3, 6]),
+                ("app://Atmos/1".to_owned(), vec![7]),
+            ]
+        );
+        assert_eq!(cli.validate(), Ok(()));
+        let cli = parse(&["-n", "4", "--pset", "a=0-4", "prog"]).unwrap();
+        assert!(cli.validate().unwrap_err().contains("rank 4"));
+        let cli = parse(&["-n", "4", "--pset", "a=0", "--pset", "A=1", "prog"]).unwrap();
+        assert!(cli.validate().unwrap_err().contains("twice"));
+    }
+
+    #[test]
     fn program_after_double_dash() {
         let cli = parse(&["-n", "2", "--", "-weird-name", "a"]).unwrap();
         assert_eq!(cli.command, ["-weird-name", "a"]);
@@ -200,6 +290,12 @@ mod tests {
             &["-x", "=v", "prog"],
             &["--bind", "socket", "prog"],
             &["--timeout", "-1", "prog"],
+            &["--pset", "a", "prog"],
+            &["--pset", "=0", "prog"],
+            &["--pset", "a b=0", "prog"],
+            &["--pset", "mpi://a=0", "prog"],
+            &["--pset", "a=3-1", "prog"],
+            &["--pset", "a=0,0", "prog"],
         ] {
             assert!(parse(args).is_err(), "{args:?} was accepted");
         }
@@ -214,6 +310,9 @@ mod tests {
             "--env",
             "--bind",
             "--timeout",
+            "--pset",
+            "app://",
+            "mpix://SHARED",
             "--version",
             "PMI_FD",
             "PMI_RANK",

@@ -56,6 +56,8 @@ pub struct JobSpec {
     pub mapping: Mapping,
     /// Extra environment variables, set on top of the inherited ones.
     pub env: Vec<(String, String)>,
+    /// Named process sets, `(full name, ranks)`, published through PMI.
+    pub psets: Vec<(String, Vec<u32>)>,
     /// CPU binding.
     pub bind: Bind,
     /// Kill the job after this long.
@@ -84,9 +86,14 @@ pub fn run(spec: &JobSpec) -> i32 {
         },
     };
     let kvsname = format!("tessel_{}", std::process::id());
+    let mut server = PmiServer::new(&kvsname, &spec.mapping);
+    if let Err(e) = server.publish_psets(&spec.psets) {
+        eprintln!("mpiexec: {e}");
+        return 1;
+    }
     let mut job = Job {
         spec,
-        server: PmiServer::new(&kvsname, &spec.mapping),
+        server,
         procs: Vec::with_capacity(spec.mapping.np() as usize),
         phase: Phase::Running,
         gone: Vec::new(),

@@ -91,6 +91,34 @@ impl PmiServer {
         }
     }
 
+    /// Publish named process sets (`(name, ranks)`) in the key-value
+    /// store, as [`shm_engine::bootstrap::pset`] describes; fails if a set
+    /// does not fit in one value.
+    pub fn publish_psets(&mut self, psets: &[(String, Vec<u32>)]) -> Result<(), String> {
+        use shm_engine::bootstrap::pset;
+        if psets.is_empty() {
+            return Ok(());
+        }
+        let mut entries = vec![(
+            pset::COUNT_KEY.to_owned(),
+            pset::wire_value(&psets.len().to_string()),
+        )];
+        for (i, (name, ranks)) in psets.iter().enumerate() {
+            let value = pset::wire_value(&pset::entry(name, ranks));
+            if value.len() >= VALLEN_MAX {
+                return Err(format!(
+                    "process set {name} is too long to publish ({} bytes encoded, at most {}): \
+                     write its ranks as ranges",
+                    value.len(),
+                    VALLEN_MAX - 1
+                ));
+            }
+            entries.push((pset::key(i), value));
+        }
+        self.kvs.extend(entries);
+        Ok(())
+    }
+
     /// The job's kvsname.
     pub fn kvsname(&self) -> &str {
         &self.kvsname
@@ -413,6 +441,27 @@ mod tests {
             &format!("cmd=put kvsname=tessel_test key={key} value={value}"),
         ));
         assert_eq!(reply, "cmd=put_result rc=0 msg=success");
+    }
+
+    #[test]
+    fn process_sets_are_published_for_the_client_to_read() {
+        let mut s = server(2);
+        s.publish_psets(&[("app://a".to_owned(), vec![1, 0])])
+            .unwrap();
+        let get = |s: &mut PmiServer, key: &str| {
+            only_reply(ask(s, 0, &format!("cmd=get kvsname=tessel_test key={key}")))
+        };
+        assert_eq!(
+            get(&mut s, "tessel.psets"),
+            "cmd=get_result rc=0 msg=success value=31"
+        );
+        let expected = shm_engine::bootstrap::pset::wire_value("app://a 1,0");
+        assert_eq!(
+            get(&mut s, "tessel.pset.0"),
+            format!("cmd=get_result rc=0 msg=success value={expected}")
+        );
+        let huge: Vec<u32> = (0..1000).step_by(2).collect();
+        assert!(s.publish_psets(&[("app://h".to_owned(), huge)]).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! `mpiexec`, or MPICH's Hydra), [`Singleton`] for a process started alone.
 
 pub mod pmi;
+pub mod pset;
 
 use std::fmt;
 

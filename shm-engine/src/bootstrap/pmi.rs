@@ -549,7 +549,7 @@ fn parse_process_mapping(value: &str, size: u32) -> Result<Vec<u32>, String> {
 }
 
 /// Lower-case hex encoding of `bytes`.
-fn hex_encode(bytes: &[u8]) -> String {
+pub(crate) fn hex_encode(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for &b in bytes {
