@@ -23,6 +23,7 @@ pub type MPI_Op = c_int;
 pub type MPI_Request = c_int;
 pub type MPI_Errhandler = c_int;
 pub type MPI_Info = c_int;
+pub type MPI_Session = c_int;
 pub type MPI_Aint = libc::c_long;
 pub type MPI_Count = libc::c_long;
 
@@ -69,6 +70,8 @@ pub enum Kind {
     Op = 0x6,
     Info = 0x7,
     Request = 0xb,
+    /// MPICH's session kind (`MPI_SESSION_NULL` is `0x38000000`).
+    Session = 0xe,
 }
 
 /// Handle of the `index`-th object of `kind` created by the library.
@@ -123,6 +126,7 @@ const REQ: CKind = CKind::Handle("MPI_Request");
 const ERRH: CKind = CKind::Handle("MPI_Errhandler");
 const INFO: CKind = CKind::Handle("MPI_Info");
 const INT: CKind = CKind::Int;
+const SESSION: CKind = CKind::Handle("MPI_Session");
 
 constants! {
     c_int, INT, MPI_VERSION = 4;
@@ -252,6 +256,12 @@ constants! {
     c_int, INT, MPI_ERR_NO_MEM = 34;
     c_int, INT, MPI_ERR_UNSUPPORTED_OPERATION = 44;
     c_int, INT, MPI_ERR_LASTCODE = 0x3fff_ffff;
+
+    // Sessions and process sets (MPI-4.0 §11.3).
+    MPI_Session, SESSION, MPI_SESSION_NULL = 0x3800_0000;
+    c_int, INT, MPI_ERR_SESSION = 75;
+    c_int, INT, MPI_MAX_PSET_NAME_LEN = 256;
+    c_int, INT, MPI_MAX_STRINGTAG_LEN = 256;
 }
 
 /// `MPI_BOTTOM`, `MPI_IN_PLACE`, `MPI_STATUS(ES)_IGNORE`: special addresses.
@@ -326,6 +336,8 @@ typedef int MPI_Op;
 typedef int MPI_Request;
 typedef int MPI_Errhandler;
 typedef int MPI_Info;
+typedef int MPI_Session;
+typedef void (MPI_Session_errhandler_function)(MPI_Session *, int *, ...);
 typedef long MPI_Aint;
 typedef long MPI_Count;
 typedef long MPI_Offset;

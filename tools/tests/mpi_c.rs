@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{Run, assert_code, hydra, launch, mpiexec};
 
 const WATCHDOG: Duration = Duration::from_secs(120);
-const PROGRAMS: [&str; 3] = ["p2p", "coll", "errors"];
+const PROGRAMS: [&str; 5] = ["p2p", "coll", "errors", "sessions", "sessions_mixed"];
 
 fn prefix() -> PathBuf {
     let p = std::env::var_os("TESSEL_PREFIX").map_or_else(
@@ -163,4 +163,103 @@ fn pkg_config_describes_the_installation() {
     );
     let run = run_ours("p2p-pkgconfig", &exe, 2, false);
     assert_ok(&run, "p2p", 2);
+}
+
+/// The process sets a session sees: the predefined ones, then those named
+/// with `--pset` in their order; members of an `app://` set make a
+/// communicator from it.
+#[test]
+fn sessions_see_the_process_sets_named_on_the_command_line() {
+    let exe = build(&ours(), "psets", "tessel");
+    let mut cmd = mpiexec(&[
+        "-n",
+        "4",
+        "--pset",
+        "ocean=0-2",
+        "--pset",
+        "app://Atmos=3,1",
+    ]);
+    cmd.arg(&exe).arg("app");
+    let run = launch("psets-named", cmd).wait_for(WATCHDOG);
+    assert_code(&run, 0);
+    let sets: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("pset: "))
+        .collect();
+    assert_eq!(
+        sets,
+        [
+            "mpi://WORLD",
+            "mpi://SELF",
+            "mpix://SHARED",
+            "app://ocean",
+            "app://Atmos"
+        ],
+        "{}",
+        run.stdout
+    );
+    for line in ["app://ocean: size 3 sum 3", "app://Atmos: size 2 sum 4"] {
+        assert!(
+            run.stdout.lines().any(|l| l == line),
+            "missing {line:?}:\n{}",
+            run.stdout
+        );
+    }
+}
+
+/// `mpix://SHARED` holds the processes of the caller's virtual node.
+#[test]
+fn shared_process_set_is_the_virtual_node() {
+    let exe = build(&ours(), "psets", "tessel");
+    let mut cmd = mpiexec(&["-n", "4", "--ppn", "2"]);
+    cmd.arg(&exe);
+    let run = launch("psets-ppn", cmd).wait_for(WATCHDOG);
+    assert_code(&run, 0);
+    for r in 0..4 {
+        let line = format!("shared: rank {r} size 2");
+        assert!(
+            run.stdout.lines().any(|l| l == line),
+            "missing {line:?}:\n{}",
+            run.stdout
+        );
+    }
+    assert!(!run.stdout.contains("app://"), "{}", run.stdout);
+}
+
+/// Under Hydra no sets are named: the predefined ones remain.
+#[test]
+fn sessions_under_mpich_hydra() {
+    let exe = build(&ours(), "sessions", "hydra");
+    let mut cmd = Command::new(hydra());
+    cmd.args(["-n", "3"]).arg(exe);
+    let run = launch("sessions-hydra", cmd).wait_for(WATCHDOG);
+    assert_ok(&run, "sessions", 3);
+    assert!(run.stdout.contains("pset: mpix://SHARED"), "{}", run.stdout);
+    assert!(!run.stdout.contains("app://"), "{}", run.stdout);
+}
+
+/// `MPI_COMM_WORLD` without `MPI_Init`, and `MPI_Init` after
+/// `MPI_Finalize`, end the job with a message saying so.
+#[test]
+fn life_cycle_misuse_ends_the_job_with_a_message() {
+    let exe = build(&ours(), "sessions_fatal", "tessel");
+    for (mode, message) in [
+        (
+            "world",
+            "MPI_Comm_size: MPI_COMM_WORLD used without MPI_Init: a process using only \
+             sessions has no world communicator (MPI_ERR_COMM)",
+        ),
+        (
+            "reinit",
+            "MPI_Init: MPI_Init after MPI_Finalize is erroneous",
+        ),
+    ] {
+        let mut cmd = mpiexec(&["-n", "2"]);
+        cmd.arg(&exe).arg(mode);
+        let run = launch(&format!("sessions-fatal-{mode}"), cmd).wait_for(WATCHDOG);
+        assert_ne!(run.status.code(), Some(0), "{mode}: {}", run.stderr);
+        assert!(!run.stdout.contains("returned"), "{mode}: {}", run.stdout);
+        assert!(run.stderr.contains(message), "{mode}: {}", run.stderr);
+    }
 }

@@ -8,6 +8,35 @@
 //! Every engine tag carries the communicator's context id in its upper 32
 //! bits and the MPI tag below; a communicator owns two context ids, the
 //! even one for point-to-point traffic and the next for its collectives.
+//! Ids 0 and 2 are reserved for `MPI_COMM_WORLD` and `MPI_COMM_SELF`; the
+//! ids from 4 up to [`session::BOOT_CTX_BASE`] are handed out by agreement
+//! among a new communicator's members; the ids above are the bootstrap
+//! contexts of [`session`].
+//!
+//! # Life cycle (MPI-4.0 §11.2, §11.3)
+//!
+//! The engine endpoint is created by the first of `MPI_Init`,
+//! `MPI_Init_thread` and `MPI_Session_init` ([`Runtime::new`]; collective
+//! over the job, as the engine's start-up is). The world model is built on
+//! the session path: `MPI_Init` opens a hidden session and derives
+//! `MPI_COMM_WORLD` and `MPI_COMM_SELF` from the `mpi://WORLD` and
+//! `mpi://SELF` process sets through the code of
+//! `MPI_Comm_create_from_group` (with context ids reserved for them, so
+//! `MPI_Init` sends no message). Any number of sessions may be open at
+//! once, before, during and after the world model; `MPI_Initialized` and
+//! `MPI_Finalized` speak of the world model only, and `MPI_Init` after
+//! `MPI_Finalize` is an error.
+//!
+//! The engine outlives the last session and the world model: it stays
+//! until the process exits, and an exit handler of the entry layer leaves
+//! the job then (a fence and PMI `finalize`, collective over the job). The
+//! process manager's connection cannot be opened twice (`PMI_FD` is handed
+//! over once), so an engine finalized early could not serve a later
+//! `MPI_Session_init`; and a process that closes its PMI connection without
+//! `finalize` makes MPICH's Hydra end the job, so the exit handler must
+//! send it. A process exiting with a non-zero status skips the handler's
+//! fence: it is failing, and its launcher ends the job; so does a process
+//! that exits from inside an MPI call (an abort), which holds the lock.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -20,6 +49,7 @@ use crate::abi::{self, MPI_Errhandler};
 pub mod datatype;
 pub mod group;
 pub mod info;
+pub mod session;
 pub mod table;
 
 /// An MPI error: its class and what the application should be told.
@@ -70,6 +100,8 @@ pub fn class_name(class: i32) -> &'static str {
         abi::MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS",
         abi::MPI_ERR_REQUEST => "MPI_ERR_REQUEST",
         abi::MPI_ERR_UNSUPPORTED_OPERATION => "MPI_ERR_UNSUPPORTED_OPERATION",
+        abi::MPI_ERR_INFO => "MPI_ERR_INFO",
+        abi::MPI_ERR_SESSION => "MPI_ERR_SESSION",
         _ => "unknown error class",
     }
 }
@@ -184,11 +216,13 @@ pub struct Unpack {
     pub dt: std::sync::Arc<datatype::Datatype>,
 }
 
-/// What the library knows once `MPI_Init` has run.
+/// What the library knows from its first initialization (world model or
+/// session) to the process's exit.
 #[derive(Debug)]
 pub struct Runtime {
     pub ep: Endpoint,
-    /// Communicators by slot: 0 is `MPI_COMM_WORLD`, 1 `MPI_COMM_SELF`.
+    /// Communicators by slot: 0 is `MPI_COMM_WORLD`, 1 `MPI_COMM_SELF`
+    /// (both empty outside the world model).
     comms: Vec<Option<Comm>>,
     reqs: Vec<Option<Req>>,
     free_reqs: Vec<usize>,
@@ -196,26 +230,33 @@ pub struct Runtime {
     pub groups: table::Table<group::Group>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
+    /// The world model's thread level (`MPI_Query_thread`).
     pub thread_level: i32,
-    /// The thread that initialized the library (`MPI_Is_thread_main`).
+    /// The thread that initialized the world model (`MPI_Is_thread_main`).
     pub main_thread: std::thread::ThreadId,
+    /// Open sessions, the world model's hidden one included.
+    pub sessions: table::Table<session::Session>,
+    /// The process sets of the job, the same in every session.
+    pub psets: Vec<session::Pset>,
+    /// Where the world model is.
+    pub world: Phase,
 }
 
 pub const WORLD: usize = 0;
 pub const SELF: usize = 1;
 
 impl Runtime {
-    pub fn new(thread_level: i32) -> MpiResult<Self> {
+    /// Start the engine and learn the job's process sets. Collective over
+    /// every process of the job.
+    pub fn new() -> MpiResult<Self> {
         let boot = bootstrap::from_env()
             .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("bootstrap: {e}")))?;
-        let ep = Endpoint::new(boot)
+        let mut ep = Endpoint::new(boot)
             .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("engine start-up: {e}")))?;
-        let me = ep.rank();
-        let world = Comm::new((0..ep.size()).collect(), me, 0);
-        let selfc = Comm::new(vec![me], me, 2);
+        let psets = session::job_psets(&mut ep)?;
         Ok(Self {
             ep,
-            comms: vec![Some(world), Some(selfc)],
+            comms: vec![None, None],
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             groups: {
@@ -223,9 +264,12 @@ impl Runtime {
                 g.set(0, group::Group::default());
                 g
             },
-            next_ctx: 4,
-            thread_level,
+            next_ctx: session::FIRST_AGREED_CTX,
+            thread_level: abi::MPI_THREAD_SINGLE,
             main_thread: std::thread::current().id(),
+            sessions: table::Table::new(0),
+            psets,
+            world: Phase::Before,
         })
     }
 
@@ -233,14 +277,26 @@ impl Runtime {
         self.comms
             .get(slot)
             .and_then(Option::as_ref)
-            .ok_or_else(|| MpiError::new(abi::MPI_ERR_COMM, "invalid communicator"))
+            .ok_or_else(|| self.no_comm(slot))
     }
 
     pub fn comm_mut(&mut self, slot: usize) -> MpiResult<&mut Comm> {
-        self.comms
-            .get_mut(slot)
-            .and_then(Option::as_mut)
-            .ok_or_else(|| MpiError::new(abi::MPI_ERR_COMM, "invalid communicator"))
+        let e = self.no_comm(slot);
+        self.comms.get_mut(slot).and_then(Option::as_mut).ok_or(e)
+    }
+
+    /// Why there is no communicator in `slot`.
+    fn no_comm(&self, slot: usize) -> MpiError {
+        let what = match slot {
+            WORLD => "MPI_COMM_WORLD",
+            SELF => "MPI_COMM_SELF",
+            _ => return MpiError::new(abi::MPI_ERR_COMM, "invalid communicator"),
+        };
+        let why = match self.world {
+            Phase::After => "after MPI_Finalize",
+            _ => "without MPI_Init: a process using only sessions has no world communicator",
+        };
+        MpiError::new(abi::MPI_ERR_COMM, format!("{what} used {why}"))
     }
 
     /// Collective over `parent`: a new communicator with the same members
@@ -254,16 +310,32 @@ impl Runtime {
         Ok(self.comms.len() - 1)
     }
 
-    /// The smallest context id free at every member of `parent`.
+    /// The smallest context id free at every member of `parent`: every
+    /// member proposes its own smallest unused id and the largest wins, so
+    /// the id is unused at each of them. Needs only `parent`'s members.
     fn agree_ctx(&mut self, parent: usize) -> MpiResult<u32> {
         let mut buf = self.next_ctx.to_ne_bytes();
         crate::coll::allreduce_max_u32(self, parent, &mut buf)?;
         let ctx = u32::from_ne_bytes(buf);
-        if ctx >= u32::MAX - 2 {
+        if ctx >= session::BOOT_CTX_BASE - 2 {
             return Err(MpiError::new(abi::MPI_ERR_INTERN, "context ids exhausted"));
         }
         self.next_ctx = ctx + 2;
         Ok(ctx)
+    }
+
+    /// Store `c` in slot `slot` (a predefined communicator) or a new slot.
+    fn place_comm(&mut self, c: Comm, slot: Option<usize>) -> usize {
+        match slot {
+            Some(s) => {
+                self.comms[s] = Some(c);
+                s
+            }
+            None => {
+                self.comms.push(Some(c));
+                self.comms.len() - 1
+            }
+        }
     }
 
     pub fn comm_free(&mut self, slot: usize) -> MpiResult<()> {
@@ -356,17 +428,43 @@ impl Runtime {
     }
 }
 
-/// Where the library is in its life.
-#[derive(Debug)]
+/// Where the world model is: `MPI_Initialized` is true from `Running`
+/// on, `MPI_Finalized` in `After`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     Before,
-    Running(Box<Runtime>),
+    /// Between `MPI_Init` and `MPI_Finalize`; the world's hidden session.
+    Running {
+        session: usize,
+    },
     After,
 }
 
-/// The phase behind the library lock.
+/// The library: nothing before the first initialization, the runtime
+/// from then until the process exits.
+#[derive(Debug, Default)]
+pub enum Library {
+    #[default]
+    Before,
+    Running(Box<Runtime>),
+    /// The exit handler left the job; the process is ending.
+    Exited,
+}
+
+impl Library {
+    /// The world model's phase.
+    pub fn world(&self) -> Phase {
+        match self {
+            Self::Before => Phase::Before,
+            Self::Running(rt) => rt.world,
+            Self::Exited => Phase::After,
+        }
+    }
+}
+
+/// The library behind its lock.
 #[derive(Debug)]
-pub struct Locked(Phase);
+pub struct Locked(Library);
 
 // SAFETY: the endpoint is not `Send` only because its requests hold raw
 // addresses of application buffers. Those stay valid whichever thread
@@ -375,7 +473,7 @@ pub struct Locked(Phase);
 // nothing in the endpoint is tied to the thread that created it.
 unsafe impl Send for Locked {}
 
-static STATE: Mutex<Locked> = Mutex::new(Locked(Phase::Before));
+static STATE: Mutex<Locked> = Mutex::new(Locked(Library::Before));
 
 /// The library's state, locked: one MPI call at a time (which is why the
 /// library provides `MPI_THREAD_SERIALIZED`, not `MULTIPLE`).
@@ -387,19 +485,29 @@ pub fn state() -> StateGuard {
     )
 }
 
+/// The library's state if no call holds it (`None` when the process exits
+/// from inside an MPI call, as an abort does).
+pub fn try_state() -> Option<StateGuard> {
+    match STATE.try_lock() {
+        Ok(g) => Some(StateGuard(g)),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(StateGuard(p.into_inner())),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
 /// The locked library state.
 #[derive(Debug)]
 pub struct StateGuard(MutexGuard<'static, Locked>);
 
 impl std::ops::Deref for StateGuard {
-    type Target = Phase;
-    fn deref(&self) -> &Phase {
+    type Target = Library;
+    fn deref(&self) -> &Library {
         &self.0.0
     }
 }
 
 impl std::ops::DerefMut for StateGuard {
-    fn deref_mut(&mut self) -> &mut Phase {
+    fn deref_mut(&mut self) -> &mut Library {
         &mut self.0.0
     }
 }

@@ -23,29 +23,87 @@ pub(super) const PROTOTYPES: &[&str] = &[
 ];
 
 // ---------------------------------------------------------------------
-// Start-up, shutdown, environment.
+// Start-up, shutdown, environment (MPI-4.0 §11.2: the world model).
 
-fn init(name: &str, required: c_int) -> c_int {
-    let mut state = core::state();
-    match &*state {
-        Phase::Before => {}
-        _ => {
-            eprintln!("Tessel MPI: {name}: MPI was already initialized");
-            std::process::exit(1);
+/// The runtime, started now if this is the process's first initialization
+/// (world model or session). Starting it registers [`leave_job`] to run at
+/// exit.
+pub(crate) fn start(state: &mut Library) -> MpiResult<&mut Runtime> {
+    match state {
+        Library::Running(_) => {}
+        Library::Before => {
+            let rt = Runtime::new()?;
+            // SAFETY: `leave_job` is an `extern "C"` function of this
+            // library, which stays loaded until exit (it is linked, and
+            // the runtime it finalizes lives in a static).
+            if unsafe { on_exit(leave_job, std::ptr::null_mut()) } != 0 {
+                eprintln!("Tessel MPI: cannot register the exit handler");
+            }
+            *state = Library::Running(Box::new(rt));
+        }
+        Library::Exited => {
+            return Err(err(
+                abi::MPI_ERR_OTHER,
+                "the library already left the job (the process is exiting)",
+            ));
         }
     }
+    match state {
+        Library::Running(rt) => Ok(rt),
+        _ => unreachable!("started above"),
+    }
+}
+
+unsafe extern "C" {
+    /// glibc's `on_exit(3)`: like `atexit`, with the exit status.
+    fn on_exit(function: extern "C" fn(status: c_int, arg: *mut c_void), arg: *mut c_void)
+    -> c_int;
+}
+
+/// At exit with status 0: leave the job (the engine's fence and PMI
+/// `finalize`), which the library does once per process, whatever
+/// sessions and world model came and went (see [`crate::core`]). Skipped
+/// when the process fails (non-zero status: the launcher ends the job) and
+/// when it exits from inside an MPI call (an abort holds the library lock).
+extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
+    if status != 0 {
+        return;
+    }
+    let Some(mut state) = core::try_state() else {
+        return;
+    };
+    let Library::Running(rt) = std::mem::replace(&mut *state, Library::Exited) else {
+        return;
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.ep.finalize()));
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("Tessel MPI: leaving the job at exit: {e}"),
+        Err(_) => eprintln!("Tessel MPI: leaving the job at exit panicked"),
+    }
+}
+
+/// `MPI_Init` / `MPI_Init_thread`: the world model, built on a hidden
+/// session. Calling it twice, or after `MPI_Finalize`, ends the process
+/// with a message (no error handler exists for it yet).
+fn init(name: &str, required: c_int) -> c_int {
+    let mut state = core::state();
+    let fail = |why: String| -> ! {
+        eprintln!("Tessel MPI: {name}: {why}");
+        std::process::exit(1);
+    };
+    match state.world() {
+        Phase::Before => {}
+        Phase::Running { .. } => fail("MPI was already initialized".into()),
+        Phase::After => fail("MPI_Init after MPI_Finalize is erroneous (MPI-4.0 §11.2.2)".into()),
+    }
+    let rt = start(&mut state).unwrap_or_else(|e| fail(e.to_string()));
     // One call at a time under the library lock: SERIALIZED is the most
     // this library supports.
     let level = required.clamp(abi::MPI_THREAD_SINGLE, abi::MPI_THREAD_SERIALIZED);
-    match Runtime::new(level) {
-        Ok(rt) => {
-            *state = Phase::Running(Box::new(rt));
-            abi::MPI_SUCCESS
-        }
-        Err(e) => {
-            eprintln!("Tessel MPI: {name}: {e}");
-            std::process::exit(1);
-        }
+    match rt.world_init(level) {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(e) => raise_on(rt, name, abi::MPI_ERRORS_ARE_FATAL, e),
     }
 }
 
@@ -62,46 +120,37 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     let rc = init("MPI_Init_thread", required);
-    call("MPI_Init_thread", abi::MPI_COMM_WORLD, |rt| {
-        // SAFETY: `provided` is an output argument.
-        unsafe { out(provided, rt.thread_level) }
-    });
-    rc
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
-    let v = !matches!(*core::state(), Phase::Before);
-    // SAFETY: `flag` is an output argument.
-    unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    let v = matches!(*core::state(), Phase::After);
-    // SAFETY: `flag` is an output argument.
-    unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn MPI_Finalize() -> c_int {
-    let rc = call("MPI_Finalize", abi::MPI_COMM_WORLD, |rt| {
-        crate::coll::barrier(rt, core::WORLD)
-    });
     if rc != abi::MPI_SUCCESS {
         return rc;
     }
-    let mut state = core::state();
-    let Phase::Running(rt) = std::mem::replace(&mut *state, Phase::After) else {
-        unreachable!("call() checked the phase");
-    };
-    match rt.ep.finalize() {
-        Ok(()) => abi::MPI_SUCCESS,
-        Err(e) => {
-            eprintln!("Tessel MPI: MPI_Finalize: {e}");
-            abi::MPI_ERR_OTHER
-        }
-    }
+    call("MPI_Init_thread", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: `provided` is an output argument.
+        unsafe { out(provided, rt.thread_level) }
+    })
+}
+
+/// Whether `MPI_Init` has been called (sessions do not count, MPI-4.0
+/// §11.2.5).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    let v = core::state().world() != Phase::Before;
+    // SAFETY: `flag` is an output argument.
+    unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
+}
+
+/// Whether `MPI_Finalize` has completed (sessions do not count).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    let v = core::state().world() == Phase::After;
+    // SAFETY: `flag` is an output argument.
+    unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
+}
+
+/// Ends the world model: collective over `MPI_COMM_WORLD`. Open sessions
+/// and the engine stay (the engine leaves the job at process exit).
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Finalize() -> c_int {
+    call("MPI_Finalize", abi::MPI_COMM_WORLD, Runtime::world_finalize)
 }
 
 #[unsafe(no_mangle)]
@@ -207,7 +256,8 @@ pub extern "C" fn MPI_Wtick() -> c_double {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
     // Error codes are their classes in this library.
-    let ok = (0..=abi::MPI_ERR_UNSUPPORTED_OPERATION).contains(&errorcode);
+    let ok = (0..=abi::MPI_ERR_UNSUPPORTED_OPERATION).contains(&errorcode)
+        || errorcode == abi::MPI_ERR_SESSION;
     // SAFETY: output argument.
     match unsafe { out(errorclass, errorcode) } {
         Ok(()) if ok => abi::MPI_SUCCESS,

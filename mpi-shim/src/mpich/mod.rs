@@ -20,13 +20,14 @@ use crate::abi::{
     self, Kind, MPI_Comm, MPI_Datatype, MPI_Errhandler, MPI_Op, MPI_Request, MPI_Status,
 };
 use crate::core::datatype::Datatype;
-use crate::core::{self, Comm, MpiError, MpiResult, Phase, Req, Runtime, Staged, Unpack};
+use crate::core::{self, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Unpack};
 use crate::ops;
 
 mod coll;
 mod comm;
 mod env;
 mod p2p;
+mod session;
 mod types;
 
 /// The C prototype of every function the library exports, by area, in the
@@ -36,6 +37,7 @@ mod types;
 pub const PROTOTYPES: &[&[&str]] = &[
     env::PROTOTYPES,
     comm::PROTOTYPES,
+    session::PROTOTYPES,
     types::PROTOTYPES,
     p2p::PROTOTYPES,
     coll::PROTOTYPES,
@@ -71,39 +73,86 @@ pub(crate) fn err(class: c_int, message: impl Into<String>) -> MpiError {
     MpiError::new(class, message)
 }
 
-/// Run `f` on the library's state; report an error through the error
-/// handler of `comm` (of `MPI_COMM_WORLD` when `comm` is not valid).
+/// Run `f` on the library's runtime; report an error through the error
+/// handler of `comm` (the default handler when `comm` is not valid, see
+/// [`default_errhandler`]).
+///
+/// The runtime exists from the first `MPI_Init` or `MPI_Session_init` on,
+/// so functions on objects derived from a session work without
+/// `MPI_Init`; `MPI_COMM_WORLD` itself exists only in the world model
+/// (using it elsewhere is an `MPI_ERR_COMM` naming the reason). A call
+/// before any initialization cannot raise an error on anything: it ends
+/// the process with a message.
 pub(crate) fn call(
     name: &str,
     comm: MPI_Comm,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
     let mut state = core::state();
-    let Phase::Running(rt) = &mut *state else {
-        let when = if matches!(*state, Phase::Before) {
-            "before MPI_Init"
-        } else {
-            "after MPI_Finalize"
-        };
-        eprintln!("Tessel MPI: {name} called {when}");
-        std::process::exit(1);
-    };
+    let rt = running(&mut state, name);
     match f(rt) {
         Ok(()) => abi::MPI_SUCCESS,
         Err(e) => raise(rt, name, comm, e),
     }
 }
 
+/// The runtime, or the end of the process with a message saying why
+/// there is none.
+pub(crate) fn running<'a>(state: &'a mut Library, name: &str) -> &'a mut Runtime {
+    match state {
+        Library::Running(rt) => rt,
+        Library::Before => {
+            eprintln!("Tessel MPI: {name} called before MPI_Init or MPI_Session_init");
+            std::process::exit(1);
+        }
+        Library::Exited => {
+            eprintln!("Tessel MPI: {name} called while the process exits");
+            std::process::exit(1);
+        }
+    }
+}
+
 pub(crate) fn raise(rt: &mut Runtime, name: &str, comm: MPI_Comm, e: MpiError) -> c_int {
     // A request's error goes to its communicator's handler.
-    let slot = e
+    let handler = e
         .comm
         .or_else(|| comm_slot(comm).ok())
-        .filter(|&s| rt.comm(s).is_ok())
-        .unwrap_or(core::WORLD);
-    let handler = rt
-        .comm(slot)
-        .map_or(abi::MPI_ERRORS_ARE_FATAL, |c| c.errhandler);
+        .and_then(|s| rt.comm(s).ok())
+        .map_or_else(|| default_errhandler(rt), |c| c.errhandler);
+    raise_on(rt, name, handler, e)
+}
+
+/// The handler of errors that no valid object of the call can take (an
+/// invalid communicator or session handle): `MPI_COMM_WORLD`'s in the world
+/// model (MPI-4.0 §9.3), otherwise that of the open session in the lowest
+/// slot when it is predefined, otherwise `MPI_ERRORS_ARE_FATAL`.
+pub(crate) fn default_errhandler(rt: &Runtime) -> MPI_Errhandler {
+    if let Ok(world) = rt.comm(core::WORLD) {
+        return world.errhandler;
+    }
+    rt.sessions
+        .iter()
+        .find(|(_, s)| !s.hidden)
+        .map(|(_, s)| s.errhandler)
+        .filter(|&h| is_predefined_errhandler(h))
+        .unwrap_or(abi::MPI_ERRORS_ARE_FATAL)
+}
+
+pub(crate) fn is_predefined_errhandler(h: MPI_Errhandler) -> bool {
+    matches!(
+        h,
+        abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT
+    )
+}
+
+/// Apply predefined handler `handler` to `e`: return its class under
+/// `MPI_ERRORS_RETURN`, end the job with a message otherwise.
+pub(crate) fn raise_on(
+    rt: &mut Runtime,
+    name: &str,
+    handler: MPI_Errhandler,
+    e: MpiError,
+) -> c_int {
     if handler == abi::MPI_ERRORS_RETURN {
         return e.class;
     }

@@ -1,0 +1,280 @@
+//! Sessions, process sets, and communicators made from groups without a
+//! parent communicator (MPI-4.0 §11.3, §7.4.2).
+//!
+//! A session is a handle on the runtime with its own error handler and
+//! thread level; it owns no communicators (MPI-4.0 §11.3.1: finalizing a
+//! session does not free the objects derived from it). The world model is
+//! a hidden session whose communicators are made here too
+//! ([`Runtime::world_init`]).
+//!
+//! # Process sets (MPI-4.0 §11.3.2)
+//!
+//! Every job has `mpi://WORLD`, `mpi://SELF` and `mpix://SHARED` (the
+//! processes of the caller's node, as the engine's bootstrap maps them),
+//! followed by the sets the launcher names (`app://NAME`, see
+//! [`shm_engine::bootstrap::pset`]). The list is fixed for the job's life
+//! and the same in every session. Names are compared ignoring ASCII case.
+//!
+//! # Context ids without a parent communicator
+//!
+//! `MPI_Comm_create_from_group` is collective over the group only: no
+//! world communicator exists to agree on a context id. The group's members
+//! agree among themselves:
+//!
+//! 1. Each member derives the same *bootstrap context* from the string tag
+//!    and the group's member list: an FNV-1a hash folded into the id
+//!    range at and above [`BOOT_CTX_BASE`], which normal communicators
+//!    never use. A temporary communicator over the group with that context
+//!    carries step 2.
+//! 2. The members allreduce (maximum) their smallest unused context id
+//!    over it, exactly as `MPI_Comm_dup` does over a parent; every member
+//!    then marks the result and the next id used.
+//!
+//! `MPI_Init` makes `MPI_COMM_WORLD` and `MPI_COMM_SELF` through the same
+//! function, but with the context ids reserved for them ([`WORLD_CTX`],
+//! [`SELF_CTX`]): the world model starts at most once per process, so
+//! those ids need no agreement, and `MPI_Init` sends no message (it works
+//! on virtual nodes the engine cannot yet connect, too).
+//!
+//! Traffic of two creations cannot be confused: creations with different
+//! tags or groups almost always use different bootstrap contexts, and two
+//! that share one are ordered at every common member (a member takes part
+//! in one creation at a time, and the engine keeps each sender's messages
+//! of one tag in order), so each receive matches the message of its own
+//! creation.
+
+use shm_engine::Endpoint;
+
+use super::group::Group;
+use super::{Comm, MpiError, MpiResult, Phase, Runtime, SELF, WORLD};
+use crate::abi::{self, MPI_Errhandler};
+
+/// Context ids from here up are bootstrap contexts of
+/// `MPI_Comm_create_from_group`; the ids agreed for communicators stay
+/// below.
+pub const BOOT_CTX_BASE: u32 = 0x8000_0000;
+
+/// Context ids reserved for `MPI_COMM_WORLD` and `MPI_COMM_SELF`; agreed
+/// ids start above them.
+pub const WORLD_CTX: u32 = 0;
+pub const SELF_CTX: u32 = 2;
+pub const FIRST_AGREED_CTX: u32 = 4;
+
+/// The names of the predefined process sets.
+pub const WORLD_PSET: &str = "mpi://WORLD";
+pub const SELF_PSET: &str = "mpi://SELF";
+pub const SHARED_PSET: &str = "mpix://SHARED";
+
+/// A named process set: engine process ids, in the rank order of the
+/// group made from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pset {
+    pub name: String,
+    pub members: Vec<u32>,
+}
+
+/// One open session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    /// Its error handler (an entry-layer handle).
+    pub errhandler: MPI_Errhandler,
+    /// The thread level it provides.
+    pub thread_level: i32,
+    /// The world model's session, which applications have no handle to.
+    pub hidden: bool,
+}
+
+/// The process sets of the job this endpoint belongs to.
+pub(super) fn job_psets(ep: &mut Endpoint) -> MpiResult<Vec<Pset>> {
+    let (me, size, node) = (ep.rank(), ep.size(), ep.node());
+    let shared = (0..size)
+        .filter(|&r| ep.bootstrap().node_of(r) == node)
+        .collect();
+    let named = shm_engine::bootstrap::pset::read(ep.bootstrap())
+        .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("process sets: {e}")))?;
+    let mut psets = vec![
+        Pset {
+            name: WORLD_PSET.into(),
+            members: (0..size).collect(),
+        },
+        Pset {
+            name: SELF_PSET.into(),
+            members: vec![me],
+        },
+        Pset {
+            name: SHARED_PSET.into(),
+            members: shared,
+        },
+    ];
+    psets.extend(
+        named
+            .into_iter()
+            .map(|(name, members)| Pset { name, members }),
+    );
+    Ok(psets)
+}
+
+/// FNV-1a over `bytes`, continuing from `h`.
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The bootstrap context of creating a communicator over `members` with
+/// `tag`: the same at every member, even, at or above [`BOOT_CTX_BASE`].
+pub fn boot_ctx(tag: &str, members: &[u32]) -> u32 {
+    let mut h = fnv1a(0xcbf2_9ce4_8422_2325, tag.as_bytes());
+    for m in members {
+        h = fnv1a(h, &m.to_le_bytes());
+    }
+    let folded = (h ^ (h >> 32)) as u32;
+    BOOT_CTX_BASE | (folded & (BOOT_CTX_BASE - 2))
+}
+
+impl Runtime {
+    /// The process set called `name` (ignoring case).
+    pub fn pset(&self, name: &str) -> MpiResult<&Pset> {
+        self.psets
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                MpiError::new(
+                    abi::MPI_ERR_ARG,
+                    format!("no process set is named {name:?}"),
+                )
+            })
+    }
+
+    /// Open a session; returns its slot.
+    pub fn session_open(&mut self, s: Session) -> usize {
+        self.sessions.insert(s)
+    }
+
+    /// The application's session in `slot`.
+    pub fn session(&self, slot: usize) -> MpiResult<&Session> {
+        self.sessions
+            .get(slot)
+            .filter(|s| !s.hidden)
+            .ok_or_else(|| MpiError::new(abi::MPI_ERR_SESSION, "invalid session"))
+    }
+
+    pub fn session_mut(&mut self, slot: usize) -> MpiResult<&mut Session> {
+        self.session(slot)?;
+        Ok(self.sessions.get_mut(slot).expect("checked above"))
+    }
+
+    /// Close the application's session in `slot` (local: the objects
+    /// derived from it stay until freed, MPI-4.0 §11.3.1).
+    pub fn session_close(&mut self, slot: usize) -> MpiResult<()> {
+        self.session(slot)?;
+        self.sessions.remove(slot);
+        Ok(())
+    }
+
+    /// A new group of the members of process set `name`; its slot in
+    /// [`Runtime::groups`].
+    pub fn group_from_pset(&mut self, name: &str) -> MpiResult<usize> {
+        let members = self.pset(name)?.members.clone();
+        Ok(self.groups.insert(Group::new(members)))
+    }
+
+    /// `MPI_Comm_create_from_group`: collective over the members of
+    /// `members` only; returns the new communicator's slot. See the module
+    /// docs for the context-id agreement.
+    pub fn comm_from_group(
+        &mut self,
+        members: Vec<u32>,
+        tag: &str,
+        errhandler: MPI_Errhandler,
+    ) -> MpiResult<usize> {
+        self.make_comm(members, tag, errhandler, None)
+    }
+
+    /// A communicator over `members` in a new slot, or in predefined
+    /// communicator `reserved`'s slot with its reserved context id.
+    fn make_comm(
+        &mut self,
+        members: Vec<u32>,
+        tag: &str,
+        errhandler: MPI_Errhandler,
+        reserved: Option<usize>,
+    ) -> MpiResult<usize> {
+        let me = self.ep.rank();
+        if !members.contains(&me) {
+            return Err(MpiError::new(
+                abi::MPI_ERR_GROUP,
+                "the calling process is not a member of the group",
+            ));
+        }
+        let ctx = match reserved {
+            Some(WORLD) => WORLD_CTX,
+            Some(_) => SELF_CTX,
+            None => {
+                let boot = Comm::new(members.clone(), me, boot_ctx(tag, &members));
+                let tmp = self.place_comm(boot, None);
+                let agreed = self.agree_ctx(tmp);
+                self.comms[tmp] = None;
+                agreed?
+            }
+        };
+        let mut c = Comm::new(members, me, ctx);
+        c.errhandler = errhandler;
+        Ok(self.place_comm(c, reserved))
+    }
+
+    /// `MPI_Init`: open the world's hidden session and make
+    /// `MPI_COMM_WORLD` and `MPI_COMM_SELF` from `mpi://WORLD` and
+    /// `mpi://SELF` (local: their context ids are reserved).
+    pub fn world_init(&mut self, thread_level: i32) -> MpiResult<()> {
+        let session = self.session_open(Session {
+            errhandler: abi::MPI_ERRORS_ARE_FATAL,
+            thread_level,
+            hidden: true,
+        });
+        for (slot, name) in [(WORLD, WORLD_PSET), (SELF, SELF_PSET)] {
+            let members = self.pset(name)?.members.clone();
+            self.make_comm(members, name, abi::MPI_ERRORS_ARE_FATAL, Some(slot))?;
+        }
+        self.thread_level = thread_level;
+        self.main_thread = std::thread::current().id();
+        self.world = Phase::Running { session };
+        Ok(())
+    }
+
+    /// `MPI_Finalize`: a barrier over `MPI_COMM_WORLD`, then the world's
+    /// communicators and session go. The engine stays (module docs of
+    /// [`crate::core`]).
+    pub fn world_finalize(&mut self) -> MpiResult<()> {
+        let Phase::Running { session } = self.world else {
+            return Err(MpiError::new(
+                abi::MPI_ERR_OTHER,
+                "the world model is not initialized",
+            ));
+        };
+        crate::coll::barrier(self, WORLD)?;
+        self.comms[WORLD] = None;
+        self.comms[SELF] = None;
+        self.sessions.remove(session);
+        self.world = Phase::After;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boot_contexts_are_even_high_and_depend_on_tag_and_members() {
+        let a = boot_ctx("t", &[0, 1, 2]);
+        assert_eq!(a, boot_ctx("t", &[0, 1, 2]));
+        for c in [a, boot_ctx("u", &[0, 1, 2]), boot_ctx("t", &[2, 1, 0])] {
+            assert!(c >= BOOT_CTX_BASE && c % 2 == 0 && c.checked_add(1).is_some());
+        }
+        assert_ne!(a, boot_ctx("u", &[0, 1, 2]));
+        assert_ne!(a, boot_ctx("t", &[2, 1, 0]));
+    }
+}

@@ -1,0 +1,531 @@
+//! Sessions (MPI-4.0 §11.3): start-up without `MPI_COMM_WORLD`, process
+//! sets, groups and communicators made from them, session error handlers.
+//!
+//! Session handles use MPICH's session kind (`0xe`, the kind of
+//! `MPI_SESSION_NULL`) in the direct encoding. Errors go to the session's
+//! handler; an invalid session handle goes to the default handler
+//! ([`default_errhandler`]). A user-defined session handler is called
+//! after the library lock is released, so it may call MPI itself.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::CStr;
+use std::sync::Mutex;
+
+use super::*;
+use crate::abi::{MPI_Group, MPI_Info, MPI_Session};
+use crate::core::info::{self, Info};
+use crate::core::session::Session;
+
+pub(super) const PROTOTYPES: &[&str] = &[
+    "int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)",
+    "int MPI_Session_finalize(MPI_Session *session)",
+    "int MPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names)",
+    "int MPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len, char *pset_name)",
+    "int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info)",
+    "int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used)",
+    "int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup)",
+    "int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm)",
+    "int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)",
+    "int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler)",
+    "int MPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn, MPI_Errhandler *errhandler)",
+    "int MPI_Session_call_errhandler(MPI_Session session, int errorcode)",
+];
+
+// ---------------------------------------------------------------------
+// Handles.
+
+fn session_handle(slot: usize) -> MPI_Session {
+    abi::direct_handle(Kind::Session, slot)
+}
+
+fn session_slot(h: MPI_Session) -> MpiResult<usize> {
+    abi::direct_index(Kind::Session, h)
+        .ok_or_else(|| err(abi::MPI_ERR_SESSION, format!("invalid session {h:#x}")))
+}
+
+/// Group slot 0 is `MPI_GROUP_EMPTY`; the others are direct handles.
+fn group_handle(slot: usize) -> MPI_Group {
+    match slot {
+        0 => abi::MPI_GROUP_EMPTY,
+        i => abi::direct_handle(Kind::Group, i),
+    }
+}
+
+fn group_slot(rt: &Runtime, h: MPI_Group) -> MpiResult<usize> {
+    let slot = match h {
+        abi::MPI_GROUP_EMPTY => Some(0),
+        h => abi::direct_index(Kind::Group, h),
+    };
+    slot.filter(|&s| rt.groups.get(s).is_some())
+        .ok_or_else(|| err(abi::MPI_ERR_GROUP, format!("invalid group {h:#x}")))
+}
+
+/// A copy of the info object `h` (empty for `MPI_INFO_NULL`).
+fn read_info(h: MPI_Info) -> MpiResult<Info> {
+    if h == abi::MPI_INFO_NULL {
+        return Ok(Info::default());
+    }
+    abi::direct_index(Kind::Info, h)
+        .and_then(|slot| info::table().get(slot).cloned())
+        .ok_or_else(|| err(abi::MPI_ERR_INFO, format!("invalid info {h:#x}")))
+}
+
+/// A new info object holding `entries`; its handle.
+fn new_info(entries: &[(&str, String)]) -> MPI_Info {
+    let mut i = Info::default();
+    for (k, v) in entries {
+        i.set(k, v);
+    }
+    abi::direct_handle(Kind::Info, info::table().insert(i))
+}
+
+/// A C string argument.
+///
+/// # Safety
+/// `s` is null or a NUL-terminated string (MPI contract).
+unsafe fn c_str<'a>(s: *const c_char, what: &str) -> MpiResult<&'a str> {
+    if s.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, format!("null {what}")));
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's promise).
+    unsafe { CStr::from_ptr(s) }
+        .to_str()
+        .map_err(|_| err(abi::MPI_ERR_ARG, format!("{what} is not UTF-8")))
+}
+
+// ---------------------------------------------------------------------
+// User-defined session error handlers (MPI-4.0 §9.3.4).
+
+/// `MPI_Session_errhandler_function`.
+type SessionErrhandlerFn = unsafe extern "C" fn(*mut MPI_Session, *mut c_int, ...);
+
+/// Handlers made by `MPI_Session_create_errhandler`, by index. Usable
+/// before initialization, so kept outside the runtime.
+static SESSION_ERRHANDLERS: Mutex<Vec<SessionErrhandlerFn>> = Mutex::new(Vec::new());
+
+fn user_errhandler(h: MPI_Errhandler) -> Option<SessionErrhandlerFn> {
+    let i = abi::direct_index(Kind::Errhandler, h)?;
+    let table = SESSION_ERRHANDLERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    table.get(i).copied()
+}
+
+/// A handler a session may have: predefined, or made for sessions.
+fn check_session_errhandler(h: MPI_Errhandler) -> MpiResult<()> {
+    if is_predefined_errhandler(h) || user_errhandler(h).is_some() {
+        Ok(())
+    } else {
+        Err(err(
+            abi::MPI_ERR_ARG,
+            format!("invalid session error handler {h:#x}"),
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------
+// Calling into the runtime.
+
+/// Whose error handler an error of the call goes to.
+#[derive(Clone, Copy)]
+enum Target {
+    /// The session's (the default handler if the handle is invalid).
+    Session(MPI_Session),
+    /// This handler, if it is a valid one (else the default handler).
+    Handler(MPI_Errhandler),
+}
+
+/// Run `f` on the runtime (started first if `start` and there is none yet)
+/// and raise its error on `target`'s handler.
+fn run(
+    name: &str,
+    target: Target,
+    start: bool,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
+) -> c_int {
+    let mut state = core::state();
+    let rt = if start {
+        match super::env::start(&mut state) {
+            Ok(rt) => rt,
+            Err(e) => {
+                let Target::Handler(h) = target else {
+                    unreachable!("only MPI_Session_init starts the runtime")
+                };
+                eprintln!("Tessel MPI: {name}: {e}");
+                if h == abi::MPI_ERRORS_RETURN {
+                    return e.class;
+                }
+                std::process::exit(1);
+            }
+        }
+    } else {
+        running(&mut state, name)
+    };
+    let e = match f(rt) {
+        Ok(()) => return abi::MPI_SUCCESS,
+        Err(e) => e,
+    };
+    let (handler, mut session) = match target {
+        Target::Session(s) => match session_slot(s).and_then(|slot| rt.session(slot)) {
+            Ok(sess) => (sess.errhandler, s),
+            Err(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
+        },
+        Target::Handler(h) if check_session_errhandler(h).is_ok() => (h, abi::MPI_SESSION_NULL),
+        Target::Handler(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
+    };
+    let Some(user) = user_errhandler(handler) else {
+        return raise_on(rt, name, handler, e);
+    };
+    drop(state);
+    let mut code = e.class;
+    // SAFETY: the application registered `user` as an
+    // `MPI_Session_errhandler_function`; both pointers are to live locals.
+    unsafe { user(&mut session, &mut code) };
+    e.class
+}
+
+/// The session slot of `h`, valid in `rt`.
+fn session_of(rt: &Runtime, h: MPI_Session) -> MpiResult<usize> {
+    let slot = session_slot(h)?;
+    rt.session(slot)?;
+    Ok(slot)
+}
+
+/// The thread level an info asks for with `thread_level` (MPI-4.0
+/// §11.3.1), limited to what the library provides.
+fn thread_level(info: &Info) -> c_int {
+    let asked = match info.get("thread_level").map(str::to_ascii_uppercase) {
+        Some(v) if v == "MPI_THREAD_MULTIPLE" => abi::MPI_THREAD_MULTIPLE,
+        Some(v) if v == "MPI_THREAD_SERIALIZED" => abi::MPI_THREAD_SERIALIZED,
+        Some(v) if v == "MPI_THREAD_FUNNELED" => abi::MPI_THREAD_FUNNELED,
+        _ => abi::MPI_THREAD_SINGLE,
+    };
+    asked.min(abi::MPI_THREAD_SERIALIZED)
+}
+
+fn thread_level_name(level: c_int) -> &'static str {
+    match level {
+        abi::MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+        abi::MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+        abi::MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+        _ => "MPI_THREAD_MULTIPLE",
+    }
+}
+
+// ---------------------------------------------------------------------
+// Sessions.
+
+/// Open a session; the first one (or `MPI_Init`) starts the engine.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_init(
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    session: *mut MPI_Session,
+) -> c_int {
+    run(
+        "MPI_Session_init",
+        Target::Handler(errhandler),
+        true,
+        |rt| {
+            check_session_errhandler(errhandler)?;
+            if session.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null session pointer"));
+            }
+            let level = thread_level(&read_info(info)?);
+            let slot = rt.session_open(Session {
+                errhandler,
+                thread_level: level,
+                hidden: false,
+            });
+            // SAFETY: non-null output argument.
+            unsafe { out(session, session_handle(slot)) }
+        },
+    )
+}
+
+/// Close a session; local (MPI-4.0 §11.3.1 allows it to synchronize, but
+/// the objects derived from the session are freed by their own calls).
+/// The engine stays for later sessions.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
+    let h = if session.is_null() {
+        abi::MPI_SESSION_NULL
+    } else {
+        // SAFETY: non-null pointer to the caller's handle.
+        unsafe { *session }
+    };
+    run("MPI_Session_finalize", Target::Session(h), false, |rt| {
+        rt.session_close(session_of(rt, h)?)?;
+        // SAFETY: non-null (else `h` would be invalid above).
+        unsafe { out(session, abi::MPI_SESSION_NULL) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_get_num_psets(
+    session: MPI_Session,
+    info: MPI_Info,
+    npset_names: *mut c_int,
+) -> c_int {
+    run(
+        "MPI_Session_get_num_psets",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            read_info(info)?;
+            // SAFETY: output argument.
+            unsafe { out(npset_names, rt.psets.len() as c_int) }
+        },
+    )
+}
+
+/// The name of set `n`. MPI-4.0 §11.3.2: with `*pset_len` 0 only the
+/// length (NUL included) is returned; otherwise at most `*pset_len`
+/// bytes are written, NUL-terminated, and `*pset_len` is set to the full
+/// length so that a truncation shows.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_get_nth_pset(
+    session: MPI_Session,
+    info: MPI_Info,
+    n: c_int,
+    pset_len: *mut c_int,
+    pset_name: *mut c_char,
+) -> c_int {
+    run(
+        "MPI_Session_get_nth_pset",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            read_info(info)?;
+            let name = usize::try_from(n)
+                .ok()
+                .and_then(|i| rt.psets.get(i))
+                .map(|p| p.name.as_str())
+                .ok_or_else(|| {
+                    err(
+                        abi::MPI_ERR_ARG,
+                        format!("no process set {n}: there are {}", rt.psets.len()),
+                    )
+                })?;
+            if pset_len.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null pset_len"));
+            }
+            // SAFETY: non-null in-out argument.
+            let cap = unsafe { *pset_len };
+            let full = name.len() as c_int + 1;
+            if cap < 0 {
+                return Err(err(abi::MPI_ERR_ARG, format!("negative pset_len {cap}")));
+            }
+            if cap > 0 {
+                let mut written = 0;
+                // SAFETY: the caller's buffer holds `cap` bytes.
+                unsafe { write_cstr(pset_name, cap as usize, name, &mut written)? };
+            }
+            // SAFETY: non-null in-out argument.
+            unsafe { out(pset_len, full) }
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_get_pset_info(
+    session: MPI_Session,
+    pset_name: *const c_char,
+    info: *mut MPI_Info,
+) -> c_int {
+    run(
+        "MPI_Session_get_pset_info",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            // SAFETY: a C string argument.
+            let name = unsafe { c_str(pset_name, "process set name")? };
+            let size = rt.pset(name)?.members.len();
+            if info.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null info pointer"));
+            }
+            // SAFETY: non-null output argument.
+            unsafe { out(info, new_info(&[("mpi_size", size.to_string())])) }
+        },
+    )
+}
+
+/// The session's info: its `thread_level`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_get_info(
+    session: MPI_Session,
+    info_used: *mut MPI_Info,
+) -> c_int {
+    run(
+        "MPI_Session_get_info",
+        Target::Session(session),
+        false,
+        |rt| {
+            let level = rt.session(session_of(rt, session)?)?.thread_level;
+            if info_used.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null info pointer"));
+            }
+            let entries = [("thread_level", thread_level_name(level).to_owned())];
+            // SAFETY: non-null output argument.
+            unsafe { out(info_used, new_info(&entries)) }
+        },
+    )
+}
+
+/// A group of the process set's members, in its order (MPI-4.0 §11.3.3).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Group_from_session_pset(
+    session: MPI_Session,
+    pset_name: *const c_char,
+    newgroup: *mut MPI_Group,
+) -> c_int {
+    run(
+        "MPI_Group_from_session_pset",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            // SAFETY: a C string argument.
+            let name = unsafe { c_str(pset_name, "process set name")? };
+            rt.pset(name)?;
+            if newgroup.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null group pointer"));
+            }
+            let slot = rt.group_from_pset(name)?;
+            // SAFETY: non-null output argument.
+            unsafe { out(newgroup, group_handle(slot)) }
+        },
+    )
+}
+
+/// A communicator over `group`, collective over its members only (MPI-4.0
+/// §7.4.2; the context-id agreement is in [`crate::core::session`]).
+/// Errors go to `errhandler` when it is predefined, which is also the
+/// new communicator's handler.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_create_from_group(
+    group: MPI_Group,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    let target = if is_predefined_errhandler(errhandler) {
+        Target::Handler(errhandler)
+    } else {
+        Target::Handler(abi::MPI_ERRHANDLER_NULL)
+    };
+    run("MPI_Comm_create_from_group", target, false, |rt| {
+        if !is_predefined_errhandler(errhandler) {
+            return Err(err(
+                abi::MPI_ERR_ARG,
+                format!("invalid communicator error handler {errhandler:#x}"),
+            ));
+        }
+        let g = group_slot(rt, group)?;
+        // SAFETY: a C string argument.
+        let tag = unsafe { c_str(stringtag, "string tag")? };
+        if tag.len() >= abi::MPI_MAX_STRINGTAG_LEN as usize {
+            return Err(err(
+                abi::MPI_ERR_ARG,
+                format!(
+                    "string tag of {} bytes (at most {})",
+                    tag.len(),
+                    abi::MPI_MAX_STRINGTAG_LEN - 1
+                ),
+            ));
+        }
+        read_info(info)?;
+        if newcomm.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null communicator pointer"));
+        }
+        let members = rt.groups.get(g).expect("checked").members.clone();
+        let slot = rt.comm_from_group(members, tag, errhandler)?;
+        // SAFETY: non-null output argument.
+        unsafe { out(newcomm, comm_handle(slot)) }
+    })
+}
+
+// ---------------------------------------------------------------------
+// Session error handlers.
+
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Session_set_errhandler(
+    session: MPI_Session,
+    errhandler: MPI_Errhandler,
+) -> c_int {
+    run(
+        "MPI_Session_set_errhandler",
+        Target::Session(session),
+        false,
+        |rt| {
+            let slot = session_of(rt, session)?;
+            check_session_errhandler(errhandler)?;
+            rt.session_mut(slot)?.errhandler = errhandler;
+            Ok(())
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_get_errhandler(
+    session: MPI_Session,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    run(
+        "MPI_Session_get_errhandler",
+        Target::Session(session),
+        false,
+        |rt| {
+            let h = rt.session(session_of(rt, session)?)?.errhandler;
+            // SAFETY: output argument.
+            unsafe { out(errhandler, h) }
+        },
+    )
+}
+
+/// A handler for sessions; callable before initialization (MPI-4.0
+/// §11.4.1), so errors are returned, not raised.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_create_errhandler(
+    session_errhandler_fn: Option<SessionErrhandlerFn>,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    let Some(f) = session_errhandler_fn else {
+        return abi::MPI_ERR_ARG;
+    };
+    if errhandler.is_null() {
+        return abi::MPI_ERR_ARG;
+    }
+    let mut table = SESSION_ERRHANDLERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    table.push(f);
+    let h = abi::direct_handle(Kind::Errhandler, table.len() - 1);
+    // SAFETY: non-null output argument.
+    unsafe { out(errhandler, h) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
+}
+
+/// Invoke the session's handler with `errorcode`; `MPI_SUCCESS` when the
+/// handler returns.
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Session_call_errhandler(session: MPI_Session, errorcode: c_int) -> c_int {
+    let valid = {
+        let mut state = core::state();
+        session_of(running(&mut state, "MPI_Session_call_errhandler"), session).is_ok()
+    };
+    let rc = run(
+        "MPI_Session_call_errhandler",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            Err(err(errorcode, "error raised by the application"))
+        },
+    );
+    if valid { abi::MPI_SUCCESS } else { rc }
+}
