@@ -3,7 +3,8 @@
 //!
 //! - [`abi`]: the MPICH ABI (handle values, constants, `MPI_Status`,
 //!   prototypes), defined once; `tessel-mpi-header` prints `mpi.h` from it.
-//! - [`core`]: ABI-independent state: communicators, requests, errors.
+//! - [`core`]: ABI-independent state: the life cycle, sessions and process
+//!   sets, communicators, requests, errors.
 //! - [`coll`], [`ops`]: collectives and predefined reductions.
 //! - [`mpich`]: the exported `MPI_*` functions of the MPICH ABI.
 

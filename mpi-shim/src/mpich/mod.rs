@@ -106,8 +106,10 @@ pub(crate) fn running<'a>(state: &'a mut Library, name: &str) -> &'a mut Runtime
             std::process::exit(1);
         }
         Library::Exited => {
-            eprintln!("Tessel MPI: {name} called while the process exits");
-            std::process::exit(1);
+            eprintln!("Tessel MPI: {name} called after the library left the job at exit");
+            // SAFETY: `_exit` ends the process at once; `exit` may not be
+            // called again from an exit handler, which is where this runs.
+            unsafe { libc::_exit(1) }
         }
     }
 }

@@ -9,6 +9,8 @@
 int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag)
     __attribute__((weak));
 int MPI_Info_free(MPI_Info *info) __attribute__((weak));
+int MPI_Info_create(MPI_Info *info) __attribute__((weak));
+int MPI_Info_set(MPI_Info info, const char *key, const char *value) __attribute__((weak));
 
 /* The size a set's info reports (-1 without the info entry functions). */
 static int info_size(MPI_Session s, const char *name) {
@@ -53,6 +55,65 @@ static void check_psets(MPI_Session s, int wrank, int wsize) {
     int world = info_size(s, "mpi://WORLD"), self = info_size(s, "mpi://self");
     CHECK(world == -1 || world == wsize, "mpi://WORLD has size %d of %d", world, wsize);
     CHECK(self == -1 || self == 1, "mpi://SELF has size %d", self);
+}
+
+/* A session asked for MPI_THREAD_MULTIPLE reports the level it provides
+ * (only when the info entry functions are there). */
+static void check_thread_level(void) {
+    if (!MPI_Info_create || !MPI_Info_set || !MPI_Info_get_string || !MPI_Info_free) return;
+    MPI_Info ask, used;
+    OK(MPI_Info_create(&ask));
+    OK(MPI_Info_set(ask, "thread_level", "MPI_THREAD_MULTIPLE"));
+    MPI_Session t;
+    OK(MPI_Session_init(ask, MPI_ERRORS_RETURN, &t));
+    OK(MPI_Session_get_info(t, &used));
+    char value[64];
+    int len = sizeof value, flag = 0;
+    OK(MPI_Info_get_string(used, "thread_level", &len, value, &flag));
+    CHECK(flag && strcmp(value, "MPI_THREAD_SERIALIZED") == 0, "thread_level %s", value);
+    MPI_Info_free(&ask);
+    MPI_Info_free(&used);
+    OK(MPI_Session_finalize(&t));
+}
+
+/* What the user's session error handler saw. */
+static int handler_calls, handler_code;
+static MPI_Session handler_session;
+
+static void on_session_error(MPI_Session *session, int *code, ...) {
+    handler_calls++;
+    handler_session = *session;
+    handler_code = *code;
+    /* MPI may be called from the handler. */
+    int n;
+    MPI_Session_get_num_psets(*session, MPI_INFO_NULL, &n);
+}
+
+/* A user-defined session handler is called with the session and the
+ * error; the call then returns the error (MPI_SUCCESS through
+ * MPI_Session_call_errhandler). */
+static void check_user_errhandler(MPI_Session s) {
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL, got;
+    OK(MPI_Session_create_errhandler(on_session_error, &eh));
+    CHECK(eh != MPI_ERRHANDLER_NULL, "no error handler");
+    OK(MPI_Session_set_errhandler(s, eh));
+    OK(MPI_Session_get_errhandler(s, &got));
+    CHECK(got == eh, "session has handler %#x, set %#x", got, eh);
+    MPI_Group g;
+    EXPECT(MPI_Group_from_session_pset(s, "app://nothing-here", &g), MPI_ERR_ARG);
+    CHECK(handler_calls == 1 && handler_session == s && handler_code == MPI_ERR_ARG,
+          "handler: %d calls, session %#x, code %d", handler_calls, handler_session,
+          handler_code);
+    OK(MPI_Session_call_errhandler(s, MPI_ERR_INTERN));
+    CHECK(handler_calls == 2 && handler_code == MPI_ERR_INTERN, "handler: %d calls, code %d",
+          handler_calls, handler_code);
+    /* A session may start with it. */
+    MPI_Session t;
+    OK(MPI_Session_init(MPI_INFO_NULL, eh, &t));
+    EXPECT(MPI_Session_get_pset_info(t, NULL, &(MPI_Info){0}), MPI_ERR_ARG);
+    CHECK(handler_calls == 3 && handler_session == t, "handler: %d calls", handler_calls);
+    OK(MPI_Session_finalize(&t));
+    OK(MPI_Session_set_errhandler(s, MPI_ERRORS_RETURN));
 }
 
 int main(void) {
@@ -101,6 +162,22 @@ int main(void) {
     OK(MPI_Session_get_errhandler(s, &eh));
     CHECK(eh == MPI_ERRORS_RETURN, "session error handler %#x", eh);
     OK(MPI_Session_call_errhandler(s, MPI_ERR_OTHER));
+    MPI_Comm none = MPI_COMM_NULL;
+    EXPECT(MPI_Comm_create_from_group(MPI_GROUP_EMPTY, "t", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                      &none),
+           MPI_ERR_GROUP);
+    EXPECT(MPI_Comm_create_from_group((MPI_Group)0x88000777, "t", MPI_INFO_NULL,
+                                      MPI_ERRORS_RETURN, &none),
+           MPI_ERR_GROUP);
+    OK(MPI_Group_from_session_pset(s, "mpi://SELF", &g));
+    EXPECT(MPI_Comm_create_from_group(g, NULL, MPI_INFO_NULL, MPI_ERRORS_RETURN, &none),
+           MPI_ERR_ARG);
+    CHECK(none == MPI_COMM_NULL, "a failed creation returned %#x", none);
+    check_user_errhandler(s);
+    check_thread_level();
+    MPI_Info used = MPI_INFO_NULL;
+    OK(MPI_Session_get_info(s, &used));
+    CHECK(used != MPI_INFO_NULL, "no session info");
 
     /* A second session at once, with its own communicator over the same
      * processes: messages on the two do not mix. */
