@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{Run, assert_code, hydra, launch, mpiexec};
 
 const WATCHDOG: Duration = Duration::from_secs(120);
-const PROGRAMS: [&str; 3] = ["p2p", "coll", "errors"];
+const PROGRAMS: [&str; 4] = ["p2p", "coll", "errors", "unsupported"];
 
 fn prefix() -> PathBuf {
     let p = std::env::var_os("TESSEL_PREFIX").map_or_else(
@@ -129,6 +129,23 @@ fn bad_argument_under_fatal_handler_ends_the_job_with_a_message() {
     assert!(
         run.stderr.contains(
             "MPI_Send: invalid destination rank 5 in a communicator of size 2 (MPI_ERR_RANK)"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn unsupported_function_under_fatal_handler_names_itself() {
+    let exe = build(&ours(), "unsupported", "fatal");
+    let mut cmd = mpiexec(&["-n", "2"]);
+    cmd.arg(exe).arg("fatal");
+    let run = launch("unsupported-fatal", cmd).wait_for(WATCHDOG);
+    assert_ne!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(!run.stdout.contains("returned"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains(
+            "MPI_File_open: MPI-IO is not supported by this library (MPI_ERR_UNSUPPORTED_OPERATION)"
         ),
         "{}",
         run.stderr

@@ -27,7 +27,10 @@ mod coll;
 mod comm;
 mod env;
 mod p2p;
+pub mod predefined;
+mod tool;
 mod types;
+mod unsupported;
 
 /// The C prototype of every function the library exports, by area, in the
 /// form MPICH's header declares it (parameter names aside). `mpi.h` is
@@ -39,6 +42,9 @@ pub const PROTOTYPES: &[&[&str]] = &[
     types::PROTOTYPES,
     p2p::PROTOTYPES,
     coll::PROTOTYPES,
+    unsupported::PROTOTYPES,
+    unsupported::UNSUPPORTED,
+    tool::PROTOTYPES,
 ];
 
 /// Every prototype, in header order.
