@@ -12,22 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Run, assert_code, hydra, launch, mpiexec};
+use common::{Run, assert_code, hydra, launch, mpiexec, tessel_prefix};
 
 const WATCHDOG: Duration = Duration::from_secs(120);
 const PROGRAMS: [&str; 4] = ["p2p", "coll", "errors", "unsupported"];
 
 fn prefix() -> PathBuf {
-    let p = std::env::var_os("TESSEL_PREFIX").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tessel"),
-        PathBuf::from,
-    );
-    assert!(
-        p.join("bin/mpicc").exists() && p.join("lib/libmpi.so.12").exists(),
-        "no Tessel MPI installation in {}: run tools/install.sh first",
-        p.display()
-    );
-    p
+    tessel_prefix()
 }
 
 fn source(name: &str) -> PathBuf {
