@@ -38,8 +38,8 @@ for c in rustfmt clippy-driver; do
     command -v "$c" >/dev/null 2>&1 || { command -v rustup >/dev/null && rustup component add "${c%-driver}"; }
 done
 
-# mpi4py's wheel carries an extension module for the MPICH ABI (selected
-# with MPI4PY_MPIABI=mpich); 4.1 is the first release with that choice.
+# mpi4py's wheel (4.1 when this was written) carries one extension module
+# per MPI ABI; the tests select the MPICH one with MPI4PY_MPIABI=mpich.
 mpi4py_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/venv"
 if ! "$mpi4py_venv/bin/python" -c "import mpi4py" >/dev/null 2>&1; then
     echo "setup: installing mpi4py into $mpi4py_venv"
