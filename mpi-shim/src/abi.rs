@@ -37,6 +37,8 @@ pub type MPI_T_enum = *mut c_void;
 pub type MPI_T_cvar_handle = *mut c_void;
 pub type MPI_T_pvar_handle = *mut c_void;
 pub type MPI_T_pvar_session = *mut c_void;
+pub type MPI_T_event_registration = *mut c_void;
+pub type MPI_T_event_instance = *mut c_void;
 
 /// `MPI_Status` as MPICH lays it out: the byte count split in two words,
 /// the cancelled flag in the lowest bit of the high word.
@@ -667,6 +669,7 @@ pub fn header() -> String {
             }
         };
     }
+    h.push_str(HEADER_AFTER_CONSTANTS);
     for (kind, ty) in HANDLE_CONVERSIONS {
         let _ = writeln!(h, "#define MPI_{kind}_c2f(h) ((MPI_Fint)(h))");
         let _ = writeln!(h, "#define MPI_{kind}_f2c(h) (({ty})(h))");
@@ -762,6 +765,13 @@ typedef int (MPI_Datarep_extent_function)(MPI_Datatype, MPI_Aint *, void *);
 /* The attribute copy callback behind MPI_*_DUP_FN (MPICH's symbol). */
 int MPIR_Dup_fn(MPI_Comm, int, void *, void *, void *, int *);
 
+";
+
+/// Typedefs that name the enumerations of the constants table.
+const HEADER_AFTER_CONSTANTS: &str = "
+typedef void (MPI_T_event_cb_function)(MPI_T_event_instance event_instance, MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, void *user_data);
+typedef void (MPI_T_event_free_cb_function)(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, void *user_data);
+typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_registration event_registration, int source_index, MPI_T_cb_safety cb_safety, void *user_data);
 ";
 
 const HEADER_END: &str = "

@@ -45,6 +45,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     unsupported::PROTOTYPES,
     unsupported::UNSUPPORTED,
     tool::PROTOTYPES,
+    tool::NOTHING_THERE,
 ];
 
 /// Every prototype, in header order.
