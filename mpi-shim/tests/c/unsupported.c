@@ -8,7 +8,7 @@
 #define EXPECT_CLASS(call, class)                                             \
     do {                                                                      \
         int rc_ = (call), class_ = -1;                                        \
-        MPI_Error_class(rc_, &class_);                                        \
+        CHECK(MPI_Error_class(rc_, &class_) == MPI_SUCCESS, "class of %d", rc_); \
         CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
               class_, #class);                                                \
     } while (0)
