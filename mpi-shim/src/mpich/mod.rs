@@ -26,6 +26,7 @@ use crate::ops;
 mod coll;
 mod comm;
 mod env;
+mod interop;
 mod p2p;
 pub mod predefined;
 mod tool;
@@ -42,6 +43,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     types::PROTOTYPES,
     p2p::PROTOTYPES,
     coll::PROTOTYPES,
+    interop::PROTOTYPES,
     unsupported::PROTOTYPES,
     unsupported::UNSUPPORTED,
     tool::PROTOTYPES,

@@ -1,4 +1,5 @@
-//! The MPI tool information interface (MPI-4.0 §15.3).
+//! Tool support (MPI-4.0 §15): the profiling interface's `MPI_Pcontrol`
+//! and the tool information interface (`MPI_T_*`, §15.3).
 //!
 //! This library exposes no control variables, performance variables,
 //! categories, enumerations, event types or event sources: the counts are
@@ -27,6 +28,7 @@ use crate::abi::{
 };
 
 pub(super) const PROTOTYPES: &[&str] = &[
+    "int MPI_Pcontrol(const int level, ...)",
     "int MPI_T_init_thread(int required, int *provided)",
     "int MPI_T_finalize(void)",
     "int MPI_T_cvar_get_num(int *num_cvar)",
@@ -46,6 +48,16 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_T_event_get_num(int *num_events)",
     "int MPI_T_source_get_num(int *num_sources)",
 ];
+
+/// MPI-4.0 §15.2.4: the library keeps no profile of its own, so the call
+/// matters only to a profiling layer in front of it and returns at once
+/// here. C declares it variadic; the extra arguments are never read, and
+/// the x86-64 calling convention passes the first argument the same way
+/// to a variadic and to a fixed-argument function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
+    abi::MPI_SUCCESS
+}
 
 /// The interface's state: how many `MPI_T_init_thread` calls are not yet
 /// matched by `MPI_T_finalize`, and the live performance-variable

@@ -78,6 +78,19 @@ int main(int argc, char **argv) {
     CHECK(MPI_T_finalize() == MPI_SUCCESS, "MPI_T_finalize");
     CHECK(MPI_T_finalize() == MPI_T_ERR_NOT_INITIALIZED, "second MPI_T_finalize");
 
+    /* The profiling control, and statuses through their Fortran form. */
+    CHECK(MPI_Pcontrol(1) == MPI_SUCCESS && MPI_Pcontrol(2, "x") == MPI_SUCCESS, "pcontrol");
+    MPI_Status st, back;
+    MPI_Fint fst[MPI_F_STATUS_SIZE];
+    MPI_Sendrecv(&rank, 1, MPI_INT, rank, 5, &x, 1, MPI_INT, rank, 5, MPI_COMM_WORLD, &st);
+    CHECK(MPI_Status_c2f(&st, fst) == MPI_SUCCESS && fst[MPI_F_SOURCE] == rank && fst[MPI_F_TAG] == 5,
+          "c2f");
+    CHECK(MPI_Status_f2c(fst, &back) == MPI_SUCCESS, "f2c");
+    int count = -1;
+    MPI_Get_count(&back, MPI_INT, &count);
+    CHECK(back.MPI_SOURCE == rank && back.MPI_TAG == 5 && count == 1, "round trip");
+    EXPECT_CLASS(MPI_Status_f2c(MPI_F_STATUS_IGNORE, &back), MPI_ERR_ARG);
+
     /* The special addresses are distinct. */
     CHECK(MPI_UNWEIGHTED && MPI_WEIGHTS_EMPTY && MPI_UNWEIGHTED != MPI_WEIGHTS_EMPTY, "weights");
 
