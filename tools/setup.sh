@@ -2,12 +2,14 @@
 # Installs what building and testing Tessel needs on Debian: a C toolchain
 # and pkg-config, MPICH with its headers (the tests run our binaries under
 # its Hydra `mpiexec.mpich`, build C programs with its `mpicc.mpich` to run
-# them on our library, and compare our mpi.h with its), and a Rust
-# toolchain when none is on PATH. Safe to run again: it installs only
-# what is missing. Sourced by demo.sh and test.sh.
+# them on our library, and compare our mpi.h with its), the third-party
+# MPI programs the tests run on our library unchanged (Debian's NetPIPE
+# built against MPICH; mpi4py from PyPI, in the virtual environment
+# target/venv), and a Rust toolchain when none is on PATH. Safe to run
+# again: it installs only what is missing. Sourced by demo.sh and test.sh.
 set -euo pipefail
 
-apt_packages=(build-essential pkg-config mpich libmpich-dev)
+apt_packages=(build-essential pkg-config mpich libmpich-dev netpipe-mpich2 python3 python3-venv)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -35,3 +37,12 @@ fi
 for c in rustfmt clippy-driver; do
     command -v "$c" >/dev/null 2>&1 || { command -v rustup >/dev/null && rustup component add "${c%-driver}"; }
 done
+
+# mpi4py's wheel (4.1 when this was written) carries one extension module
+# per MPI ABI; the tests select the MPICH one with MPI4PY_MPIABI=mpich.
+mpi4py_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/venv"
+if ! "$mpi4py_venv/bin/python" -c "import mpi4py" >/dev/null 2>&1; then
+    echo "setup: installing mpi4py into $mpi4py_venv"
+    /usr/bin/python3 -m venv "$mpi4py_venv"
+    "$mpi4py_venv/bin/pip" install --quiet --disable-pip-version-check "mpi4py>=4.1,<5"
+fi

@@ -12,22 +12,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Run, assert_code, hydra, launch, mpiexec};
+use common::{Run, assert_code, hydra, launch, mpiexec, tessel_prefix};
 
 const WATCHDOG: Duration = Duration::from_secs(120);
-const PROGRAMS: [&str; 5] = ["p2p", "coll", "errors", "sessions", "sessions_mixed"];
+/// The C test programs (`mpi-shim/tests/c/NAME.c`), one area each.
+const PROGRAMS: &[&str] = &[
+    "p2p",
+    "coll",
+    "errors",
+    "sessions",
+    "sessions_mixed",
+    "unsupported",
+];
 
 fn prefix() -> PathBuf {
-    let p = std::env::var_os("TESSEL_PREFIX").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tessel"),
-        PathBuf::from,
-    );
-    assert!(
-        p.join("bin/mpicc").exists() && p.join("lib/libmpi.so.12").exists(),
-        "no Tessel MPI installation in {}: run tools/install.sh first",
-        p.display()
-    );
-    p
+    tessel_prefix()
 }
 
 fn source(name: &str) -> PathBuf {
@@ -91,7 +90,7 @@ fn run_ours(label: &str, exe: &Path, n: u32, with_lib_path: bool) -> Run {
 
 #[test]
 fn programs_built_with_our_mpicc() {
-    for name in PROGRAMS {
+    for &name in PROGRAMS {
         let exe = build(&ours(), name, "tessel");
         for n in [1, 2, 3, 4, 8] {
             let run = run_ours(&format!("{name}-{n}"), &exe, n, false);
@@ -102,7 +101,7 @@ fn programs_built_with_our_mpicc() {
 
 #[test]
 fn programs_built_against_mpich_run_on_our_library() {
-    for name in PROGRAMS {
+    for &name in PROGRAMS {
         let exe = build(&mpich_cc(), name, "mpich");
         for n in [1, 3, 8] {
             let run = run_ours(&format!("{name}-mpich-{n}"), &exe, n, true);
@@ -129,6 +128,23 @@ fn bad_argument_under_fatal_handler_ends_the_job_with_a_message() {
     assert!(
         run.stderr.contains(
             "MPI_Send: invalid destination rank 5 in a communicator of size 2 (MPI_ERR_RANK)"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn unsupported_function_under_fatal_handler_names_itself() {
+    let exe = build(&ours(), "unsupported", "fatal");
+    let mut cmd = mpiexec(&["-n", "2"]);
+    cmd.arg(exe).arg("fatal");
+    let run = launch("unsupported-fatal", cmd).wait_for(WATCHDOG);
+    assert_ne!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(!run.stdout.contains("returned"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains(
+            "MPI_File_open: MPI-IO is not supported by this library (MPI_ERR_UNSUPPORTED_OPERATION)"
         ),
         "{}",
         run.stderr

@@ -80,30 +80,23 @@ impl fmt::Display for MpiError {
 
 pub type MpiResult<T> = Result<T, MpiError>;
 
-/// The name of an error class, for messages.
+/// The name of an error class, for messages: from the ABI table, where
+/// every predefined class is (`MPI_SUCCESS`, `MPI_ERR_*`, `MPI_T_ERR_*`).
 pub fn class_name(class: i32) -> &'static str {
-    match class {
-        abi::MPI_SUCCESS => "MPI_SUCCESS",
-        abi::MPI_ERR_BUFFER => "MPI_ERR_BUFFER",
-        abi::MPI_ERR_COUNT => "MPI_ERR_COUNT",
-        abi::MPI_ERR_TYPE => "MPI_ERR_TYPE",
-        abi::MPI_ERR_TAG => "MPI_ERR_TAG",
-        abi::MPI_ERR_COMM => "MPI_ERR_COMM",
-        abi::MPI_ERR_RANK => "MPI_ERR_RANK",
-        abi::MPI_ERR_ROOT => "MPI_ERR_ROOT",
-        abi::MPI_ERR_GROUP => "MPI_ERR_GROUP",
-        abi::MPI_ERR_OP => "MPI_ERR_OP",
-        abi::MPI_ERR_ARG => "MPI_ERR_ARG",
-        abi::MPI_ERR_TRUNCATE => "MPI_ERR_TRUNCATE",
-        abi::MPI_ERR_OTHER => "MPI_ERR_OTHER",
-        abi::MPI_ERR_INTERN => "MPI_ERR_INTERN",
-        abi::MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS",
-        abi::MPI_ERR_REQUEST => "MPI_ERR_REQUEST",
-        abi::MPI_ERR_UNSUPPORTED_OPERATION => "MPI_ERR_UNSUPPORTED_OPERATION",
-        abi::MPI_ERR_INFO => "MPI_ERR_INFO",
-        abi::MPI_ERR_SESSION => "MPI_ERR_SESSION",
-        _ => "unknown error class",
-    }
+    abi::CONSTANTS
+        .iter()
+        .filter(|c| {
+            c.name == "MPI_SUCCESS"
+                || c.name.starts_with("MPI_ERR_")
+                || c.name.starts_with("MPI_T_ERR_")
+        })
+        .find(|c| c.value == i64::from(class) && c.name != "MPI_ERR_LASTCODE")
+        .map_or("unknown error class", |c| c.name)
+}
+
+/// Whether `class` is one of the predefined error classes.
+pub fn is_predefined_class(class: i32) -> bool {
+    class_name(class) != "unknown error class"
 }
 
 impl From<shm_engine::Error> for MpiError {

@@ -26,9 +26,13 @@ use crate::ops;
 mod coll;
 mod comm;
 mod env;
+mod interop;
 mod p2p;
+pub mod predefined;
 mod session;
+mod tool;
 mod types;
+mod unsupported;
 
 /// The C prototype of every function the library exports, by area, in the
 /// form MPICH's header declares it (parameter names aside). `mpi.h` is
@@ -41,6 +45,11 @@ pub const PROTOTYPES: &[&[&str]] = &[
     types::PROTOTYPES,
     p2p::PROTOTYPES,
     coll::PROTOTYPES,
+    interop::PROTOTYPES,
+    unsupported::PROTOTYPES,
+    unsupported::UNSUPPORTED,
+    tool::PROTOTYPES,
+    tool::NOTHING_THERE,
 ];
 
 /// Every prototype, in header order.

@@ -172,19 +172,37 @@ pub fn example(name: &str) -> PathBuf {
     path
 }
 
+/// `program` in a directory of the PATH.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
 /// `mpiexec.mpich` on the PATH; the tests that need MPICH's Hydra fail
 /// with a set-up hint when it is missing.
 pub fn hydra() -> PathBuf {
-    std::env::var_os("PATH")
-        .and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join("mpiexec.mpich"))
-                .find(|candidate| candidate.is_file())
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "mpiexec.mpich (MPICH's Hydra launcher) is not on the PATH: run tools/setup.sh, \
-                 which installs the Debian package `mpich` (tools/test.sh does this)"
-            )
-        })
+    on_path("mpiexec.mpich").unwrap_or_else(|| {
+        panic!(
+            "mpiexec.mpich (MPICH's Hydra launcher) is not on the PATH: run tools/setup.sh, \
+             which installs the Debian package `mpich` (tools/test.sh does this)"
+        )
+    })
+}
+
+/// The MPI installation `tools/install.sh` makes: `target/tessel`, or
+/// `$TESSEL_PREFIX`.
+pub fn tessel_prefix() -> PathBuf {
+    let p = std::env::var_os("TESSEL_PREFIX").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tessel"),
+        PathBuf::from,
+    );
+    assert!(
+        p.join("bin/mpicc").exists() && p.join("lib/libmpi.so.12").exists(),
+        "no Tessel MPI installation in {}: run tools/install.sh first",
+        p.display()
+    );
+    p
 }

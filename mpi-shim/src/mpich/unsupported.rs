@@ -1,0 +1,395 @@
+//! The parts of MPI this library does not provide: MPI-IO, one-sided
+//! communication, dynamic processes and intercommunicators.
+//!
+//! Every function of these areas is exported with MPICH's prototype, so a
+//! binary built against MPICH loads and resolves every symbol; calling one
+//! reports `MPI_ERR_UNSUPPORTED_OPERATION` (MPI-4.0 §9.4) through the
+//! error handler of its communicator argument, or of `MPI_COMM_WORLD` when
+//! it has none, naming the function and the area.
+//!
+//! A few functions of these areas have a true answer without the area:
+//! `MPI_Comm_get_parent` (no process of this library was spawned),
+//! `MPI_Alloc_mem` / `MPI_Free_mem` (memory for one-sided communication:
+//! ordinary memory is correct, only slower for windows that do not exist
+//! yet), and the Fortran conversions of file handles (only
+//! `MPI_FILE_NULL` exists).
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::c_char;
+
+use super::*;
+use crate::abi::{MPI_Aint, MPI_File, MPI_Fint, MPI_Group, MPI_Info, MPI_Offset, MPI_Win};
+use crate::core::info;
+
+const IO: &str = "MPI-IO is not supported by this library";
+const RMA: &str = "one-sided communication is not supported by this library";
+const DYNAMIC: &str = "dynamic process management is not supported by this library";
+const INTERCOMM: &str = "intercommunicators are not supported by this library";
+
+/// Report that `name` is not supported, through `comm`'s error handler.
+fn unsupported(name: &str, comm: MPI_Comm, area: &str) -> c_int {
+    call(name, comm, |_| {
+        Err(err(abi::MPI_ERR_UNSUPPORTED_OPERATION, area))
+    })
+}
+
+/// Declares each function (MPICH's C prototype, then the same signature
+/// in Rust, then `on ARG` when it has a communicator argument) and the
+/// `UNSUPPORTED` list of their prototypes.
+macro_rules! unsupported {
+    ($( $area:ident: [ $( $proto:literal
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(on $comm:ident)?; )* ] )*) => {
+        /// The C prototypes of the unsupported functions.
+        pub(super) const UNSUPPORTED: &[&str] = &[$($($proto,)*)*];
+        $($(
+            #[unsafe(no_mangle)]
+            #[allow(unused_variables)]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+                unsupported(stringify!($name), unsupported!(@comm $($comm)?), $area)
+            }
+        )*)*
+    };
+    (@comm $comm:ident) => { $comm };
+    (@comm) => { abi::MPI_COMM_WORLD };
+}
+
+unsupported! {
+    // MPI-IO (MPI-4.0 §14).
+    IO: [
+        "int MPI_File_call_errhandler(MPI_File fh, int errorcode)"
+            fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int);
+        "int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler)"
+            fn MPI_File_create_errhandler(file_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler);
+        "int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler)"
+            fn MPI_File_get_errhandler(file: MPI_File, errhandler: *mut MPI_Errhandler);
+        "int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler)"
+            fn MPI_File_set_errhandler(file: MPI_File, errhandler: MPI_Errhandler);
+        "int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)"
+            fn MPI_File_open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info, fh: *mut MPI_File) on comm;
+        "int MPI_File_close(MPI_File *fh)"
+            fn MPI_File_close(fh: *mut MPI_File);
+        "int MPI_File_delete(const char *filename, MPI_Info info)"
+            fn MPI_File_delete(filename: *const c_char, info: MPI_Info);
+        "int MPI_File_set_size(MPI_File fh, MPI_Offset size)"
+            fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset);
+        "int MPI_File_preallocate(MPI_File fh, MPI_Offset size)"
+            fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset);
+        "int MPI_File_get_size(MPI_File fh, MPI_Offset *size)"
+            fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset);
+        "int MPI_File_get_group(MPI_File fh, MPI_Group *group)"
+            fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group);
+        "int MPI_File_get_amode(MPI_File fh, int *amode)"
+            fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int);
+        "int MPI_File_set_info(MPI_File fh, MPI_Info info)"
+            fn MPI_File_set_info(fh: MPI_File, info: MPI_Info);
+        "int MPI_File_get_info(MPI_File fh, MPI_Info *info_used)"
+            fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info);
+        "int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep, MPI_Info info)"
+            fn MPI_File_set_view(fh: MPI_File, disp: MPI_Offset, etype: MPI_Datatype, filetype: MPI_Datatype, datarep: *const c_char, info: MPI_Info);
+        "int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype, char *datarep)"
+            fn MPI_File_get_view(fh: MPI_File, disp: *mut MPI_Offset, etype: *mut MPI_Datatype, filetype: *mut MPI_Datatype, datarep: *mut c_char);
+        "int MPI_File_read_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_read_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_read_at_all(MPI_File fh, MPI_Offset offset, void * buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void * buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_write_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_write_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_iread_at(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iread_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_iwrite_at(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iwrite_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_read(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_read_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_write(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_write_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_write_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_iread(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iread(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_iwrite(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iwrite(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_seek(MPI_File fh, MPI_Offset offset, int whence)"
+            fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int);
+        "int MPI_File_get_position(MPI_File fh, MPI_Offset *offset)"
+            fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset);
+        "int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset offset, MPI_Offset *disp)"
+            fn MPI_File_get_byte_offset(fh: MPI_File, offset: MPI_Offset, disp: *mut MPI_Offset);
+        "int MPI_File_read_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_read_shared(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_write_shared(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_iread_shared(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iread_shared(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_iwrite_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iwrite_shared(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_read_ordered(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_read_ordered(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_write_ordered(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status)"
+            fn MPI_File_write_ordered(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status);
+        "int MPI_File_seek_shared(MPI_File fh, MPI_Offset offset, int whence)"
+            fn MPI_File_seek_shared(fh: MPI_File, offset: MPI_Offset, whence: c_int);
+        "int MPI_File_get_position_shared(MPI_File fh, MPI_Offset *offset)"
+            fn MPI_File_get_position_shared(fh: MPI_File, offset: *mut MPI_Offset);
+        "int MPI_File_read_at_all_begin(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype)"
+            fn MPI_File_read_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype);
+        "int MPI_File_read_at_all_end(MPI_File fh, void *buf, MPI_Status *status)"
+            fn MPI_File_read_at_all_end(fh: MPI_File, buf: *mut c_void, status: *mut MPI_Status);
+        "int MPI_File_write_at_all_begin(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype)"
+            fn MPI_File_write_at_all_begin(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype);
+        "int MPI_File_write_at_all_end(MPI_File fh, const void *buf, MPI_Status *status)"
+            fn MPI_File_write_at_all_end(fh: MPI_File, buf: *const c_void, status: *mut MPI_Status);
+        "int MPI_File_read_all_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)"
+            fn MPI_File_read_all_begin(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype);
+        "int MPI_File_read_all_end(MPI_File fh, void *buf, MPI_Status *status)"
+            fn MPI_File_read_all_end(fh: MPI_File, buf: *mut c_void, status: *mut MPI_Status);
+        "int MPI_File_write_all_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)"
+            fn MPI_File_write_all_begin(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype);
+        "int MPI_File_write_all_end(MPI_File fh, const void *buf, MPI_Status *status)"
+            fn MPI_File_write_all_end(fh: MPI_File, buf: *const c_void, status: *mut MPI_Status);
+        "int MPI_File_read_ordered_begin(MPI_File fh, void *buf, int count, MPI_Datatype datatype)"
+            fn MPI_File_read_ordered_begin(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype);
+        "int MPI_File_read_ordered_end(MPI_File fh, void *buf, MPI_Status *status)"
+            fn MPI_File_read_ordered_end(fh: MPI_File, buf: *mut c_void, status: *mut MPI_Status);
+        "int MPI_File_write_ordered_begin(MPI_File fh, const void *buf, int count, MPI_Datatype datatype)"
+            fn MPI_File_write_ordered_begin(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype);
+        "int MPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status)"
+            fn MPI_File_write_ordered_end(fh: MPI_File, buf: *const c_void, status: *mut MPI_Status);
+        "int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype datatype, MPI_Aint *extent)"
+            fn MPI_File_get_type_extent(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Aint);
+        "int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_conversion_fn, MPI_Datarep_conversion_function *write_conversion_fn, MPI_Datarep_extent_function *dtype_file_extent_fn, void *extra_state)"
+            fn MPI_Register_datarep(datarep: *const c_char, read_conversion_fn: *mut c_void, write_conversion_fn: *mut c_void, dtype_file_extent_fn: *mut c_void, extra_state: *mut c_void);
+        "int MPI_File_set_atomicity(MPI_File fh, int flag)"
+            fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int);
+        "int MPI_File_get_atomicity(MPI_File fh, int *flag)"
+            fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int);
+        "int MPI_File_sync(MPI_File fh)"
+            fn MPI_File_sync(fh: MPI_File);
+        "int MPI_File_iread_at_all(MPI_File fh, MPI_Offset offset, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iread_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_iwrite_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iwrite_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_iread_all(MPI_File fh, void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iread_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+        "int MPI_File_iwrite_all(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Request *request)"
+            fn MPI_File_iwrite_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
+    ]
+    // One-sided communication (MPI-4.0 §12).
+    RMA: [
+        "int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)"
+            fn MPI_Win_create_keyval(win_copy_attr_fn: *mut c_void, win_delete_attr_fn: *mut c_void, win_keyval: *mut c_int, extra_state: *mut c_void);
+        "int MPI_Win_delete_attr(MPI_Win win, int win_keyval)"
+            fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int);
+        "int MPI_Win_free_keyval(int *win_keyval)"
+            fn MPI_Win_free_keyval(win_keyval: *mut c_int);
+        "int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)"
+            fn MPI_Win_get_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int);
+        "int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)"
+            fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void);
+        "int MPI_Win_call_errhandler(MPI_Win win, int errorcode)"
+            fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int);
+        "int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler)"
+            fn MPI_Win_create_errhandler(win_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler);
+        "int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)"
+            fn MPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandler);
+        "int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)"
+            fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler);
+        "int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)"
+            fn MPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win);
+        "int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)"
+            fn MPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win);
+        "int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)"
+            fn MPI_Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, op: MPI_Op, win: MPI_Win);
+        "int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)"
+            fn MPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win);
+        "int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)"
+            fn MPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win);
+        "int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)"
+            fn MPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win);
+        "int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)"
+            fn MPI_Raccumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request);
+        "int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)"
+            fn MPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request);
+        "int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)"
+            fn MPI_Rget_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request);
+        "int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)"
+            fn MPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request);
+        "int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)"
+            fn MPI_Win_allocate(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) on comm;
+        "int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)"
+            fn MPI_Win_allocate_shared(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) on comm;
+        "int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)"
+            fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint);
+        "int MPI_Win_complete(MPI_Win win)"
+            fn MPI_Win_complete(win: MPI_Win);
+        "int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)"
+            fn MPI_Win_create(base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) on comm;
+        "int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)"
+            fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) on comm;
+        "int MPI_Win_detach(MPI_Win win, const void *base)"
+            fn MPI_Win_detach(win: MPI_Win, base: *const c_void);
+        "int MPI_Win_fence(int assert, MPI_Win win)"
+            fn MPI_Win_fence(assert: c_int, win: MPI_Win);
+        "int MPI_Win_flush(int rank, MPI_Win win)"
+            fn MPI_Win_flush(rank: c_int, win: MPI_Win);
+        "int MPI_Win_flush_all(MPI_Win win)"
+            fn MPI_Win_flush_all(win: MPI_Win);
+        "int MPI_Win_flush_local(int rank, MPI_Win win)"
+            fn MPI_Win_flush_local(rank: c_int, win: MPI_Win);
+        "int MPI_Win_flush_local_all(MPI_Win win)"
+            fn MPI_Win_flush_local_all(win: MPI_Win);
+        "int MPI_Win_free(MPI_Win *win)"
+            fn MPI_Win_free(win: *mut MPI_Win);
+        "int MPI_Win_get_group(MPI_Win win, MPI_Group *group)"
+            fn MPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group);
+        "int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)"
+            fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info);
+        "int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)"
+            fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int);
+        "int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)"
+            fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win);
+        "int MPI_Win_lock_all(int assert, MPI_Win win)"
+            fn MPI_Win_lock_all(assert: c_int, win: MPI_Win);
+        "int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)"
+            fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win);
+        "int MPI_Win_set_info(MPI_Win win, MPI_Info info)"
+            fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info);
+        "int MPI_Win_set_name(MPI_Win win, const char *win_name)"
+            fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char);
+        "int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)"
+            fn MPI_Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void);
+        "int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)"
+            fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win);
+        "int MPI_Win_sync(MPI_Win win)"
+            fn MPI_Win_sync(win: MPI_Win);
+        "int MPI_Win_test(MPI_Win win, int *flag)"
+            fn MPI_Win_test(win: MPI_Win, flag: *mut c_int);
+        "int MPI_Win_unlock(int rank, MPI_Win win)"
+            fn MPI_Win_unlock(rank: c_int, win: MPI_Win);
+        "int MPI_Win_unlock_all(MPI_Win win)"
+            fn MPI_Win_unlock_all(win: MPI_Win);
+        "int MPI_Win_wait(MPI_Win win)"
+            fn MPI_Win_wait(win: MPI_Win);
+    ]
+    // Process creation and management (MPI-4.0 §11).
+    DYNAMIC: [
+        "int MPI_Close_port(const char *port_name)"
+            fn MPI_Close_port(port_name: *const c_char);
+        "int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)"
+            fn MPI_Comm_accept(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) on comm;
+        "int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)"
+            fn MPI_Comm_connect(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) on comm;
+        "int MPI_Comm_disconnect(MPI_Comm *comm)"
+            fn MPI_Comm_disconnect(comm: *mut MPI_Comm);
+        "int MPI_Comm_join(int fd, MPI_Comm *intercomm)"
+            fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm);
+        "int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])"
+            fn MPI_Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) on comm;
+        "int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])"
+            fn MPI_Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int, array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) on comm;
+        "int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name)"
+            fn MPI_Lookup_name(service_name: *const c_char, info: MPI_Info, port_name: *mut c_char);
+        "int MPI_Open_port(MPI_Info info, char *port_name)"
+            fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char);
+        "int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name)"
+            fn MPI_Publish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char);
+        "int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name)"
+            fn MPI_Unpublish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char);
+    ]
+    // Intercommunicators (MPI-4.0 §7.6).
+    INTERCOMM: [
+        "int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm)"
+            fn MPI_Intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, newintercomm: *mut MPI_Comm) on local_comm;
+        "int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm)"
+            fn MPI_Intercomm_create_from_groups(local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newintercomm: *mut MPI_Comm);
+        "int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)"
+            fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) on intercomm;
+    ]
+}
+
+pub(super) const PROTOTYPES: &[&str] = &[
+    "int MPI_Comm_get_parent(MPI_Comm *parent)",
+    "int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)",
+    "int MPI_Free_mem(void *base)",
+    "MPI_Fint MPI_File_c2f(MPI_File file)",
+    "MPI_File MPI_File_f2c(MPI_Fint file)",
+];
+
+/// MPI-4.0 §11.8 (`MPI_COMM_GET_PARENT`): the parent of a process that was not spawned is
+/// `MPI_COMM_NULL`, and no process of this library is spawned.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    call("MPI_Comm_get_parent", abi::MPI_COMM_WORLD, |_| {
+        // SAFETY: output argument.
+        unsafe { out(parent, abi::MPI_COMM_NULL) }
+    })
+}
+
+/// Whether `h` names an info object (or is `MPI_INFO_NULL`).
+fn check_info(h: MPI_Info) -> MpiResult<()> {
+    let known = h == abi::MPI_INFO_NULL
+        || h == abi::MPI_INFO_ENV
+        || abi::direct_index(Kind::Info, h).is_some_and(|i| info::table().get(i).is_some());
+    if known {
+        Ok(())
+    } else {
+        Err(err(abi::MPI_ERR_INFO, format!("invalid info {h:#x}")))
+    }
+}
+
+/// MPI-4.0 §9.2: memory for one-sided communication. It comes from
+/// `malloc` until the engine's shared heap exists: the node segment will
+/// hold a heap from which windows on one node can be mapped directly, and
+/// memory from it will make `MPI_Win_create` on such memory zero-copy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Alloc_mem(
+    size: MPI_Aint,
+    info: MPI_Info,
+    baseptr: *mut c_void,
+) -> c_int {
+    call("MPI_Alloc_mem", abi::MPI_COMM_WORLD, |_| {
+        if size < 0 {
+            return Err(err(abi::MPI_ERR_SIZE, format!("negative size {size}")));
+        }
+        check_info(info)?;
+        // At least one byte, so that every successful call returns a
+        // distinct address that MPI_Free_mem accepts.
+        // SAFETY: plain allocation; freed by MPI_Free_mem.
+        let p = unsafe { libc::malloc((size as usize).max(1)) };
+        if p.is_null() {
+            return Err(err(
+                abi::MPI_ERR_NO_MEM,
+                format!("cannot allocate {size} bytes"),
+            ));
+        }
+        // SAFETY: `baseptr` is the address of a `void *` (MPI contract:
+        // C passes `&ptr` as `void *`).
+        unsafe { out(baseptr.cast::<*mut c_void>(), p) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
+    call("MPI_Free_mem", abi::MPI_COMM_WORLD, |_| {
+        // SAFETY: `base` came from MPI_Alloc_mem, i.e. from malloc (MPI
+        // contract), or is null.
+        unsafe { libc::free(base) };
+        Ok(())
+    })
+}
+
+/// MPI-4.0 §19.3.4: no file can be opened, so every file handle converts
+/// to the null one.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_c2f(_file: MPI_File) -> MPI_Fint {
+    0
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_f2c(_file: MPI_Fint) -> MPI_File {
+    std::ptr::null_mut()
+}
