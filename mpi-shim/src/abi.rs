@@ -23,6 +23,7 @@ pub type MPI_Op = c_int;
 pub type MPI_Request = c_int;
 pub type MPI_Errhandler = c_int;
 pub type MPI_Info = c_int;
+pub type MPI_Message = c_int;
 pub type MPI_Aint = libc::c_long;
 pub type MPI_Count = libc::c_long;
 
@@ -122,6 +123,7 @@ const OP: CKind = CKind::Handle("MPI_Op");
 const REQ: CKind = CKind::Handle("MPI_Request");
 const ERRH: CKind = CKind::Handle("MPI_Errhandler");
 const INFO: CKind = CKind::Handle("MPI_Info");
+const MSG: CKind = CKind::Handle("MPI_Message");
 const INT: CKind = CKind::Int;
 
 constants! {
@@ -252,6 +254,11 @@ constants! {
     c_int, INT, MPI_ERR_NO_MEM = 34;
     c_int, INT, MPI_ERR_UNSUPPORTED_OPERATION = 44;
     c_int, INT, MPI_ERR_LASTCODE = 0x3fff_ffff;
+
+    // Point-to-point: matched-probe messages, buffered sends.
+    MPI_Message, MSG, MPI_MESSAGE_NULL = 0x2c00_0000;
+    MPI_Message, MSG, MPI_MESSAGE_NO_PROC = 0x6c00_0000;
+    c_int, INT, MPI_BSEND_OVERHEAD = 96;
 }
 
 /// `MPI_BOTTOM`, `MPI_IN_PLACE`, `MPI_STATUS(ES)_IGNORE`: special addresses.
@@ -326,6 +333,7 @@ typedef int MPI_Op;
 typedef int MPI_Request;
 typedef int MPI_Errhandler;
 typedef int MPI_Info;
+typedef int MPI_Message;
 typedef long MPI_Aint;
 typedef long MPI_Count;
 typedef long MPI_Offset;
@@ -337,6 +345,10 @@ typedef struct MPI_Status {
     int MPI_TAG;
     int MPI_ERROR;
 } MPI_Status;
+
+typedef int (MPI_Grequest_cancel_function)(void *, int);
+typedef int (MPI_Grequest_free_function)(void *);
+typedef int (MPI_Grequest_query_function)(void *, MPI_Status *);
 
 ";
 

@@ -38,6 +38,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     comm::PROTOTYPES,
     types::PROTOTYPES,
     p2p::PROTOTYPES,
+    p2p::requests::PROTOTYPES,
     coll::PROTOTYPES,
 ];
 
