@@ -591,6 +591,33 @@ impl Runtime {
         }
     }
 
+    /// Before `MPI_Finalize`: deliver the buffered messages (finalizing
+    /// detaches the buffer, MPI-4.0 §3.6.1) and finish the requests the
+    /// application freed while active. A freed receive that never matched
+    /// is cancelled rather than waited for.
+    pub fn complete_pending(&mut self) -> MpiResult<()> {
+        if let Some(attached) = self.bsend.take() {
+            attached.drain(&mut self.ep)?;
+        }
+        for r in &self.detached {
+            let round = match r {
+                Req::Persistent(p) => p.active.as_deref(),
+                r => Some(r),
+            };
+            if let Some(Req::Engine { req, .. }) = round {
+                self.ep.cancel(req);
+            }
+        }
+        let mut backoff = shm_engine::Backoff::default();
+        loop {
+            self.reap_detached();
+            if self.detached.is_empty() {
+                return Ok(());
+            }
+            self.ep.progress_or_back_off(&mut backoff);
+        }
+    }
+
     /// Complete the freed requests that have finished. Their errors have
     /// nobody to go to (MPI-4.0 §3.7.3: a freed request's outcome is
     /// learnt by other means).

@@ -86,6 +86,7 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn MPI_Finalize() -> c_int {
     let rc = call("MPI_Finalize", abi::MPI_COMM_WORLD, |rt| {
+        rt.complete_pending()?;
         crate::coll::barrier(rt, core::WORLD)
     });
     if rc != abi::MPI_SUCCESS {

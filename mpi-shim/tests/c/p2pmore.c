@@ -572,10 +572,35 @@ int main(int argc, char **argv) {
     bsend_buffer();
     errors();
 
-    free(out);
-    free(in);
+    /* Left to MPI_Finalize: an attached buffer (finalizing detaches it),
+     * a freed active send, and a freed receive nobody sends to. */
+    int tailsize = MAXSIZE + MPI_BSEND_OVERHEAD;
+    void *tail = malloc(tailsize);
+    static int never = -1, token;
+    int got = -1;
+    MPI_Request r;
+    MPI_Buffer_attach(tail, tailsize);
+    fill(out, MAXSIZE, rank);
+    MPI_Bsend(out, MAXSIZE, MPI_BYTE, next, 1000, MPI_COMM_WORLD);
+    token = rank;
+    MPI_Isend(&token, 1, MPI_INT, next, 1001, MPI_COMM_WORLD, &r);
+    MPI_Request_free(&r);
+    MPI_Irecv(&never, 1, MPI_INT, MPI_ANY_SOURCE, 1002, MPI_COMM_WORLD, &r);
+    MPI_Request_free(&r);
+    MPI_Recv(in, MAXSIZE, MPI_BYTE, prev, 1000, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    expect_bytes(in, MAXSIZE, prev, "buffered before finalize");
+    MPI_Recv(&got, 1, MPI_INT, prev, 1001, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(got == prev, "freed send");
+
     MPI_Barrier(MPI_COMM_WORLD);
     printf("p2pmore: rank %d ok\n", rank);
     MPI_Finalize();
+    if (never != -1) {
+        fprintf(stderr, "a freed receive got a message\n");
+        return 1;
+    }
+    free(tail);
+    free(out);
+    free(in);
     return 0;
 }
