@@ -569,25 +569,27 @@ impl Runtime {
     /// `MPI_Grequest_complete`: mark generalized request `i` complete; if
     /// the application freed it already, free it now.
     pub fn complete_generalized(&mut self, i: usize) -> MpiResult<()> {
-        match self.reqs.get_mut(i).and_then(Option::as_mut) {
+        let freed = match self.reqs.get_mut(i).and_then(Option::as_mut) {
             Some(Req::Generalized(g)) if !g.complete => {
                 g.complete = true;
-                if g.freed {
-                    let Req::Generalized(mut g) = self.take_req(i)? else {
-                        unreachable!("checked above");
-                    };
-                    return request::callback_result((g.free)(), "free");
-                }
-                Ok(())
+                g.freed
             }
-            Some(Req::Generalized(_)) => Err(MpiError::new(
-                abi::MPI_ERR_REQUEST,
-                "the generalized request is already complete",
-            )),
-            _ => Err(MpiError::new(
-                abi::MPI_ERR_REQUEST,
-                "not a generalized request",
-            )),
+            Some(Req::Generalized(_)) => {
+                return Err(MpiError::new(
+                    abi::MPI_ERR_REQUEST,
+                    "the generalized request is already complete",
+                ));
+            }
+            _ => {
+                return Err(MpiError::new(
+                    abi::MPI_ERR_REQUEST,
+                    "not a generalized request",
+                ));
+            }
+        };
+        match freed.then(|| self.take_req(i)).transpose()? {
+            Some(Req::Generalized(mut g)) => request::callback_result((g.free)(), "free"),
+            _ => Ok(()),
         }
     }
 

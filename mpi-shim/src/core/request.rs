@@ -189,3 +189,47 @@ pub fn set_cancelled(st: &mut abi::MPI_Status, flag: bool) {
 pub fn empty_status() -> abi::MPI_Status {
     abi::MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shm_engine::bootstrap::Singleton;
+    use shm_engine::{Endpoint, Source, TagMatch};
+
+    #[test]
+    fn cancelled_bit_leaves_the_count_alone() {
+        let mut st = abi::MPI_Status::new(3, 4, (1 << 33) + 5);
+        set_cancelled(&mut st, true);
+        assert!(is_cancelled(&st));
+        assert_eq!(st.bytes(), (1 << 33) + 5);
+        set_cancelled(&mut st, false);
+        assert!(!is_cancelled(&st));
+        assert_eq!(st.bytes(), (1 << 33) + 5);
+    }
+
+    #[test]
+    fn attached_buffer_holds_messages_until_delivered() {
+        let mut ep = Endpoint::new(Box::new(Singleton::default())).expect("endpoint");
+        // Rendezvous-sized messages stay in flight until received.
+        let n = ep.config().eager_max + 1;
+        let mut mem = vec![0u8; 2 * (n + BSEND_OVERHEAD)];
+        let mut att = Attached::new(mem.as_mut_ptr(), mem.len());
+        let data: Vec<u8> = (0..n).map(|i| i as u8).collect();
+        att.send(&mut ep, 0, 1, &data).unwrap();
+        att.send(&mut ep, 0, 2, &data).unwrap();
+        let full = att.send(&mut ep, 0, 3, &data).unwrap_err();
+        assert_eq!(full.class, abi::MPI_ERR_BUFFER);
+        // Once the first is received, its space is reused.
+        let mut got = vec![0u8; n];
+        ep.recv(Source::Any, TagMatch::exact(1), &mut got).unwrap();
+        assert_eq!(got, data);
+        att.send(&mut ep, 0, 3, &data).unwrap();
+        for tag in [2, 3] {
+            ep.recv(Source::Any, TagMatch::exact(tag), &mut got)
+                .unwrap();
+            assert_eq!(got, data);
+        }
+        let (ptr, size) = att.drain(&mut ep).unwrap();
+        assert_eq!((ptr, size), (mem.as_mut_ptr(), mem.len()));
+    }
+}
