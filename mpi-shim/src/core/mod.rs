@@ -295,6 +295,8 @@ impl Runtime {
         Ok(())
     }
 
+    /// Store a request; its slot. Freed requests that finished meanwhile
+    /// are completed first.
     pub fn add_req(&mut self, r: Req) -> usize {
         self.reap_detached();
         if let Some(i) = self.free_reqs.pop() {
@@ -306,6 +308,7 @@ impl Runtime {
         }
     }
 
+    /// Take request `i` out of its slot, freeing the slot.
     pub fn take_req(&mut self, i: usize) -> MpiResult<Req> {
         let r = self
             .reqs
@@ -358,28 +361,29 @@ impl Runtime {
     /// inactive one returns the empty status at once, MPI-4.0 §3.9).
     pub fn wait_req(&mut self, i: usize) -> MpiResult<abi::MPI_Status> {
         match self.take_req(i)? {
-            Req::Done(st) => done_result(st),
-            Req::Engine { req, comm, staged } => self.finish_engine(req, comm, staged),
             Req::Persistent(mut p) => {
                 let res = match p.active.take() {
-                    Some(round) => self.finish_round(*round),
+                    Some(round) => self.finish(*round),
                     None => Ok(request::empty_status()),
                 };
                 self.restore_req(i, Req::Persistent(p));
                 res
             }
             Req::Generalized(g) => self.finish_generalized(i, g),
+            r => self.finish(r),
         }
     }
 
-    /// Wait for one round of a persistent request.
-    fn finish_round(&mut self, round: Req) -> MpiResult<abi::MPI_Status> {
-        match round {
+    /// Wait for a request taken out of the table that is neither
+    /// persistent nor generalized (those two live on in their slot): a
+    /// plain request, or a round of a persistent one.
+    fn finish(&mut self, r: Req) -> MpiResult<abi::MPI_Status> {
+        match r {
             Req::Done(st) => done_result(st),
             Req::Engine { req, comm, staged } => self.finish_engine(req, comm, staged),
-            other => Err(MpiError::new(
+            Req::Persistent(_) | Req::Generalized(_) => Err(MpiError::new(
                 abi::MPI_ERR_INTERN,
-                format!("a persistent request started {other:?}"),
+                format!("a request finished out of its slot: {r:?}"),
             )),
         }
     }
@@ -637,7 +641,7 @@ impl Runtime {
                 r => Some(r),
             };
             if let Some(round) = round {
-                let _unobserved = self.finish_round(round);
+                let _unobserved = self.finish(round);
             }
         }
     }
