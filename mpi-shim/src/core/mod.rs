@@ -9,6 +9,7 @@
 //! bits and the MPI tag below; a communicator owns two context ids, the
 //! even one for point-to-point traffic and the next for its collectives.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
@@ -449,8 +450,8 @@ impl Runtime {
             ));
         }
         let mut st = request::empty_status();
-        let query = (g.query)(&mut st);
-        let free = (g.free)();
+        let query = run_callback(self, || (g.query)(&mut st));
+        let free = run_callback(self, || (g.free)());
         request::callback_result(query, "query")?;
         request::callback_result(free, "free")?;
         Ok(st)
@@ -491,7 +492,7 @@ impl Runtime {
             },
             Req::Generalized(mut g) if g.complete => {
                 let mut st = request::empty_status();
-                let rc = (g.query)(&mut st);
+                let rc = run_callback(self, || (g.query)(&mut st));
                 if rc != abi::MPI_SUCCESS {
                     st.MPI_ERROR = rc;
                 }
@@ -544,9 +545,14 @@ impl Runtime {
                     "cannot cancel an inactive persistent request",
                 )),
             },
-            Some(Req::Generalized(g)) => {
+            Some(Req::Generalized(_)) => {
+                let Ok(Req::Generalized(mut g)) = self.take_req(i) else {
+                    return Err(invalid_request());
+                };
                 let complete = g.complete;
-                request::callback_result((g.cancel)(complete), "cancel")
+                let rc = run_callback(self, || (g.cancel)(complete));
+                self.restore_req(i, Req::Generalized(g));
+                request::callback_result(rc, "cancel")
             }
         }
     }
@@ -556,7 +562,10 @@ impl Runtime {
     /// freed (its free callback called) once it is complete.
     pub fn free_req(&mut self, i: usize) -> MpiResult<()> {
         match self.take_req(i)? {
-            Req::Generalized(mut g) if g.complete => request::callback_result((g.free)(), "free"),
+            Req::Generalized(mut g) if g.complete => {
+                let rc = run_callback(self, || (g.free)());
+                request::callback_result(rc, "free")
+            }
             Req::Generalized(mut g) => {
                 g.freed = true;
                 self.restore_req(i, Req::Generalized(g));
@@ -592,7 +601,10 @@ impl Runtime {
             }
         };
         match freed.then(|| self.take_req(i)).transpose()? {
-            Some(Req::Generalized(mut g)) => request::callback_result((g.free)(), "free"),
+            Some(Req::Generalized(mut g)) => {
+                let rc = run_callback(self, || (g.free)());
+                request::callback_result(rc, "free")
+            }
             _ => Ok(()),
         }
     }
@@ -706,6 +718,36 @@ pub fn state() -> StateGuard {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
     )
+}
+
+thread_local! {
+    /// The runtime of the library call this thread is in while it runs
+    /// application code (see [`run_callback`]); null otherwise.
+    static CALLBACK_RUNTIME: Cell<*mut Runtime> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Run application code (a generalized request's callback) from inside a
+/// library call. The code may make MPI calls: on this thread they use
+/// `rt` ([`callback_runtime`]) instead of taking the library lock, which
+/// this thread holds (MPI-4.0 §13.2's examples call MPI from callbacks).
+pub fn run_callback<T>(rt: &mut Runtime, f: impl FnOnce() -> T) -> T {
+    /// Puts the outer value back, also if `f` unwinds.
+    struct Restore(*mut Runtime);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CALLBACK_RUNTIME.set(self.0);
+        }
+    }
+    let _restore = Restore(CALLBACK_RUNTIME.replace(rt));
+    f()
+}
+
+/// The runtime [`run_callback`] lent to application code running on this
+/// thread, if any. Only this thread's MPI calls may use it, and only
+/// until the callback returns.
+pub fn callback_runtime() -> Option<*mut Runtime> {
+    let rt = CALLBACK_RUNTIME.get();
+    (!rt.is_null()).then_some(rt)
 }
 
 /// The locked library state.

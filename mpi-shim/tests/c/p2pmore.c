@@ -395,24 +395,35 @@ static void synchronous(unsigned char *out, unsigned char *in) {
     }
 }
 
-/* Generalized requests: callbacks are called as MPI-4.0 §13.2 says. */
+/* Generalized requests: callbacks are called as MPI-4.0 §13.2 says, and
+ * may make MPI calls. */
 static int queries, frees, cancels, cancel_complete;
 static int query_fn(void *extra, MPI_Status *st) {
+    int me = -1;
     queries++;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    CHECK(me == rank, "MPI_Comm_rank in a query callback");
     st->MPI_SOURCE = *(int *)extra;
     st->MPI_TAG = 77;
     MPI_Status_set_cancelled(st, 0);
     return MPI_SUCCESS;
 }
 static int free_fn(void *extra) {
+    int n = 0;
     (void)extra;
     frees++;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    CHECK(n == size, "MPI_Comm_size in a free callback");
     return MPI_SUCCESS;
 }
 static int cancel_fn(void *extra, int complete) {
+    int flag = 1;
+    MPI_Status st;
     (void)extra;
     cancels++;
     cancel_complete = complete;
+    MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, &st);
+    CHECK(!flag, "nothing sent with tag 12345");
     return MPI_SUCCESS;
 }
 

@@ -267,18 +267,16 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
     })
 }
 
-/// Callable from a generalized request's query callback, which runs while
-/// the library is busy completing the request: it takes no lock, and a
-/// bad status pointer is returned as `MPI_ERR_ARG` without going through
-/// an error handler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
-    if status.is_null() || abi::is_status_ignore(status) {
-        return abi::MPI_ERR_ARG;
-    }
-    // SAFETY: a non-null, writable status (MPI contract).
-    request::set_cancelled(unsafe { &mut *status }, flag != 0);
-    abi::MPI_SUCCESS
+    call("MPI_Status_set_cancelled", abi::MPI_COMM_WORLD, |_| {
+        if status.is_null() || abi::is_status_ignore(status) {
+            return Err(err(abi::MPI_ERR_ARG, "no status"));
+        }
+        // SAFETY: a non-null, writable status (MPI contract).
+        request::set_cancelled(unsafe { &mut *status }, flag != 0);
+        Ok(())
+    })
 }
 
 // ---------------------------------------------------------------------
@@ -549,10 +547,8 @@ type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
-/// The application's callbacks as the library calls them. The callbacks
-/// run while the library is busy with the call that completes, frees or
-/// cancels the request: they may use `MPI_Status_set_cancelled` and set
-/// status fields, but not make calls that wait for the library.
+/// The application's callbacks as the library calls them (through
+/// `core::run_callback`, so that they may make MPI calls).
 fn generalized(query: QueryFn, free: FreeFn, cancel: CancelFn, extra: *mut c_void) -> Generalized {
     // The application registered these functions for `extra` and keeps
     // `extra` valid until its free callback ran (MPI-4.0 §13.2).
