@@ -19,6 +19,16 @@
 //! When the control ring or the staging of a pair is full, outgoing work
 //! waits in that pair's backlog (in order) and is retried by progress:
 //! "no resources" is never an error.
+//!
+//! Beyond send and receive (MPI-4.0 §3.4-§3.8): a synchronous send
+//! ([`Endpoint::issend`]) completes once a receive matched it (an inline or
+//! eager message carries the sender's request and the receiver answers
+//! with an ACK cell at the match; a rendezvous's FIN implies the match);
+//! probes look at the unexpected queue ([`Endpoint::iprobe`]) or take a
+//! message out of it ([`Endpoint::improbe`], received later with
+//! [`Endpoint::imrecv`]); a posted receive that has not matched can be
+//! cancelled ([`Endpoint::cancel`]). Waiting loops back off through
+//! [`Backoff`] (spin, yield, then sleep on the doorbell futex).
 
 use std::collections::VecDeque;
 
@@ -42,6 +52,40 @@ pub struct Status {
     pub tag: u64,
     /// Bytes delivered.
     pub len: usize,
+    /// The request was cancelled before it matched ([`Endpoint::cancel`]);
+    /// nothing was received.
+    pub cancelled: bool,
+}
+
+impl Status {
+    const fn new(source: u32, tag: u64, len: usize) -> Self {
+        Self {
+            source,
+            tag,
+            len,
+            cancelled: false,
+        }
+    }
+}
+
+/// A message taken out of the unexpected queue by a matched probe
+/// ([`Endpoint::improbe`]): no receive can match it any more; receive it
+/// with [`Endpoint::imrecv`]. Dropping it discards an eager message, and
+/// leaves the sender of a rendezvous message waiting forever.
+#[must_use = "a matched message must be received with imrecv"]
+#[derive(Debug)]
+pub struct Message {
+    source: u32,
+    tag: u64,
+    body: Arrival,
+}
+
+/// The state of a waiting loop: it spins, then yields the core, then
+/// sleeps on the doorbell futex (woken by any message), so that an
+/// oversubscribed job keeps moving. See [`Endpoint::progress_or_back_off`].
+#[derive(Debug, Default, Clone)]
+pub struct Backoff {
+    idle: u32,
 }
 
 /// A finished request.
@@ -88,10 +132,21 @@ struct Req {
     status: Status,
 }
 
+/// What a receiver owes the sender of a synchronous inline or eager
+/// message once it matches: an ACK cell to local peer `j` naming `sreq`.
+#[derive(Clone, Copy, Debug)]
+struct Ack {
+    j: u32,
+    sreq: u64,
+}
+
 /// An unexpected arrival's body.
 #[derive(Debug)]
 enum Arrival {
-    Data(Vec<u8>),
+    Data {
+        bytes: Vec<u8>,
+        ack: Option<Ack>,
+    },
     Rts {
         from: u32,
         size: usize,
@@ -99,6 +154,16 @@ enum Arrival {
         addr: u64,
         pid: u32,
     },
+}
+
+impl Arrival {
+    /// The message's full size.
+    fn len(&self) -> usize {
+        match self {
+            Self::Data { bytes, .. } => bytes.len(),
+            Self::Rts { size, .. } => *size,
+        }
+    }
 }
 
 /// Outgoing work for one peer, in order.
@@ -385,7 +450,29 @@ impl Endpoint {
     /// buffer until the request completes.
     pub fn isend(&mut self, dest: u32, tag: u64, data: Vec<u8>) -> Result<Request, Error> {
         let (ptr, len) = (data.as_ptr(), data.len());
-        self.start_send(dest, tag, ptr, len, Some(data))
+        self.start_send(dest, tag, ptr, len, Some(data), false)
+    }
+
+    /// Start a synchronous send of `data` (MPI-4.0 §3.4): it completes
+    /// only once a receive (or a matched probe) at `dest` matched it.
+    pub fn issend(&mut self, dest: u32, tag: u64, data: Vec<u8>) -> Result<Request, Error> {
+        let (ptr, len) = (data.as_ptr(), data.len());
+        self.start_send(dest, tag, ptr, len, Some(data), true)
+    }
+
+    /// Start a synchronous send of `len` bytes at `ptr` (see
+    /// [`issend`](Self::issend)).
+    ///
+    /// # Safety
+    /// As for [`isend_raw`](Self::isend_raw).
+    pub unsafe fn issend_raw(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        ptr: *const u8,
+        len: usize,
+    ) -> Result<Request, Error> {
+        self.start_send(dest, tag, ptr, len, None, true)
     }
 
     /// Start sending `len` bytes at `ptr` to `dest` with `tag`.
@@ -400,7 +487,7 @@ impl Endpoint {
         ptr: *const u8,
         len: usize,
     ) -> Result<Request, Error> {
-        self.start_send(dest, tag, ptr, len, None)
+        self.start_send(dest, tag, ptr, len, None, false)
     }
 
     /// Send and wait for completion.
@@ -417,30 +504,32 @@ impl Endpoint {
         ptr: *const u8,
         len: usize,
         owned: Option<Vec<u8>>,
+        sync: bool,
     ) -> Result<Request, Error> {
         let j = self.local(dest)?;
-        let sent = Status {
-            source: self.rank,
-            tag,
-            len,
-        };
+        let sent = Status::new(self.rank, tag, len);
         let id = self.new_req(ptr.cast_mut(), len, owned, sent, false);
         let mut cell = Cell::new(CellKind::Inline);
         cell.tag = tag;
         cell.size = len as u64;
+        // Inline and eager: the receiver acknowledges a synchronous send.
+        cell.c = if sync { id + 1 } else { 0 };
         if len <= self.cfg.inline_max {
             cell.len = len as u32;
             // SAFETY: the caller guarantees `len` readable bytes at `ptr`;
             // the payload array holds inline_max <= INLINE_CAPACITY bytes.
             unsafe { std::ptr::copy_nonoverlapping(ptr, cell.payload.as_mut_ptr(), len) };
             self.enqueue(j, Outgoing::Cell(cell));
-            self.complete(id, Ok(sent));
+            if !sync {
+                self.complete(id, Ok(sent));
+            }
         } else if len <= self.cfg.eager_max {
             cell.kind = CellKind::Eager as u32;
             cell.len = len as u32;
             cell.b = id;
             self.enqueue(j, Outgoing::Eager { cell, src: ptr });
         } else {
+            // A rendezvous completes at FIN, after the match.
             cell.kind = CellKind::Rts as u32;
             cell.a = id;
             cell.b = ptr as u64;
@@ -501,7 +590,10 @@ impl Endpoint {
                         let ok = tx.push(cell).is_ok();
                         debug_assert!(ok, "room was checked");
                         staging.staged += 1;
-                        done_sends.push(cell.b);
+                        if cell.c == 0 {
+                            // A synchronous send waits for its ACK instead.
+                            done_sends.push(cell.b);
+                        }
                         cell.b = 0;
                         true
                     }
@@ -611,33 +703,160 @@ impl Endpoint {
         if let Source::Rank(r) = source {
             self.local(r)?;
         }
-        let blank = Status {
-            source: 0,
-            tag: 0,
-            len: 0,
-        };
-        let id = self.new_req(ptr, cap, owned, blank, true);
+        let id = self.new_req(ptr, cap, owned, Status::new(0, 0, 0), true);
         let posted = Posted {
             req: req_index(id) as u32,
             source,
             tag,
         };
         if let Some((from, tag, body)) = self.matcher.post(posted) {
-            match body {
-                Arrival::Data(data) => {
-                    let result = self.deliver(id, from, tag, &data);
-                    self.complete(id, result);
-                }
-                Arrival::Rts {
-                    from: j,
-                    size,
-                    sreq,
-                    addr,
-                    pid,
-                } => self.start_rndv(id, j, tag, size, sreq, addr, pid),
-            }
+            self.receive_arrival(id, from, tag, body);
         }
         Ok(Request { id })
+    }
+
+    /// Receive a matched arrival into request `id`.
+    fn receive_arrival(&mut self, id: ReqId, from: u32, tag: u64, body: Arrival) {
+        match body {
+            Arrival::Data { bytes, ack } => {
+                self.acknowledge(ack);
+                let result = self.deliver(id, from, tag, &bytes);
+                self.complete(id, result);
+            }
+            Arrival::Rts {
+                from: j,
+                size,
+                sreq,
+                addr,
+                pid,
+            } => self.start_rndv(id, j, tag, size, sreq, addr, pid),
+        }
+    }
+
+    /// Tell a synchronous sender its message matched.
+    fn acknowledge(&mut self, ack: Option<Ack>) {
+        if let Some(Ack { j, sreq }) = ack {
+            let mut cell = Cell::new(CellKind::Ack);
+            cell.a = sreq;
+            self.enqueue(j, Outgoing::Cell(cell));
+        }
+    }
+
+    /// The ACK a synchronous inline or eager cell from peer `j` asks for.
+    fn ack_of(j: u32, cell: &Cell) -> Option<Ack> {
+        (cell.c != 0).then(|| Ack {
+            j,
+            sreq: cell.c - 1,
+        })
+    }
+
+    // ----- probing and cancelling (MPI-4.0 §3.8) --------------------------
+
+    /// Progress once, then report the oldest message from `source` with a
+    /// tag `tag` accepts that no receive has matched yet, leaving it to be
+    /// received. A rendezvous message counts with its full size.
+    pub fn iprobe(&mut self, source: Source, tag: TagMatch) -> Option<Status> {
+        self.progress();
+        self.matcher
+            .peek_unexpected(source, tag)
+            .map(|(from, tag, body)| Status::new(*from, *tag, body.len()))
+    }
+
+    /// Wait (backing off) until [`iprobe`](Self::iprobe) sees a message.
+    pub fn probe(&mut self, source: Source, tag: TagMatch) -> Status {
+        let mut backoff = Backoff::default();
+        loop {
+            if let Some(st) = self.iprobe(source, tag) {
+                return st;
+            }
+            self.progress_or_back_off(&mut backoff);
+        }
+    }
+
+    /// Progress once, then take the oldest message [`iprobe`](Self::iprobe)
+    /// would report out of the unexpected queue: it is matched now (a
+    /// synchronous sender learns so), and only [`imrecv`](Self::imrecv)
+    /// of the returned [`Message`] receives it.
+    pub fn improbe(&mut self, source: Source, tag: TagMatch) -> Option<(Status, Message)> {
+        self.progress();
+        let (from, tag, mut body) = self.matcher.take_unexpected(source, tag)?;
+        if let Arrival::Data { ack, .. } = &mut body {
+            self.acknowledge(ack.take());
+        }
+        let status = Status::new(from, tag, body.len());
+        Some((
+            status,
+            Message {
+                source: from,
+                tag,
+                body,
+            },
+        ))
+    }
+
+    /// Wait (backing off) until [`improbe`](Self::improbe) takes a message.
+    pub fn mprobe(&mut self, source: Source, tag: TagMatch) -> (Status, Message) {
+        let mut backoff = Backoff::default();
+        loop {
+            if let Some(found) = self.improbe(source, tag) {
+                return found;
+            }
+            self.progress_or_back_off(&mut backoff);
+        }
+    }
+
+    /// Start receiving a matched message into a new buffer of `capacity`
+    /// bytes; the data comes back in the completion.
+    pub fn imrecv(&mut self, msg: Message, capacity: usize) -> Request {
+        let mut buf = vec![0u8; capacity];
+        let ptr = buf.as_mut_ptr();
+        self.start_mrecv(msg, ptr, capacity, Some(buf))
+    }
+
+    /// Start receiving a matched message into `cap` bytes at `ptr`: an
+    /// eager message is copied at once, a rendezvous starts here.
+    ///
+    /// # Safety
+    /// As for [`irecv_raw`](Self::irecv_raw).
+    pub unsafe fn imrecv_raw(&mut self, msg: Message, ptr: *mut u8, cap: usize) -> Request {
+        self.start_mrecv(msg, ptr, cap, None)
+    }
+
+    /// Receive a matched message into `buf` and wait for it.
+    pub fn mrecv(&mut self, msg: Message, buf: &mut [u8]) -> Result<Status, Error> {
+        // SAFETY: `buf` outlives the request: we wait for it here.
+        let r = unsafe { self.imrecv_raw(msg, buf.as_mut_ptr(), buf.len()) };
+        self.wait(r).map(|c| c.status)
+    }
+
+    fn start_mrecv(
+        &mut self,
+        msg: Message,
+        ptr: *mut u8,
+        cap: usize,
+        owned: Option<Vec<u8>>,
+    ) -> Request {
+        let id = self.new_req(ptr, cap, owned, Status::new(0, 0, 0), true);
+        self.receive_arrival(id, msg.source, msg.tag, msg.body);
+        Request { id }
+    }
+
+    /// Cancel a receive that has not matched a message yet: it completes
+    /// at once with [`Status::cancelled`] set, and a later message goes to
+    /// another receive. Returns false, leaving the request to complete
+    /// normally, for a receive that already matched and for every send
+    /// (MPI-4.0 §3.8.4 allows a cancel to fail).
+    pub fn cancel(&mut self, req: &Request) -> bool {
+        let waiting = self
+            .req_mut(req.id)
+            .is_some_and(|r| r.is_recv && r.result.is_none());
+        if !waiting || !self.matcher.cancel(req_index(req.id) as u32) {
+            return false;
+        }
+        let mut status = Status::new(0, 0, 0);
+        status.cancelled = true;
+        self.complete(req.id, Ok(status));
+        true
     }
 
     /// Copy a whole message into request `id`'s buffer.
@@ -694,14 +913,15 @@ impl Endpoint {
         let from = self.peers[j as usize].rank;
         match CellKind::from_u32(cell.kind) {
             Some(CellKind::Inline) => {
-                self.arrive_data(from, cell.tag, &cell.payload[..cell.len as usize]);
+                let ack = Self::ack_of(j, cell);
+                self.arrive_data(from, cell.tag, &cell.payload[..cell.len as usize], ack);
             }
             Some(CellKind::Eager) => {
                 let slot = self.seg.staging_slot(j, self.me, cell.a);
                 // SAFETY: the sender filled `len` bytes of this slot before
                 // publishing the cell (ring SP1); it is ours until we free it.
                 let data = unsafe { std::slice::from_raw_parts(slot, cell.len as usize) };
-                self.arrive_data(from, cell.tag, data);
+                self.arrive_data(from, cell.tag, data, Self::ack_of(j, cell));
                 self.free_slot(j, cell.a);
             }
             Some(CellKind::Rts) => {
@@ -724,7 +944,7 @@ impl Endpoint {
                     ),
                 }
             }
-            Some(CellKind::Fin) => self.complete_sent(cell.a),
+            Some(CellKind::Fin | CellKind::Ack) => self.complete_sent(cell.a),
             Some(CellKind::CtsPipeline) => {
                 let (src, len) = match self.req_mut(cell.a) {
                     Some(r) => (r.buf.cast_const(), r.cap),
@@ -783,16 +1003,19 @@ impl Endpoint {
         (u64::from(r.generation) << 32) | u64::from(p.req)
     }
 
-    fn arrive_data(&mut self, from: u32, tag: u64, data: &[u8]) {
+    fn arrive_data(&mut self, from: u32, tag: u64, data: &[u8], ack: Option<Ack>) {
         match self.matcher.match_arrival(from, tag) {
             Some(p) => {
                 let id = self.posted_id(p);
+                self.acknowledge(ack);
                 let result = self.deliver(id, from, tag, data);
                 self.complete(id, result);
             }
-            None => self
-                .matcher
-                .push_unexpected(from, tag, Arrival::Data(data.to_vec())),
+            None => {
+                let bytes = data.to_vec();
+                self.matcher
+                    .push_unexpected(from, tag, Arrival::Data { bytes, ack });
+            }
         }
     }
 
@@ -848,22 +1071,52 @@ impl Endpoint {
         self.is_complete(req)
     }
 
-    fn is_complete(&mut self, req: &Request) -> bool {
-        self.req_mut(req.id).is_some_and(|r| r.result.is_some())
+    /// Whether `req` is complete, without progressing.
+    pub fn is_complete(&self, req: &Request) -> bool {
+        self.reqs
+            .get(req_index(req.id))
+            .and_then(Option::as_ref)
+            .is_some_and(|r| u64::from(r.generation) == req.id >> 32 && r.result.is_some())
+    }
+
+    /// One step of a waiting loop: progress once; when nothing happened,
+    /// back off one step (spin, then yield, then sleep on the futex until
+    /// a message arrives or the configured sleep ends). Returns whether
+    /// progress happened. A loop waiting for several requests (or for
+    /// something the engine does not know) calls this between its checks.
+    pub fn progress_or_back_off(&mut self, backoff: &mut Backoff) -> bool {
+        if self.progress() {
+            backoff.idle = 0;
+            return true;
+        }
+        backoff.idle += 1;
+        self.idle(&mut backoff.idle);
+        false
+    }
+
+    /// Wait until one of `reqs` completes (backing off while idle) and
+    /// return its index; the request stays to be waited for. `None` for
+    /// an empty slice.
+    pub fn wait_any(&mut self, reqs: &[&Request]) -> Option<usize> {
+        if reqs.is_empty() {
+            return None;
+        }
+        let mut backoff = Backoff::default();
+        loop {
+            if let Some(i) = reqs.iter().position(|r| self.is_complete(r)) {
+                return Some(i);
+            }
+            self.progress_or_back_off(&mut backoff);
+        }
     }
 
     /// Wait until `req` completes, then return its result. Waiting spins,
     /// then yields the core, then sleeps on the futex (woken by any
     /// message), so oversubscribed jobs keep moving.
     pub fn wait(&mut self, req: Request) -> Result<Completion, Error> {
-        let mut idle = 0u32;
+        let mut backoff = Backoff::default();
         while !self.is_complete(&req) {
-            if self.progress() {
-                idle = 0;
-                continue;
-            }
-            idle += 1;
-            self.idle(&mut idle);
+            self.progress_or_back_off(&mut backoff);
         }
         let id = req.id;
         let r = self.req_mut(id).expect("completed request exists");
@@ -923,10 +1176,135 @@ fn truncation(source: u32, tag: u64, incoming: usize, capacity: usize) -> Result
             capacity,
         })
     } else {
-        Ok(Status {
-            source,
-            tag,
-            len: incoming,
-        })
+        Ok(Status::new(source, tag, incoming))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! One-process endpoints talk to themselves through their own ring,
+    //! which exercises every path of matching, probing and cancelling.
+
+    use super::*;
+    use crate::bootstrap::Singleton;
+
+    fn endpoint() -> Endpoint {
+        Endpoint::new(Box::new(Singleton::default())).expect("one-process endpoint")
+    }
+
+    /// Sizes of the inline, eager and rendezvous protocols.
+    fn sizes(ep: &Endpoint) -> [usize; 4] {
+        let c = ep.config();
+        [0, c.inline_max, c.eager_max, c.eager_max * 4 + 3]
+    }
+
+    fn bytes(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+    }
+
+    #[test]
+    fn probe_reports_full_size_and_leaves_the_message() {
+        let mut ep = endpoint();
+        for (k, n) in sizes(&ep).into_iter().enumerate() {
+            let tag = 100 + k as u64;
+            let data = bytes(n, k as u8);
+            let s = ep.isend(0, tag, data.clone()).unwrap();
+            let st = ep.probe(Source::Any, TagMatch::exact(tag));
+            assert_eq!((st.source, st.tag, st.len), (0, tag, n));
+            // Probing again sees the same message.
+            assert_eq!(ep.iprobe(Source::Rank(0), TagMatch::any()), Some(st));
+            let r = ep
+                .irecv(Source::Rank(0), TagMatch::exact(tag), st.len)
+                .unwrap();
+            assert_eq!(ep.wait(r).unwrap().data.unwrap(), data);
+            ep.wait(s).unwrap();
+            assert_eq!(ep.iprobe(Source::Any, TagMatch::any()), None);
+        }
+    }
+
+    #[test]
+    fn matched_probe_takes_the_message_from_receives() {
+        let mut ep = endpoint();
+        for (k, n) in sizes(&ep).into_iter().enumerate() {
+            let data = bytes(n, 7 + k as u8);
+            let s = ep.isend(0, 5, data.clone()).unwrap();
+            let (st, msg) = ep.mprobe(Source::Any, TagMatch::exact(5));
+            assert_eq!(st.len, n);
+            // A receive posted now does not get the probed message.
+            let other = ep.irecv(Source::Any, TagMatch::exact(5), n).unwrap();
+            assert!(!ep.test(&other));
+            let got = ep.imrecv(msg, n);
+            assert_eq!(ep.wait(got).unwrap().data.unwrap(), data);
+            ep.wait(s).unwrap();
+            assert!(ep.cancel(&other));
+            assert!(ep.wait(other).unwrap().status.cancelled);
+        }
+        assert!(ep.improbe(Source::Any, TagMatch::any()).is_none());
+    }
+
+    #[test]
+    fn cancel_only_withdraws_an_unmatched_receive() {
+        let mut ep = endpoint();
+        let r = ep.irecv(Source::Any, TagMatch::exact(1), 8).unwrap();
+        assert!(ep.cancel(&r));
+        assert!(ep.test(&r));
+        let done = ep.wait(r).unwrap();
+        assert!(done.status.cancelled);
+        assert_eq!(done.status.len, 0);
+        // The message goes to the next receive, not the cancelled one.
+        ep.send(0, 1, b"abc").unwrap();
+        ep.probe(Source::Any, TagMatch::exact(1));
+        let r2 = ep.irecv(Source::Any, TagMatch::exact(1), 8).unwrap();
+        assert!(!ep.cancel(&r2), "matched at once");
+        let done = ep.wait(r2).unwrap();
+        assert!(!done.status.cancelled);
+        assert_eq!(done.data.unwrap(), b"abc");
+        // A send cannot be cancelled; it completes normally.
+        let big = ep.config().eager_max * 2;
+        let s = ep.isend(0, 2, bytes(big, 1)).unwrap();
+        assert!(!ep.cancel(&s));
+        let r3 = ep.irecv(Source::Any, TagMatch::exact(2), big).unwrap();
+        assert_eq!(ep.wait(r3).unwrap().data.unwrap(), bytes(big, 1));
+        assert!(!ep.wait(s).unwrap().status.cancelled);
+    }
+
+    #[test]
+    fn synchronous_send_completes_only_after_the_match() {
+        let mut ep = endpoint();
+        for n in sizes(&ep) {
+            let data = bytes(n, 3);
+            let s = ep.issend(0, 9, data.clone()).unwrap();
+            // Delivered, but unmatched: the send stays incomplete.
+            ep.probe(Source::Rank(0), TagMatch::exact(9));
+            for _ in 0..4 {
+                assert!(!ep.test(&s), "{n}-byte ssend completed before a match");
+            }
+            let r = ep.irecv(Source::Rank(0), TagMatch::exact(9), n).unwrap();
+            assert_eq!(ep.wait(r).unwrap().data.unwrap(), data);
+            let done = ep.wait(s).unwrap();
+            assert_eq!(done.status.len, n);
+        }
+        // A matched probe is a match too.
+        let s = ep.issend(0, 4, vec![1, 2, 3]).unwrap();
+        let (_, msg) = ep.mprobe(Source::Any, TagMatch::any());
+        ep.wait(s).unwrap();
+        let mut buf = [0u8; 3];
+        assert_eq!(ep.mrecv(msg, &mut buf).unwrap().len, 3);
+        assert_eq!(buf, [1, 2, 3]);
+    }
+
+    #[test]
+    fn wait_any_returns_a_completed_request() {
+        let mut ep = endpoint();
+        let a = ep.irecv(Source::Any, TagMatch::exact(1), 4).unwrap();
+        let b = ep.irecv(Source::Any, TagMatch::exact(2), 4).unwrap();
+        ep.send(0, 2, b"two").unwrap();
+        assert_eq!(ep.wait_any(&[&a, &b]), Some(1));
+        assert!(!ep.is_complete(&a));
+        assert_eq!(ep.wait(b).unwrap().data.unwrap(), b"two");
+        assert!(ep.cancel(&a));
+        assert_eq!(ep.wait_any(&[&a]), Some(0));
+        ep.wait(a).unwrap();
+        assert_eq!(ep.wait_any(&[]), None);
     }
 }

@@ -28,7 +28,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 80;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -122,9 +122,12 @@ pub struct StagingHeader {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CellKind {
-    /// A whole message in `payload[..len]`.
+    /// A whole message in `payload[..len]`. `c`: for a synchronous send,
+    /// the sender's request plus one (acknowledge with [`Ack`](Self::Ack)
+    /// when the message matches a receive); 0 for a standard send.
     Inline = 1,
-    /// A whole message in staging slot `a`, `len` bytes.
+    /// A whole message in staging slot `a`, `len` bytes. `c` as for
+    /// [`Inline`](Self::Inline).
     Eager = 2,
     /// Request to send `size` bytes: sender request `a`, buffer address `b`
     /// in process `c` (pid).
@@ -135,6 +138,9 @@ pub enum CellKind {
     CtsPipeline = 5,
     /// Bytes `b..b+len` of receiver request `a`, in staging slot `c`.
     Chunk = 6,
+    /// The synchronous inline or eager send of sender request `a` matched
+    /// a receive (a rendezvous needs none: its FIN implies the match).
+    Ack = 7,
 }
 
 impl CellKind {
@@ -147,6 +153,7 @@ impl CellKind {
             4 => Self::Fin,
             5 => Self::CtsPipeline,
             6 => Self::Chunk,
+            7 => Self::Ack,
             _ => return None,
         })
     }

@@ -35,7 +35,7 @@ pub mod sync;
 mod sys;
 
 pub use config::{CmaMode, Config};
-pub use endpoint::{Completion, Endpoint, Request, Status};
+pub use endpoint::{Backoff, Completion, Endpoint, Message, Request, Status};
 pub use error::{Error, InitError};
 pub use matching::{Source, TagMatch};
 

@@ -117,6 +117,35 @@ impl<U> Matcher<U> {
             .position(|(s, t, _)| source.accepts(*s) && tag.accepts(*t))
     }
 
+    /// The oldest unexpected message accepted by (source, tag), left in
+    /// the queue (a probe).
+    pub(crate) fn peek_unexpected(&self, source: Source, tag: TagMatch) -> Option<&(u32, u64, U)> {
+        self.unexpected.get(self.peek(source, tag)?)
+    }
+
+    /// The oldest unexpected message accepted by (source, tag), removed
+    /// from the queue (a matched probe: no receive can match it any more).
+    pub(crate) fn take_unexpected(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+    ) -> Option<(u32, u64, U)> {
+        let i = self.peek(source, tag)?;
+        self.unexpected.remove(i)
+    }
+
+    /// Withdraw the posted receive of request `req`. Returns false when it
+    /// is not waiting any more (it matched, or was never posted).
+    pub(crate) fn cancel(&mut self, req: u32) -> bool {
+        match self.posted.iter().position(|p| p.req == req) {
+            Some(i) => {
+                self.posted.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Posted receives still waiting.
     #[cfg(test)]
     pub(crate) fn posted_len(&self) -> usize {
@@ -167,6 +196,52 @@ mod tests {
         assert_eq!(m.match_arrival(2, 7).unwrap().req, 3);
         assert_eq!(m.match_arrival(2, 7).unwrap().req, 4);
         assert!(m.match_arrival(2, 7).is_none());
+        assert_eq!(m.posted_len(), 0);
+    }
+
+    #[test]
+    fn probes_see_and_take_the_oldest_match() {
+        let mut m = Matcher::<&str>::default();
+        m.push_unexpected(1, 10, "a");
+        m.push_unexpected(2, 10, "b");
+        m.push_unexpected(2, 11, "c");
+        let ten = TagMatch::exact(10);
+        assert_eq!(m.peek_unexpected(Source::Any, ten).unwrap().2, "a");
+        assert_eq!(m.peek_unexpected(Source::Any, ten).unwrap().2, "a");
+        assert_eq!(
+            m.take_unexpected(Source::Rank(2), TagMatch::any())
+                .unwrap()
+                .2,
+            "b"
+        );
+        assert_eq!(m.take_unexpected(Source::Any, ten).unwrap().2, "a");
+        assert!(m.take_unexpected(Source::Any, ten).is_none());
+        // A taken message is gone for receives too.
+        let any = Posted {
+            req: 0,
+            source: Source::Any,
+            tag: TagMatch::any(),
+        };
+        assert_eq!(m.post(any).unwrap().2, "c");
+        assert!(m.peek_unexpected(Source::Any, TagMatch::any()).is_none());
+    }
+
+    #[test]
+    fn cancel_withdraws_only_a_waiting_receive() {
+        let mut m = Matcher::<&str>::default();
+        let post = |req, source| Posted {
+            req,
+            source,
+            tag: TagMatch::any(),
+        };
+        assert!(m.post(post(1, Source::Any)).is_none());
+        assert!(m.post(post(2, Source::Rank(3))).is_none());
+        assert!(m.cancel(1));
+        assert!(!m.cancel(1), "already withdrawn");
+        // The arrival goes to the receive still posted, not the cancelled one.
+        assert_eq!(m.match_arrival(3, 5).unwrap().req, 2);
+        assert!(!m.cancel(2), "already matched");
+        assert!(m.match_arrival(3, 5).is_none());
         assert_eq!(m.posted_len(), 0);
     }
 }

@@ -6,6 +6,8 @@
 //! and wildcard sources), `ordering` (non-overtaking across protocols,
 //! wildcards, tag masks), `errors` (truncation, invalid peers),
 //! `nodes` (with `--ppn`: cross-node sends are refused with a typed error),
+//! `probes` (synchronous sends complete only after the match; probes and
+//! matched probes from any source; cancel of a posted receive),
 //! `die` (rank 1 is killed while the others wait for it).
 
 use std::process::ExitCode;
@@ -181,6 +183,63 @@ fn ordering(ep: &mut Endpoint) -> Res {
     Ok(())
 }
 
+/// Every rank but 0 sends rank 0 a synchronous message of each protocol.
+/// Rank 0 probes until all have arrived, then lets the senders check that
+/// none of their sends completed (nothing matched yet), then takes the
+/// messages with matched probes from any source and receives them.
+fn probes(ep: &mut Endpoint) -> Res {
+    const SIZES: [usize; 4] = [0, 80, 16384, (1 << 20) + 3];
+    const PROBED: u64 = 1000;
+    const CHECKED: u64 = 1001;
+    let (me, n) = (ep.rank(), ep.size());
+    if me != 0 {
+        let mut sends = Vec::new();
+        for (k, &size) in SIZES.iter().enumerate() {
+            sends.push(ep.issend(0, k as u64, expected(me, size))?);
+        }
+        ep.recv(Source::Rank(0), TagMatch::exact(PROBED), &mut [0u8; 0])?;
+        for (s, size) in sends.iter().zip(SIZES) {
+            ensure(!ep.test(s), || {
+                format!("{size}-byte synchronous send completed before its match")
+            })?;
+        }
+        ep.send(0, CHECKED, &[])?;
+        for s in sends {
+            ep.wait(s)?;
+        }
+        return Ok(());
+    }
+    for src in 1..n {
+        for (k, &size) in SIZES.iter().enumerate() {
+            let st = ep.probe(Source::Rank(src), TagMatch::exact(k as u64));
+            ensure(st.source == src && st.len == size, || {
+                format!("probe from {src}: {st:?}, expected {size} bytes")
+            })?;
+        }
+        ep.send(src, PROBED, &[])?;
+    }
+    for src in 1..n {
+        ep.recv(Source::Rank(src), TagMatch::exact(CHECKED), &mut [0u8; 0])?;
+    }
+    for _ in 0..(n - 1) as usize * SIZES.len() {
+        let (st, msg) = ep.mprobe(Source::Any, TagMatch::any());
+        let size = SIZES[st.tag as usize];
+        ensure(st.len == size, || format!("mprobe: {st:?}"))?;
+        let mut buf = vec![0u8; st.len];
+        ep.mrecv(msg, &mut buf)?;
+        ensure(buf == expected(st.source, size), || {
+            format!("{size} bytes from {} corrupted", st.source)
+        })?;
+    }
+    ensure(ep.iprobe(Source::Any, TagMatch::any()).is_none(), || {
+        "a message too many".into()
+    })?;
+    let r = ep.irecv(Source::Any, TagMatch::any(), 8)?;
+    ensure(ep.cancel(&r), || "cancel of a posted receive failed".into())?;
+    ensure(ep.wait(r)?.status.cancelled, || "not cancelled".into())?;
+    Ok(())
+}
+
 fn errors(ep: &mut Endpoint) -> Res {
     let (me, n) = (ep.rank(), ep.size());
     let bad = ep.isend(n, 0, vec![1]);
@@ -269,6 +328,7 @@ fn main() -> ExitCode {
             "ordering" => ordering(&mut ep)?,
             "errors" => errors(&mut ep)?,
             "nodes" => nodes(&mut ep)?,
+            "probes" => probes(&mut ep)?,
             "die" => die(&mut ep)?,
             other => return Err(format!("unknown case {other:?}").into()),
         }

@@ -79,6 +79,15 @@ fn wildcards_masks_and_non_overtaking_order() {
 }
 
 #[test]
+fn synchronous_sends_probes_and_cancel() {
+    for cma in [Cma::Auto, Cma::Off] {
+        for n in [2, 4] {
+            check("probes", n, cma);
+        }
+    }
+}
+
+#[test]
 fn truncation_and_invalid_peers_are_typed_errors() {
     for cma in [Cma::Auto, Cma::Off] {
         for n in [2, 3] {

@@ -23,6 +23,7 @@ const PROGRAMS: &[&str] = &[
     "sessions",
     "sessions_mixed",
     "unsupported",
+    "p2pmore",
 ];
 
 fn prefix() -> PathBuf {

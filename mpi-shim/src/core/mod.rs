@@ -38,6 +38,7 @@
 //! fence: it is failing, and its launcher ends the job; so does a process
 //! that exits from inside an MPI call (an abort), which holds the lock.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
@@ -49,6 +50,7 @@ use crate::abi::{self, MPI_Errhandler};
 pub mod datatype;
 pub mod group;
 pub mod info;
+pub mod request;
 pub mod session;
 pub mod table;
 
@@ -176,6 +178,8 @@ impl Comm {
 }
 
 /// A request in flight, or one that completed at once (`MPI_PROC_NULL`).
+/// Completion (MPI-4.0 §3.7): [`Runtime::req_done`] tests, and
+/// [`Runtime::wait_req`] waits and returns the status.
 #[derive(Debug)]
 pub enum Req {
     Engine {
@@ -189,6 +193,10 @@ pub enum Req {
         staged: Option<Staged>,
     },
     Done(abi::MPI_Status),
+    /// A persistent request (MPI-4.0 §3.9), active or not.
+    Persistent(request::Persistent),
+    /// A generalized request (MPI-4.0 §13.2).
+    Generalized(request::Generalized),
 }
 
 /// The packed copy of a non-contiguous message.
@@ -219,6 +227,13 @@ pub struct Runtime {
     comms: Vec<Option<Comm>>,
     reqs: Vec<Option<Req>>,
     free_reqs: Vec<usize>,
+    /// Requests freed by `MPI_Request_free` while active: completed (and
+    /// dropped) as they finish.
+    detached: Vec<Req>,
+    /// Messages taken by matched probes.
+    pub messages: table::Table<request::Matched>,
+    /// The buffer of buffered sends, when attached.
+    pub bsend: Option<request::Attached>,
     /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
     pub groups: table::Table<group::Group>,
     /// The smallest context id this process has not seen in use.
@@ -252,6 +267,9 @@ impl Runtime {
             comms: vec![None, None],
             reqs: Vec::new(),
             free_reqs: Vec::new(),
+            detached: Vec::new(),
+            messages: table::Table::new(0),
+            bsend: None,
             groups: {
                 let mut g = table::Table::new(1);
                 g.set(0, group::Group::default());
@@ -343,7 +361,10 @@ impl Runtime {
         Ok(())
     }
 
+    /// Store a request; its slot. Freed requests that finished meanwhile
+    /// are completed first.
     pub fn add_req(&mut self, r: Req) -> usize {
+        self.reap_detached();
         if let Some(i) = self.free_reqs.pop() {
             self.reqs[i] = Some(r);
             i
@@ -353,72 +374,384 @@ impl Runtime {
         }
     }
 
+    /// Take request `i` out of its slot, freeing the slot.
     pub fn take_req(&mut self, i: usize) -> MpiResult<Req> {
         let r = self
             .reqs
             .get_mut(i)
             .and_then(Option::take)
-            .ok_or_else(|| MpiError::new(abi::MPI_ERR_REQUEST, "invalid request"))?;
+            .ok_or_else(invalid_request)?;
         self.free_reqs.push(i);
         Ok(r)
     }
 
-    /// Whether request `i` has completed (progressing the engine once).
-    pub fn req_done(&mut self, i: usize) -> MpiResult<bool> {
+    /// Put request `i` back after [`take_req`](Self::take_req): persistent
+    /// and generalized requests outlive some of the calls that take them.
+    fn restore_req(&mut self, i: usize, r: Req) {
+        self.free_reqs.retain(|&f| f != i);
+        self.reqs[i] = Some(r);
+    }
+
+    /// Whether slot `i` holds a request.
+    pub fn req_exists(&self, i: usize) -> bool {
+        matches!(self.reqs.get(i), Some(Some(_)))
+    }
+
+    /// Whether request `i` is persistent (its handle survives completion).
+    pub fn is_persistent(&self, i: usize) -> bool {
+        matches!(self.reqs.get(i), Some(Some(Req::Persistent(_))))
+    }
+
+    /// Whether request `i` is active: every request but an inactive
+    /// persistent one (MPI-4.0 §3.7.5 ignores inactive ones).
+    pub fn is_active(&self, i: usize) -> MpiResult<bool> {
         match self.reqs.get(i).and_then(Option::as_ref) {
-            Some(Req::Done(_)) => Ok(true),
-            Some(Req::Engine { req, .. }) => Ok(self.ep.test(req)),
-            None => Err(MpiError::new(abi::MPI_ERR_REQUEST, "invalid request")),
+            Some(Req::Persistent(p)) => Ok(p.active.is_some()),
+            Some(_) => Ok(true),
+            None => Err(invalid_request()),
         }
     }
 
-    /// Wait for request `i`, release it and return its status.
+    /// Whether request `i` has completed (progressing the engine once).
+    /// An inactive persistent request counts as complete.
+    pub fn req_done(&mut self, i: usize) -> MpiResult<bool> {
+        self.ep.progress();
+        match self.reqs.get(i).and_then(Option::as_ref) {
+            Some(r) => Ok(is_ready(&self.ep, r)),
+            None => Err(invalid_request()),
+        }
+    }
+
+    /// Wait for request `i` and return its status. The request is freed,
+    /// except a persistent one, which becomes inactive (waiting on an
+    /// inactive one returns the empty status at once, MPI-4.0 §3.9).
     pub fn wait_req(&mut self, i: usize) -> MpiResult<abi::MPI_Status> {
         match self.take_req(i)? {
-            Req::Done(st) => Ok(st),
+            Req::Persistent(mut p) => {
+                let res = match p.active.take() {
+                    Some(round) => self.finish(*round),
+                    None => Ok(request::empty_status()),
+                };
+                self.restore_req(i, Req::Persistent(p));
+                res
+            }
+            Req::Generalized(g) => self.finish_generalized(i, g),
+            r => self.finish(r),
+        }
+    }
+
+    /// Wait for a request taken out of the table that is neither
+    /// persistent nor generalized (those two live on in their slot): a
+    /// plain request, or a round of a persistent one.
+    fn finish(&mut self, r: Req) -> MpiResult<abi::MPI_Status> {
+        match r {
+            Req::Done(st) => done_result(st),
+            Req::Engine { req, comm, staged } => self.finish_engine(req, comm, staged),
+            Req::Persistent(_) | Req::Generalized(_) => Err(MpiError::new(
+                abi::MPI_ERR_INTERN,
+                format!("a request finished out of its slot: {r:?}"),
+            )),
+        }
+    }
+
+    /// Wait for an engine request; unpack a non-contiguous receive.
+    fn finish_engine(
+        &mut self,
+        req: shm_engine::Request,
+        comm: usize,
+        staged: Option<Staged>,
+    ) -> MpiResult<abi::MPI_Status> {
+        let res = self.ep.wait(req);
+        if let (Ok(done), Some(Staged::Recv(u))) = (&res, &staged) {
+            // SAFETY: the receive's elements stay valid until its
+            // request completes (MPI contract); this is completion.
+            unsafe { u.dt.unpack(&u.packed[..done.status.len], u.count, u.dst) };
+        }
+        let c = self.comm(comm)?;
+        let rank_of = |source: u32| c.rank_of.get(&source).copied();
+        let res = match res {
+            Ok(done) if done.status.cancelled => {
+                let mut st = request::empty_status();
+                request::set_cancelled(&mut st, true);
+                Ok(st)
+            }
+            Ok(done) => Ok(abi::MPI_Status::new(
+                rank_of(done.status.source).unwrap_or(abi::MPI_ANY_SOURCE),
+                done.status.tag as u32 as i32,
+                done.status.len,
+            )),
+            Err(shm_engine::Error::Truncated {
+                source,
+                tag,
+                incoming,
+                capacity,
+            }) => Err(MpiError::new(
+                abi::MPI_ERR_TRUNCATE,
+                format!(
+                    "message of {incoming} bytes from rank {} (tag {}) truncated to the {capacity}-byte receive buffer",
+                    rank_of(source).unwrap_or(-1),
+                    tag as u32 as i32
+                ),
+            )),
+            Err(e) => Err(e.into()),
+        };
+        res.map_err(|e: MpiError| e.on(comm))
+    }
+
+    /// Complete a generalized request: its query, then its free callback
+    /// (MPI-4.0 §13.2). One the application has not completed cannot be
+    /// waited for: no other MPI call can run meanwhile (the library is
+    /// `MPI_THREAD_SERIALIZED`), so the wait would never end.
+    fn finish_generalized(
+        &mut self,
+        i: usize,
+        mut g: request::Generalized,
+    ) -> MpiResult<abi::MPI_Status> {
+        if !g.complete {
+            self.restore_req(i, Req::Generalized(g));
+            return Err(MpiError::new(
+                abi::MPI_ERR_REQUEST,
+                "waiting for a generalized request that is not complete would never return: call MPI_Grequest_complete first",
+            ));
+        }
+        let mut st = request::empty_status();
+        let query = run_callback(self, || (g.query)(&mut st));
+        let free = run_callback(self, || (g.free)());
+        request::callback_result(query, "query")?;
+        request::callback_result(free, "free")?;
+        Ok(st)
+    }
+
+    /// The status of request `i` if it is complete, without freeing it or
+    /// making it inactive (`MPI_Request_get_status`, MPI-4.0 §3.7.6).
+    pub fn req_status(&mut self, i: usize) -> MpiResult<Option<abi::MPI_Status>> {
+        self.ep.progress();
+        let r = self.take_req(i)?;
+        let (r, st) = self.settle(r);
+        self.restore_req(i, r);
+        match st {
+            Some(st) if st.MPI_ERROR != abi::MPI_SUCCESS => done_result(st).map(Some),
+            st => Ok(st),
+        }
+    }
+
+    /// A completed request's status, and the request to keep in its place
+    /// (a finished engine request becomes `Done` with its status).
+    fn settle(&mut self, r: Req) -> (Req, Option<abi::MPI_Status>) {
+        match r {
+            Req::Done(st) => (r, Some(st)),
+            Req::Engine { ref req, .. } if !self.ep.is_complete(req) => (r, None),
             Req::Engine { req, comm, staged } => {
-                let res = self.ep.wait(req);
-                if let (Ok(done), Some(Staged::Recv(u))) = (&res, &staged) {
-                    // SAFETY: the receive's elements stay valid until its
-                    // request completes (MPI contract); this is completion.
-                    unsafe { u.dt.unpack(&u.packed[..done.status.len], u.count, u.dst) };
+                let st = self
+                    .finish_engine(req, comm, staged)
+                    .unwrap_or_else(|e| error_status(e.class));
+                (Req::Done(st), Some(st))
+            }
+            Req::Persistent(mut p) => match p.active.take() {
+                None => (Req::Persistent(p), Some(request::empty_status())),
+                Some(round) => {
+                    let (round, st) = self.settle(*round);
+                    p.active = Some(Box::new(round));
+                    (Req::Persistent(p), st)
                 }
-                let c = self.comm(comm)?;
-                let status_of = |source: u32, tag: u64, len: usize| {
-                    abi::MPI_Status::new(
-                        c.rank_of
-                            .get(&source)
-                            .copied()
-                            .unwrap_or(abi::MPI_ANY_SOURCE),
-                        tag as u32 as i32,
-                        len,
-                    )
+            },
+            Req::Generalized(mut g) if g.complete => {
+                let mut st = request::empty_status();
+                let rc = run_callback(self, || (g.query)(&mut st));
+                if rc != abi::MPI_SUCCESS {
+                    st.MPI_ERROR = rc;
+                }
+                (Req::Generalized(g), Some(st))
+            }
+            Req::Generalized(_) => (r, None),
+        }
+    }
+
+    /// Start a round of persistent request `i` (`MPI_Start`, MPI-4.0 §3.9).
+    pub fn start_req(&mut self, i: usize) -> MpiResult<()> {
+        let mut p = match self.take_req(i)? {
+            Req::Persistent(p) if p.active.is_none() => p,
+            other => {
+                let why = if matches!(other, Req::Persistent(_)) {
+                    "the persistent request is already active"
+                } else {
+                    "not a persistent request"
                 };
-                let res = match res {
-                    Ok(done) => Ok(status_of(
-                        done.status.source,
-                        done.status.tag,
-                        done.status.len,
-                    )),
-                    Err(shm_engine::Error::Truncated {
-                        source,
-                        tag,
-                        incoming,
-                        capacity,
-                    }) => Err(MpiError::new(
-                        abi::MPI_ERR_TRUNCATE,
-                        format!(
-                            "message of {incoming} bytes from rank {} (tag {}) truncated to the {capacity}-byte receive buffer",
-                            c.rank_of.get(&source).copied().unwrap_or(-1),
-                            tag as u32 as i32
-                        ),
-                    )),
-                    Err(e) => Err(e.into()),
+                self.restore_req(i, other);
+                return Err(MpiError::new(abi::MPI_ERR_REQUEST, why));
+            }
+        };
+        let res = (p.start)(self).map(|round| p.active = Some(Box::new(round)));
+        self.restore_req(i, Req::Persistent(p));
+        res
+    }
+
+    /// Try to cancel request `i` (`MPI_Cancel`, MPI-4.0 §3.8.4): a receive
+    /// that has not matched completes as cancelled; a send, or a receive
+    /// that matched, completes normally; a generalized request's cancel
+    /// callback is told whether it completed.
+    pub fn cancel_req(&mut self, i: usize) -> MpiResult<()> {
+        let ep = &mut self.ep;
+        match self.reqs.get_mut(i).and_then(Option::as_mut) {
+            None => Err(invalid_request()),
+            Some(Req::Engine { req, .. }) => {
+                ep.cancel(req);
+                Ok(())
+            }
+            Some(Req::Done(_)) => Ok(()),
+            Some(Req::Persistent(p)) => match p.active.as_deref() {
+                Some(Req::Engine { req, .. }) => {
+                    ep.cancel(req);
+                    Ok(())
+                }
+                Some(_) => Ok(()),
+                None => Err(MpiError::new(
+                    abi::MPI_ERR_REQUEST,
+                    "cannot cancel an inactive persistent request",
+                )),
+            },
+            Some(Req::Generalized(_)) => {
+                let Ok(Req::Generalized(mut g)) = self.take_req(i) else {
+                    return Err(invalid_request());
                 };
-                res.map_err(|e: MpiError| e.on(comm))
+                let complete = g.complete;
+                let rc = run_callback(self, || (g.cancel)(complete));
+                self.restore_req(i, Req::Generalized(g));
+                request::callback_result(rc, "cancel")
             }
         }
     }
+
+    /// Free request `i` (`MPI_Request_free`, MPI-4.0 §3.7.3): an active
+    /// operation still completes, unobserved; a generalized request is
+    /// freed (its free callback called) once it is complete.
+    pub fn free_req(&mut self, i: usize) -> MpiResult<()> {
+        match self.take_req(i)? {
+            Req::Generalized(mut g) if g.complete => {
+                let rc = run_callback(self, || (g.free)());
+                request::callback_result(rc, "free")
+            }
+            Req::Generalized(mut g) => {
+                g.freed = true;
+                self.restore_req(i, Req::Generalized(g));
+                Ok(())
+            }
+            r => {
+                self.detached.push(r);
+                self.reap_detached();
+                Ok(())
+            }
+        }
+    }
+
+    /// `MPI_Grequest_complete`: mark generalized request `i` complete; if
+    /// the application freed it already, free it now.
+    pub fn complete_generalized(&mut self, i: usize) -> MpiResult<()> {
+        let freed = match self.reqs.get_mut(i).and_then(Option::as_mut) {
+            Some(Req::Generalized(g)) if !g.complete => {
+                g.complete = true;
+                g.freed
+            }
+            Some(Req::Generalized(_)) => {
+                return Err(MpiError::new(
+                    abi::MPI_ERR_REQUEST,
+                    "the generalized request is already complete",
+                ));
+            }
+            _ => {
+                return Err(MpiError::new(
+                    abi::MPI_ERR_REQUEST,
+                    "not a generalized request",
+                ));
+            }
+        };
+        match freed.then(|| self.take_req(i)).transpose()? {
+            Some(Req::Generalized(mut g)) => {
+                let rc = run_callback(self, || (g.free)());
+                request::callback_result(rc, "free")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Before `MPI_Finalize`: deliver the buffered messages (finalizing
+    /// detaches the buffer, MPI-4.0 §3.6.1) and finish the requests the
+    /// application freed while active. A freed receive that never matched
+    /// is cancelled rather than waited for.
+    pub fn complete_pending(&mut self) -> MpiResult<()> {
+        if let Some(attached) = self.bsend.take() {
+            attached.drain(&mut self.ep)?;
+        }
+        for r in &self.detached {
+            let round = match r {
+                Req::Persistent(p) => p.active.as_deref(),
+                r => Some(r),
+            };
+            if let Some(Req::Engine { req, .. }) = round {
+                self.ep.cancel(req);
+            }
+        }
+        let mut backoff = shm_engine::Backoff::default();
+        loop {
+            self.reap_detached();
+            if self.detached.is_empty() {
+                return Ok(());
+            }
+            self.ep.progress_or_back_off(&mut backoff);
+        }
+    }
+
+    /// Complete the freed requests that have finished. Their errors have
+    /// nobody to go to (MPI-4.0 §3.7.3: a freed request's outcome is
+    /// learnt by other means).
+    fn reap_detached(&mut self) {
+        if self.detached.is_empty() {
+            return;
+        }
+        for r in std::mem::take(&mut self.detached) {
+            if !is_ready(&self.ep, &r) {
+                self.detached.push(r);
+                continue;
+            }
+            let round = match r {
+                Req::Persistent(mut p) => p.active.take().map(|b| *b),
+                r => Some(r),
+            };
+            if let Some(round) = round {
+                let _unobserved = self.finish(round);
+            }
+        }
+    }
+}
+
+fn invalid_request() -> MpiError {
+    MpiError::new(abi::MPI_ERR_REQUEST, "invalid request")
+}
+
+/// Whether a request is complete, without progressing.
+fn is_ready(ep: &Endpoint, r: &Req) -> bool {
+    match r {
+        Req::Done(_) => true,
+        Req::Engine { req, .. } => ep.is_complete(req),
+        Req::Persistent(p) => p.active.as_deref().is_none_or(|a| is_ready(ep, a)),
+        Req::Generalized(g) => g.complete,
+    }
+}
+
+/// A finished request's result: its error, if its status records one.
+fn done_result(st: abi::MPI_Status) -> MpiResult<abi::MPI_Status> {
+    if st.MPI_ERROR == abi::MPI_SUCCESS {
+        Ok(st)
+    } else {
+        Err(MpiError::new(st.MPI_ERROR, "the request failed"))
+    }
+}
+
+/// The empty status with an error class.
+fn error_status(class: i32) -> abi::MPI_Status {
+    let mut st = request::empty_status();
+    st.MPI_ERROR = class;
+    st
 }
 
 /// Where the world model is: `MPI_Initialized` is true from `Running`
@@ -486,6 +819,36 @@ pub fn try_state() -> Option<StateGuard> {
         Err(std::sync::TryLockError::Poisoned(p)) => Some(StateGuard(p.into_inner())),
         Err(std::sync::TryLockError::WouldBlock) => None,
     }
+}
+
+thread_local! {
+    /// The runtime of the library call this thread is in while it runs
+    /// application code (see [`run_callback`]); null otherwise.
+    static CALLBACK_RUNTIME: Cell<*mut Runtime> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Run application code (a generalized request's callback) from inside a
+/// library call. The code may make MPI calls: on this thread they use
+/// `rt` ([`callback_runtime`]) instead of taking the library lock, which
+/// this thread holds (MPI-4.0 §13.2's examples call MPI from callbacks).
+pub fn run_callback<T>(rt: &mut Runtime, f: impl FnOnce() -> T) -> T {
+    /// Puts the outer value back, also if `f` unwinds.
+    struct Restore(*mut Runtime);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CALLBACK_RUNTIME.set(self.0);
+        }
+    }
+    let _restore = Restore(CALLBACK_RUNTIME.replace(rt));
+    f()
+}
+
+/// The runtime [`run_callback`] lent to application code running on this
+/// thread, if any. Only this thread's MPI calls may use it, and only
+/// until the callback returns.
+pub fn callback_runtime() -> Option<*mut Runtime> {
+    let rt = CALLBACK_RUNTIME.get();
+    (!rt.is_null()).then_some(rt)
 }
 
 /// The locked library state.

@@ -254,6 +254,8 @@ impl Runtime {
                 "the world model is not initialized",
             ));
         };
+        // Buffered sends and requests freed while active finish first.
+        self.complete_pending()?;
         crate::coll::barrier(self, WORLD)?;
         self.comms[WORLD] = None;
         self.comms[SELF] = None;

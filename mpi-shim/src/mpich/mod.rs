@@ -44,6 +44,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     session::PROTOTYPES,
     types::PROTOTYPES,
     p2p::PROTOTYPES,
+    p2p::requests::PROTOTYPES,
     coll::PROTOTYPES,
     interop::PROTOTYPES,
     unsupported::PROTOTYPES,
@@ -97,6 +98,18 @@ pub(crate) fn call(
     comm: MPI_Comm,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
+    if let Some(rt) = core::callback_runtime() {
+        // SAFETY: an application callback is running on this thread, and
+        // the library call that runs it lent it the runtime
+        // (`core::run_callback`): that call holds the lock and does not use
+        // the runtime until the callback returns, so this reference is the
+        // only one in use.
+        let rt = unsafe { &mut *rt };
+        return match f(rt) {
+            Ok(()) => abi::MPI_SUCCESS,
+            Err(e) => raise(rt, name, comm, e),
+        };
+    }
     let mut state = core::state();
     let rt = running(&mut state, name);
     match f(rt) {

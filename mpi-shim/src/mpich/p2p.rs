@@ -1,23 +1,64 @@
-//! Point-to-point communication and request completion.
+//! Point-to-point communication (MPI-4.0 chapter 3): the four send modes,
+//! receives, probes and matched probes, buffered sends and their attached
+//! buffer, persistent requests. Request completion lives in
+//! [`requests`].
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+use shm_engine::{Source, TagMatch};
+
 use super::*;
+use crate::abi::MPI_Message;
+use crate::core::request::{self, Attached, Matched, Persistent};
+
+pub(super) mod requests;
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
+    "int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
+    "int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
+    "int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
     "int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
-    "int MPI_Wait(MPI_Request *request, MPI_Status *status)",
-    "int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)",
-    "int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])",
+    "int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
+    "int MPI_Buffer_attach(void *buffer, int size)",
+    "int MPI_Buffer_detach(void *buffer_addr, int *size)",
+    "int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)",
+    "int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)",
+    "int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)",
+    "int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status)",
+    "int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)",
+    "int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)",
+    "int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)",
 ];
 
 // ---------------------------------------------------------------------
-// Point-to-point.
+// Sends (MPI-4.0 §3.2, §3.4, §3.7.2).
+
+/// The send modes of MPI-4.0 §3.4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// The engine picks: inline/eager complete at once, rendezvous at FIN.
+    Standard,
+    /// Copied into the attached buffer; complete at once (§3.6).
+    Buffered,
+    /// Complete once the receiver matched the message.
+    Synchronous,
+    /// A receive is promised to be posted; a standard send is a correct
+    /// implementation (§3.4: "a ready send ... can be replaced by a
+    /// standard send with no effect on the behavior").
+    Ready,
+}
 
 /// Checked arguments of a send: the destination's job rank (None for
 /// `MPI_PROC_NULL`), the engine tag and the buffer.
@@ -39,28 +80,9 @@ unsafe fn send_args(
     Ok((to, Comm::tag(c.ctx, tag), ub))
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Send(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Send", comm, |rt| {
-        // SAFETY: forwarded from the caller.
-        let (to, tag, ub) = unsafe { send_args(rt, buf, count, datatype, dest, tag, comm)? };
-        if let Some(to) = to {
-            // SAFETY: the send buffer is readable (MPI contract).
-            rt.ep.send(to, tag, &unsafe { ub.data() })?;
-        }
-        Ok(())
-    })
-}
-
-/// Start sending `ub` to `to`: straight from the user's memory when it is
-/// contiguous, from a packed copy the request keeps otherwise.
+/// Start sending `ub` to `to` in `mode`: straight from the user's memory
+/// when it is contiguous, from a packed copy the request keeps otherwise;
+/// a buffered send copies into the attached buffer and is done at once.
 ///
 /// # Safety
 /// The buffer stays readable and unchanged until the request completes.
@@ -70,23 +92,201 @@ unsafe fn start_send(
     tag: u64,
     ub: &UserBuf,
     comm: usize,
+    mode: Mode,
 ) -> MpiResult<Req> {
     // SAFETY: forwarded from the caller.
-    let (req, staged) = match unsafe { ub.data() } {
-        // SAFETY: MPI forbids touching the buffer until the request
-        // completes, so it outlives the engine request.
-        Cow::Borrowed(data) => (
-            unsafe { rt.ep.isend_raw(to, tag, data.as_ptr(), data.len())? },
-            None,
-        ),
-        Cow::Owned(packed) => {
-            // SAFETY: the Vec's heap storage moves into the request and
-            // stays put until the request completes.
-            let req = unsafe { rt.ep.isend_raw(to, tag, packed.as_ptr(), packed.len())? };
-            (req, Some(Staged::Send(packed)))
+    let data = unsafe { ub.data() };
+    if mode == Mode::Buffered {
+        let attached = rt.bsend.as_mut().ok_or_else(|| {
+            err(
+                abi::MPI_ERR_BUFFER,
+                "buffered send without an attached buffer",
+            )
+        })?;
+        attached.send(&mut rt.ep, to, tag, &data)?;
+        return Ok(Req::Done(empty_status()));
+    }
+    let (ptr, len) = (data.as_ptr(), data.len());
+    // SAFETY: MPI forbids touching the buffer until the request completes,
+    // so it outlives the engine request; a packed copy moves into the
+    // request below and its heap storage stays put until then.
+    let req = unsafe {
+        if mode == Mode::Synchronous {
+            rt.ep.issend_raw(to, tag, ptr, len)?
+        } else {
+            rt.ep.isend_raw(to, tag, ptr, len)?
         }
     };
+    let staged = match data {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(packed) => Some(Staged::Send(packed)),
+    };
     Ok(Req::Engine { req, comm, staged })
+}
+
+/// The request of a send in `mode`; a completed one to `MPI_PROC_NULL`.
+///
+/// # Safety
+/// As for [`start_send`]; the arguments are a send's (MPI contract).
+#[allow(clippy::too_many_arguments)]
+unsafe fn isend_in(
+    rt: &mut Runtime,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> MpiResult<Req> {
+    // SAFETY: forwarded from the caller.
+    let (to, tag, ub) = unsafe { send_args(rt, buf, count, dt, dest, tag, comm)? };
+    match to {
+        // SAFETY: forwarded from the caller.
+        Some(to) => unsafe { start_send(rt, to, tag, &ub, comm_slot(comm)?, mode) },
+        None => Ok(Req::Done(empty_status())),
+    }
+}
+
+/// A blocking send in `mode`: start it and wait for it.
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_in(
+    name: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> c_int {
+    call(name, comm, |rt| {
+        // SAFETY: the buffer outlives the request: we wait for it here.
+        let r = unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode)? };
+        let i = rt.add_req(r);
+        rt.wait_req(i).map(drop)
+    })
+}
+
+/// A nonblocking send in `mode`: its request goes to `request`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn nonblocking_send_in(
+    name: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    mode: Mode,
+) -> c_int {
+    call(name, comm, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
+        // SAFETY: MPI forbids touching the buffer until completion.
+        let r = unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode)? };
+        let i = rt.add_req(r);
+        // SAFETY: output argument.
+        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_in(
+            "MPI_Send",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            Mode::Standard,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_in(
+            "MPI_Bsend",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            Mode::Buffered,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_in(
+            "MPI_Ssend",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            Mode::Synchronous,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_in(
+            "MPI_Rsend",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            Mode::Ready,
+        )
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -99,17 +299,184 @@ pub unsafe extern "C" fn MPI_Isend(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    call("MPI_Isend", comm, |rt| {
-        // SAFETY: forwarded from the caller.
-        let (to, tag, ub) = unsafe { send_args(rt, buf, count, datatype, dest, tag, comm)? };
-        let r = match to {
-            // SAFETY: MPI forbids touching the buffer until completion.
-            Some(to) => unsafe { start_send(rt, to, tag, &ub, comm_slot(comm)?)? },
-            None => Req::Done(empty_status()),
-        };
-        let i = rt.add_req(r);
-        // SAFETY: output argument.
-        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        nonblocking_send_in(
+            "MPI_Isend",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Standard,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        nonblocking_send_in(
+            "MPI_Ibsend",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Buffered,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        nonblocking_send_in(
+            "MPI_Issend",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Synchronous,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        nonblocking_send_in(
+            "MPI_Irsend",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Ready,
+        )
+    }
+}
+
+// ---------------------------------------------------------------------
+// Receives (MPI-4.0 §3.2.4, §3.7.2).
+
+/// Whom a receive accepts: the engine source and tag matcher; `None`
+/// for `MPI_PROC_NULL`.
+type RecvFrom = Option<(Source, TagMatch)>;
+
+/// Checked arguments of a receive: whom it accepts, the buffer, the
+/// communicator slot.
+unsafe fn recv_args(
+    rt: &Runtime,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<(RecvFrom, UserBuf, usize)> {
+    let slot = comm_slot(comm)?;
+    // SAFETY: forwarded from the caller.
+    let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
+    let c = rt.comm(slot)?;
+    check_rank(c, source, "source", true)?;
+    check_tag(tag, true)?;
+    let from =
+        (source != abi::MPI_PROC_NULL).then(|| (c.source(source), Comm::tag_match(c.ctx, tag)));
+    Ok((from, ub, slot))
+}
+
+/// The status of a receive from `MPI_PROC_NULL` (MPI-4.0 §3.10).
+fn proc_null_status() -> MPI_Status {
+    MPI_Status::new(abi::MPI_PROC_NULL, abi::MPI_ANY_TAG, 0)
+}
+
+/// Start receiving into `ub` with `post`, which hands the engine a
+/// buffer: the user's memory when the datatype is contiguous, a packed
+/// buffer the request keeps (and unpacks at completion) otherwise.
+fn recv_into(
+    rt: &mut Runtime,
+    ub: &UserBuf,
+    comm: usize,
+    post: impl FnOnce(&mut shm_engine::Endpoint, *mut u8, usize) -> MpiResult<shm_engine::Request>,
+) -> MpiResult<Req> {
+    if ub.dt.is_contiguous() {
+        let req = post(&mut rt.ep, ub.ptr, ub.len)?;
+        return Ok(Req::Engine {
+            req,
+            comm,
+            staged: None,
+        });
+    }
+    let mut packed = vec![0u8; ub.len];
+    let req = post(&mut rt.ep, packed.as_mut_ptr(), ub.len)?;
+    let unpack = Unpack {
+        packed,
+        dst: ub.ptr,
+        count: ub.count,
+        dt: ub.dt.clone(),
+    };
+    Ok(Req::Engine {
+        req,
+        comm,
+        staged: Some(Staged::Recv(unpack)),
+    })
+}
+
+/// Post a receive of checked arguments; a completed request for
+/// `MPI_PROC_NULL`.
+///
+/// # Safety
+/// The buffer stays writable and untouched until the request completes.
+unsafe fn start_recv(
+    rt: &mut Runtime,
+    from: RecvFrom,
+    ub: &UserBuf,
+    comm: usize,
+) -> MpiResult<Req> {
+    let Some((src, matcher)) = from else {
+        return Ok(Req::Done(proc_null_status()));
+    };
+    recv_into(rt, ub, comm, |ep, ptr, len| {
+        // SAFETY: the caller's promise: `len` writable bytes at `ptr` (or
+        // the request's own packed buffer) until completion.
+        Ok(unsafe { ep.irecv_raw(src, matcher, ptr, len)? })
     })
 }
 
@@ -123,45 +490,10 @@ unsafe fn post_recv(
     tag: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Req> {
-    let slot = comm_slot(comm)?;
     // SAFETY: forwarded from the caller.
-    let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
-    let c = rt.comm(slot)?;
-    check_rank(c, source, "source", true)?;
-    check_tag(tag, true)?;
-    if source == abi::MPI_PROC_NULL {
-        return Ok(Req::Done(MPI_Status::new(
-            abi::MPI_PROC_NULL,
-            abi::MPI_ANY_TAG,
-            0,
-        )));
-    }
-    let (src, matcher) = (c.source(source), Comm::tag_match(c.ctx, tag));
-    if ub.dt.is_contiguous() {
-        // SAFETY: MPI forbids touching the buffer until the request
-        // completes; it holds `len` contiguous bytes.
-        let req = unsafe { rt.ep.irecv_raw(src, matcher, ub.ptr, ub.len)? };
-        return Ok(Req::Engine {
-            req,
-            comm: slot,
-            staged: None,
-        });
-    }
-    let mut packed = vec![0u8; ub.len];
-    // SAFETY: the Vec's heap storage moves into the request and stays put
-    // until the request completes.
-    let req = unsafe { rt.ep.irecv_raw(src, matcher, packed.as_mut_ptr(), ub.len)? };
-    let unpack = Unpack {
-        packed,
-        dst: ub.ptr,
-        count: ub.count,
-        dt: ub.dt,
-    };
-    Ok(Req::Engine {
-        req,
-        comm: slot,
-        staged: Some(Staged::Recv(unpack)),
-    })
+    let (from, ub, slot) = unsafe { recv_args(rt, buf, count, dt, source, tag, comm)? };
+    // SAFETY: forwarded from the caller.
+    unsafe { start_recv(rt, from, &ub, slot) }
 }
 
 #[unsafe(no_mangle)]
@@ -178,21 +510,22 @@ pub unsafe extern "C" fn MPI_Recv(
         // SAFETY: forwarded from the caller.
         let r = unsafe { post_recv(rt, buf, count, datatype, source, tag, comm)? };
         let i = rt.add_req(r);
-        let st = finish(rt, i, status)?;
-        // SAFETY: status is an output argument (or ignored).
-        unsafe { write_status(status, st) };
-        Ok(())
+        finish(rt, i, status)
     })
 }
 
-/// Wait for request `i`; on truncation, record the error in `status`.
-pub(super) fn finish(rt: &mut Runtime, i: usize, status: *mut MPI_Status) -> MpiResult<MPI_Status> {
-    rt.wait_req(i).inspect_err(|e| {
+/// Wait for request `i` and write its status; on an error, record it in
+/// the status too.
+pub(super) fn finish(rt: &mut Runtime, i: usize, status: *mut MPI_Status) -> MpiResult<()> {
+    let st = rt.wait_req(i).inspect_err(|e| {
         let mut st = empty_status();
         st.MPI_ERROR = e.class;
         // SAFETY: status is an output argument (or ignored).
         unsafe { write_status(status, st) };
-    })
+    })?;
+    // SAFETY: status is an output argument (or ignored).
+    unsafe { write_status(status, st) };
+    Ok(())
 }
 
 #[unsafe(no_mangle)]
@@ -206,6 +539,9 @@ pub unsafe extern "C" fn MPI_Irecv(
     request: *mut MPI_Request,
 ) -> c_int {
     call("MPI_Irecv", comm, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
         // SAFETY: forwarded from the caller.
         let r = unsafe { post_recv(rt, buf, count, datatype, source, tag, comm)? };
         let i = rt.add_req(r);
@@ -230,135 +566,564 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Sendrecv", comm, |rt| {
-        // SAFETY: forwarded from the caller.
-        let r = unsafe { post_recv(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
-        let i = rt.add_req(r);
+        // Check both halves before starting either.
         // SAFETY: forwarded from the caller.
         let (to, tag, ub) =
             unsafe { send_args(rt, sendbuf, sendcount, sendtype, dest, sendtag, comm)? };
+        // SAFETY: forwarded from the caller.
+        let (from, rub, slot) =
+            unsafe { recv_args(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
+        // SAFETY: both buffers outlive their requests: we wait here.
+        let r = unsafe { start_recv(rt, from, &rub, slot)? };
+        let ri = rt.add_req(r);
         if let Some(to) = to {
-            // SAFETY: the send buffer is readable (MPI contract).
-            rt.ep.send(to, tag, &unsafe { ub.data() })?;
+            // SAFETY: as above.
+            unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
         }
-        let st = finish(rt, i, status)?;
-        // SAFETY: status is an output argument (or ignored).
-        unsafe { write_status(status, st) };
-        Ok(())
+        finish(rt, ri, status)
     })
 }
 
-/// The request slot of a handle; `None` for `MPI_REQUEST_NULL`.
-pub(super) fn req_slot(h: MPI_Request) -> MpiResult<Option<usize>> {
-    if h == abi::MPI_REQUEST_NULL {
-        return Ok(None);
+/// The send of a Sendrecv, waited for. When it cannot start, the posted
+/// receive `ri` is withdrawn (cancelled, or completed if it matched), so
+/// that no request outlives the call and its buffers.
+///
+/// # Safety
+/// As for [`start_send`].
+unsafe fn send_half(
+    rt: &mut Runtime,
+    to: u32,
+    tag: u64,
+    ub: &UserBuf,
+    comm: usize,
+    ri: usize,
+) -> MpiResult<()> {
+    // SAFETY: forwarded from the caller.
+    match unsafe { start_send(rt, to, tag, ub, comm, Mode::Standard) } {
+        Ok(s) => {
+            let si = rt.add_req(s);
+            rt.wait_req(si).map(drop)
+        }
+        Err(e) => {
+            let _withdrawn = rt.cancel_req(ri).and_then(|()| rt.wait_req(ri));
+            Err(e)
+        }
     }
-    abi::direct_index(Kind::Request, h)
-        .map(Some)
-        .ok_or_else(|| err(abi::MPI_ERR_REQUEST, format!("invalid request {h:#x}")))
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    call("MPI_Wait", abi::MPI_COMM_WORLD, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_REQUEST, "null request pointer"));
-        }
-        // SAFETY: non-null pointer to the caller's request handle.
-        let h = unsafe { *request };
-        let st = match req_slot(h)? {
-            None => empty_status(),
-            Some(i) => {
-                // SAFETY: as above.
-                unsafe { *request = abi::MPI_REQUEST_NULL };
-                finish(rt, i, status)?
-            }
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Sendrecv_replace", comm, |rt| {
+        // SAFETY: forwarded from the caller.
+        let (to, tag, ub) = unsafe { send_args(rt, buf, count, datatype, dest, sendtag, comm)? };
+        // SAFETY: forwarded from the caller.
+        let (from, _, slot) =
+            unsafe { recv_args(rt, buf, count, datatype, source, recvtag, comm)? };
+        // The message arrives packed into a separate buffer, unpacked into
+        // `buf` once the outgoing message no longer needs it (§3.10).
+        let mut incoming = vec![0u8; ub.len];
+        let r = match from {
+            Some((src, matcher)) => Req::Engine {
+                // SAFETY: `incoming` outlives the request: the receive is
+                // waited for (or withdrawn) before this function returns.
+                req: unsafe {
+                    rt.ep
+                        .irecv_raw(src, matcher, incoming.as_mut_ptr(), ub.len)?
+                },
+                comm: slot,
+                staged: None,
+            },
+            None => Req::Done(proc_null_status()),
         };
-        // SAFETY: status is an output argument (or ignored).
-        unsafe { write_status(status, st) };
+        let ri = rt.add_req(r);
+        if let Some(to) = to {
+            // SAFETY: the buffer outlives the send: it is waited for.
+            unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
+        }
+        let st = rt.wait_req(ri);
+        if let (Ok(st), Some(_)) = (&st, from) {
+            let n = (st.bytes() as usize).min(ub.len);
+            // SAFETY: `buf` holds `count` elements (MPI contract) and the
+            // send that read it is complete.
+            unsafe { ub.unpack(&incoming[..n]) };
+        }
+        match st {
+            Ok(st) => {
+                // SAFETY: status is an output argument (or ignored).
+                unsafe { write_status(status, st) };
+                Ok(())
+            }
+            Err(e) => {
+                let mut st = empty_status();
+                st.MPI_ERROR = e.class;
+                // SAFETY: as above.
+                unsafe { write_status(status, st) };
+                Err(e)
+            }
+        }
+    })
+}
+
+// ---------------------------------------------------------------------
+// Buffered sends' buffer (MPI-4.0 §3.6.1).
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+    call("MPI_Buffer_attach", abi::MPI_COMM_WORLD, |rt| {
+        if size < 0 {
+            return Err(err(abi::MPI_ERR_ARG, format!("negative size {size}")));
+        }
+        if buffer.is_null() && size > 0 {
+            return Err(err(abi::MPI_ERR_BUFFER, "null buffer"));
+        }
+        if rt.bsend.is_some() {
+            return Err(err(abi::MPI_ERR_BUFFER, "a buffer is already attached"));
+        }
+        rt.bsend = Some(Attached::new(buffer.cast(), size as usize));
         Ok(())
     })
 }
 
+/// `buffer_addr` is a `void **` (MPI-4.0 §3.6.1: "the address of the
+/// buffer" is returned through it). Waits until every buffered message
+/// is delivered.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Test(
-    request: *mut MPI_Request,
+pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    call("MPI_Buffer_detach", abi::MPI_COMM_WORLD, |rt| {
+        if buffer_addr.is_null() || size.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+        }
+        let (ptr, len) = match rt.bsend.take() {
+            Some(attached) => attached.drain(&mut rt.ep)?,
+            None => (std::ptr::null_mut(), 0),
+        };
+        // SAFETY: non-null output arguments; `buffer_addr` points to a
+        // `void *` (MPI contract).
+        unsafe {
+            buffer_addr.cast::<*mut c_void>().write(ptr.cast());
+            out(size, len as c_int)
+        }
+    })
+}
+
+// ---------------------------------------------------------------------
+// Probes and matched probes (MPI-4.0 §3.8).
+
+/// Checked probe arguments: the engine source and tag matcher and the
+/// communicator slot; `None` for `MPI_PROC_NULL`.
+fn probe_args(
+    rt: &Runtime,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Option<(Source, TagMatch, usize)>> {
+    let slot = comm_slot(comm)?;
+    let c = rt.comm(slot)?;
+    check_rank(c, source, "source", true)?;
+    check_tag(tag, true)?;
+    Ok((source != abi::MPI_PROC_NULL)
+        .then(|| (c.source(source), Comm::tag_match(c.ctx, tag), slot)))
+}
+
+/// An engine status as the application sees it in communicator `slot`.
+fn probe_status(rt: &Runtime, slot: usize, st: shm_engine::Status) -> MpiResult<MPI_Status> {
+    let c = rt.comm(slot)?;
+    let source = c
+        .rank_of
+        .get(&st.source)
+        .copied()
+        .unwrap_or(abi::MPI_ANY_SOURCE);
+    Ok(MPI_Status::new(source, st.tag as u32 as c_int, st.len))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    call("MPI_Test", abi::MPI_COMM_WORLD, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_REQUEST, "null request pointer"));
-        }
-        // SAFETY: non-null pointer to the caller's request handle.
-        let h = unsafe { *request };
-        let done = match req_slot(h)? {
-            None => Some(empty_status()),
-            Some(i) if rt.req_done(i)? => {
-                // SAFETY: as above.
-                unsafe { *request = abi::MPI_REQUEST_NULL };
-                Some(finish(rt, i, status)?)
-            }
-            Some(_) => None,
+    call("MPI_Iprobe", comm, |rt| {
+        let found = match probe_args(rt, source, tag, comm)? {
+            None => Some(proc_null_status()),
+            Some((src, matcher, slot)) => match rt.ep.iprobe(src, matcher) {
+                Some(st) => Some(probe_status(rt, slot, st)?),
+                None => None,
+            },
         };
-        if let Some(st) = done {
+        if let Some(st) = found {
             // SAFETY: status is an output argument (or ignored).
             unsafe { write_status(status, st) };
         }
         // SAFETY: output argument.
-        unsafe { out(flag, done.is_some() as c_int) }
+        unsafe { out(flag, found.is_some() as c_int) }
     })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Waitall(
-    count: c_int,
-    requests: *mut MPI_Request,
-    statuses: *mut MPI_Status,
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
 ) -> c_int {
-    call("MPI_Waitall", abi::MPI_COMM_WORLD, |rt| {
-        if count < 0 {
-            return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
+    call("MPI_Probe", comm, |rt| {
+        let st = match probe_args(rt, source, tag, comm)? {
+            None => proc_null_status(),
+            Some((src, matcher, slot)) => {
+                let st = rt.ep.probe(src, matcher);
+                probe_status(rt, slot, st)?
+            }
+        };
+        // SAFETY: status is an output argument (or ignored).
+        unsafe { write_status(status, st) };
+        Ok(())
+    })
+}
+
+/// Message handles share the request encoding (as in MPICH, where
+/// `MPI_MESSAGE_NULL == MPI_REQUEST_NULL`); this index bit keeps them
+/// apart from request handles.
+const MESSAGE_BIT: usize = 1 << 25;
+
+fn message_handle(slot: usize) -> MPI_Message {
+    abi::direct_handle(Kind::Request, MESSAGE_BIT | slot)
+}
+
+/// Keep a matched message; its handle.
+fn keep_message(rt: &mut Runtime, msg: shm_engine::Message, comm: usize) -> MPI_Message {
+    message_handle(rt.messages.insert(Matched { msg, comm }))
+}
+
+/// A probe that takes the message: `MPI_MESSAGE_NO_PROC` for
+/// `MPI_PROC_NULL`; `None` when nothing matches and `block` is false.
+fn matched_probe(
+    rt: &mut Runtime,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    block: bool,
+) -> MpiResult<Option<(MPI_Message, MPI_Status)>> {
+    let Some((src, matcher, slot)) = probe_args(rt, source, tag, comm)? else {
+        return Ok(Some((abi::MPI_MESSAGE_NO_PROC, proc_null_status())));
+    };
+    let found = if block {
+        Some(rt.ep.mprobe(src, matcher))
+    } else {
+        rt.ep.improbe(src, matcher)
+    };
+    let Some((st, msg)) = found else {
+        return Ok(None);
+    };
+    let st = probe_status(rt, slot, st)?;
+    Ok(Some((keep_message(rt, msg, slot), st)))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Mprobe", comm, |rt| {
+        if message.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null message pointer"));
         }
-        if count > 0 && requests.is_null() {
-            return Err(err(abi::MPI_ERR_REQUEST, "null request array"));
+        let (m, st) = matched_probe(rt, source, tag, comm, true)?
+            .ok_or_else(|| err(abi::MPI_ERR_INTERN, "a blocking probe returned nothing"))?;
+        // SAFETY: output arguments (status may be ignored).
+        unsafe {
+            write_status(status, st);
+            out(message, m)
         }
-        let ignore = abi::is_status_ignore(statuses) || statuses.is_null();
-        let mut failed = false;
-        for k in 0..count as usize {
-            // SAFETY: the caller's arrays hold `count` entries.
-            let (req, st) = unsafe {
-                (
-                    requests.add(k),
-                    if ignore { statuses } else { statuses.add(k) },
-                )
-            };
-            // SAFETY: as above.
-            let h = unsafe { *req };
-            let res = match req_slot(h)? {
-                None => Ok(empty_status()),
-                Some(i) => {
-                    // SAFETY: as above.
-                    unsafe { *req = abi::MPI_REQUEST_NULL };
-                    rt.wait_req(i)
-                }
-            };
-            let s = res.unwrap_or_else(|e| {
-                failed = true;
-                let mut s = empty_status();
-                s.MPI_ERROR = e.class;
-                s
-            });
-            // SAFETY: status array entry (or ignored).
-            unsafe { write_status(st, s) };
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Improbe", comm, |rt| {
+        if message.is_null() || flag.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
         }
-        if failed {
-            Err(err(
-                abi::MPI_ERR_IN_STATUS,
-                "a request failed; see its status",
-            ))
-        } else {
-            Ok(())
+        let found = matched_probe(rt, source, tag, comm, false)?;
+        if let Some((m, st)) = found {
+            // SAFETY: output arguments (status may be ignored).
+            unsafe {
+                write_status(status, st);
+                out(message, m)?;
+            }
         }
+        // SAFETY: output argument.
+        unsafe { out(flag, found.is_some() as c_int) }
+    })
+}
+
+/// Start receiving matched message `*message` into the buffer and reset
+/// the handle to `MPI_MESSAGE_NULL` (MPI-4.0 §3.8.3).
+///
+/// # Safety
+/// `message` is a valid pointer; the buffer is a receive's (MPI contract).
+unsafe fn start_mrecv(
+    rt: &mut Runtime,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    message: *mut MPI_Message,
+) -> MpiResult<Req> {
+    if message.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null message pointer"));
+    }
+    // SAFETY: forwarded from the caller.
+    let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
+    // SAFETY: non-null pointer to the caller's message handle.
+    let h = unsafe { *message };
+    if h == abi::MPI_MESSAGE_NO_PROC {
+        // SAFETY: as above.
+        unsafe { *message = abi::MPI_MESSAGE_NULL };
+        return Ok(Req::Done(proc_null_status()));
+    }
+    let matched = abi::direct_index(Kind::Request, h)
+        .filter(|i| i & MESSAGE_BIT != 0)
+        .and_then(|i| rt.messages.remove(i & !MESSAGE_BIT))
+        .ok_or_else(|| err(abi::MPI_ERR_REQUEST, format!("invalid message {h:#x}")))?;
+    // SAFETY: as above.
+    unsafe { *message = abi::MPI_MESSAGE_NULL };
+    let Matched { msg, comm } = matched;
+    recv_into(rt, &ub, comm, |ep, ptr, len| {
+        // SAFETY: `len` writable bytes at `ptr` until completion (the
+        // caller's promise, or the request's packed buffer).
+        Ok(unsafe { ep.imrecv_raw(msg, ptr, len) })
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Mrecv", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller; we wait for the request here.
+        let r = unsafe { start_mrecv(rt, buf, count, datatype, message)? };
+        let i = rt.add_req(r);
+        finish(rt, i, status)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Imrecv", abi::MPI_COMM_WORLD, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
+        // SAFETY: forwarded from the caller.
+        let r = unsafe { start_mrecv(rt, buf, count, datatype, message)? };
+        let i = rt.add_req(r);
+        // SAFETY: output argument.
+        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    })
+}
+
+// ---------------------------------------------------------------------
+// Persistent requests (MPI-4.0 §3.9): the arguments are checked once, at
+// initialization; each MPI_Start begins a new round with them.
+
+/// A persistent send in `mode`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_init(
+    name: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    mode: Mode,
+) -> c_int {
+    call(name, comm, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
+        // SAFETY: forwarded from the caller.
+        let (to, tag, ub) = unsafe { send_args(rt, buf, count, dt, dest, tag, comm)? };
+        let slot = comm_slot(comm)?;
+        let start = move |rt: &mut Runtime| match to {
+            // SAFETY: MPI forbids touching the buffer while the round is
+            // active; it stays valid until the request is freed.
+            Some(to) => unsafe { start_send(rt, to, tag, &ub, slot, mode) },
+            None => Ok(Req::Done(empty_status())),
+        };
+        persistent(rt, Box::new(start), request)
+    })
+}
+
+/// Store an inactive persistent request; its handle goes to `request`.
+fn persistent(
+    rt: &mut Runtime,
+    start: request::StartFn,
+    request: *mut MPI_Request,
+) -> MpiResult<()> {
+    let i = rt.add_req(Req::Persistent(Persistent {
+        start,
+        active: None,
+    }));
+    // SAFETY: output argument (checked non-null by the caller).
+    unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_init(
+            "MPI_Send_init",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Standard,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_init(
+            "MPI_Bsend_init",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Buffered,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_init(
+            "MPI_Ssend_init",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Synchronous,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        send_init(
+            "MPI_Rsend_init",
+            buf,
+            count,
+            datatype,
+            dest,
+            tag,
+            comm,
+            request,
+            Mode::Ready,
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Recv_init", comm, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
+        // SAFETY: forwarded from the caller.
+        let (from, ub, slot) = unsafe { recv_args(rt, buf, count, datatype, source, tag, comm)? };
+        // SAFETY: MPI forbids touching the buffer while a round is active;
+        // it stays valid until the request is freed.
+        let start = move |rt: &mut Runtime| unsafe { start_recv(rt, from, &ub, slot) };
+        persistent(rt, Box::new(start), request)
     })
 }
 

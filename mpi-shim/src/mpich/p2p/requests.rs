@@ -1,0 +1,594 @@
+//! Request completion (MPI-4.0 §3.7.3-§3.7.6), cancellation (§3.8.4),
+//! persistent request start (§3.9) and generalized requests (§13.2).
+//!
+//! A completed request's handle becomes `MPI_REQUEST_NULL`, except a
+//! persistent request's, which stays and becomes inactive. Inactive
+//! persistent and null requests count as complete with the empty status
+//! for `MPI_Wait`/`MPI_Test`, and are ignored by the "any"/"some"/"all"
+//! functions. Every waiting loop backs off through the engine's
+//! [`Backoff`], so that oversubscribed processes leave their core.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_int, c_void};
+
+use shm_engine::Backoff;
+
+use super::super::{call, empty_status, err, out, write_status};
+use crate::abi::{self, Kind, MPI_Request, MPI_Status};
+use crate::core::request::{self, Generalized};
+use crate::core::{MpiResult, Req, Runtime};
+
+pub(in crate::mpich) const PROTOTYPES: &[&str] = &[
+    "int MPI_Wait(MPI_Request *request, MPI_Status *status)",
+    "int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)",
+    "int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])",
+    "int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status)",
+    "int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])",
+    "int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])",
+    "int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status)",
+    "int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])",
+    "int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)",
+    "int MPI_Request_free(MPI_Request *request)",
+    "int MPI_Cancel(MPI_Request *request)",
+    "int MPI_Test_cancelled(const MPI_Status *status, int *flag)",
+    "int MPI_Status_set_cancelled(MPI_Status *status, int flag)",
+    "int MPI_Start(MPI_Request *request)",
+    "int MPI_Startall(int count, MPI_Request array_of_requests[])",
+    "int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request)",
+    "int MPI_Grequest_complete(MPI_Request request)",
+];
+
+/// The request slot of a handle; `None` for `MPI_REQUEST_NULL`.
+pub(in crate::mpich) fn req_slot(h: MPI_Request) -> MpiResult<Option<usize>> {
+    if h == abi::MPI_REQUEST_NULL {
+        return Ok(None);
+    }
+    abi::direct_index(Kind::Request, h)
+        .map(Some)
+        .ok_or_else(|| err(abi::MPI_ERR_REQUEST, format!("invalid request {h:#x}")))
+}
+
+/// The slot of a handle that must name a request (not `MPI_REQUEST_NULL`).
+fn live_slot(h: MPI_Request) -> MpiResult<usize> {
+    req_slot(h)?.ok_or_else(|| err(abi::MPI_ERR_REQUEST, "MPI_REQUEST_NULL"))
+}
+
+/// The caller's request handle.
+///
+/// # Safety
+/// `request` is null or points to a handle (MPI contract).
+unsafe fn handle<'a>(request: *mut MPI_Request) -> MpiResult<&'a mut MPI_Request> {
+    // SAFETY: forwarded from the caller; null is rejected.
+    unsafe { request.as_mut() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null request pointer"))
+}
+
+/// The caller's array of `count` request handles.
+///
+/// # Safety
+/// `requests` points to `count` handles (MPI contract).
+unsafe fn handles<'a>(
+    count: c_int,
+    requests: *mut MPI_Request,
+) -> MpiResult<&'a mut [MPI_Request]> {
+    if count < 0 {
+        return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
+    }
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if requests.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null request array"));
+    }
+    // SAFETY: non-null; the caller's array holds `count` handles and
+    // nothing else touches it during the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(requests, count as usize) })
+}
+
+/// Entry `k` of a status array (`MPI_STATUSES_IGNORE` stays ignored).
+///
+/// # Safety
+/// `statuses` is ignored, or holds more than `k` entries (MPI contract).
+unsafe fn status_at(statuses: *mut MPI_Status, k: usize) -> *mut MPI_Status {
+    if statuses.is_null() || abi::is_status_ignore(statuses) {
+        statuses
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { statuses.add(k) }
+    }
+}
+
+/// The slot of `h` if it names an active request (not null, not an
+/// inactive persistent request).
+fn active(rt: &Runtime, h: MPI_Request) -> MpiResult<Option<usize>> {
+    match req_slot(h)? {
+        Some(i) if rt.is_active(i)? => Ok(Some(i)),
+        _ => Ok(None),
+    }
+}
+
+/// Complete the request `*h` (waiting if need be) and return its status;
+/// the handle becomes `MPI_REQUEST_NULL` unless the request lives on (a
+/// persistent one, or a generalized one not yet complete).
+fn complete(rt: &mut Runtime, h: &mut MPI_Request) -> MpiResult<MPI_Status> {
+    let Some(i) = req_slot(*h)? else {
+        return Ok(empty_status());
+    };
+    let persistent = rt.is_persistent(i);
+    let res = rt.wait_req(i);
+    let lives_on = persistent || (res.is_err() && rt.req_exists(i));
+    if !lives_on {
+        *h = abi::MPI_REQUEST_NULL;
+    }
+    res
+}
+
+/// Like [`complete`], for an entry of an array: an error goes into the
+/// status (for `MPI_ERR_IN_STATUS`); returns whether it failed.
+fn complete_into(rt: &mut Runtime, h: &mut MPI_Request, status: *mut MPI_Status) -> bool {
+    let (st, failed) = match complete(rt, h) {
+        Ok(st) => (st, false),
+        Err(e) => {
+            let mut st = empty_status();
+            st.MPI_ERROR = e.class;
+            (st, true)
+        }
+    };
+    // SAFETY: status array entry (or ignored).
+    unsafe { write_status(status, st) };
+    failed
+}
+
+fn in_status(failed: bool) -> MpiResult<()> {
+    if failed {
+        Err(err(
+            abi::MPI_ERR_IN_STATUS,
+            "a request failed; see its status",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Check again and again (progressing the engine and backing off while
+/// nothing changes) until `step` has an answer.
+fn wait_until<T>(
+    rt: &mut Runtime,
+    mut step: impl FnMut(&mut Runtime) -> MpiResult<Option<T>>,
+) -> MpiResult<T> {
+    let mut backoff = Backoff::default();
+    loop {
+        if let Some(answer) = step(rt)? {
+            return Ok(answer);
+        }
+        rt.ep.progress_or_back_off(&mut backoff);
+    }
+}
+
+// ---------------------------------------------------------------------
+// One request.
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    call("MPI_Wait", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let h = unsafe { handle(request)? };
+        let st = complete(rt, h).inspect_err(|e| {
+            let mut st = empty_status();
+            st.MPI_ERROR = e.class;
+            // SAFETY: status is an output argument (or ignored).
+            unsafe { write_status(status, st) };
+        })?;
+        // SAFETY: status is an output argument (or ignored).
+        unsafe { write_status(status, st) };
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Test", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let h = unsafe { handle(request)? };
+        if flag.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+        }
+        let done = match req_slot(*h)? {
+            Some(i) => rt.req_done(i)?,
+            None => true,
+        };
+        if done {
+            let st = complete(rt, h)?;
+            // SAFETY: status is an output argument (or ignored).
+            unsafe { write_status(status, st) };
+        }
+        // SAFETY: output argument.
+        unsafe { out(flag, c_int::from(done)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status", abi::MPI_COMM_WORLD, |rt| {
+        if flag.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+        }
+        let st = match req_slot(request)? {
+            None => Some(empty_status()),
+            Some(i) => rt.req_status(i)?,
+        };
+        if let Some(st) = st {
+            // SAFETY: status is an output argument (or ignored).
+            unsafe { write_status(status, st) };
+        }
+        // SAFETY: output argument.
+        unsafe { out(flag, c_int::from(st.is_some())) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    call("MPI_Request_free", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let h = unsafe { handle(request)? };
+        rt.free_req(live_slot(*h)?)?;
+        *h = abi::MPI_REQUEST_NULL;
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    call("MPI_Cancel", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let h = unsafe { handle(request)? };
+        rt.cancel_req(live_slot(*h)?)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    call("MPI_Test_cancelled", abi::MPI_COMM_WORLD, |_| {
+        if status.is_null() || abi::is_status_ignore(status) {
+            return Err(err(abi::MPI_ERR_ARG, "no status"));
+        }
+        // SAFETY: a non-null status the application passes (MPI contract).
+        let cancelled = request::is_cancelled(unsafe { &*status });
+        // SAFETY: output argument.
+        unsafe { out(flag, c_int::from(cancelled)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
+    call("MPI_Status_set_cancelled", abi::MPI_COMM_WORLD, |_| {
+        if status.is_null() || abi::is_status_ignore(status) {
+            return Err(err(abi::MPI_ERR_ARG, "no status"));
+        }
+        // SAFETY: a non-null, writable status (MPI contract).
+        request::set_cancelled(unsafe { &mut *status }, flag != 0);
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------
+// Several requests.
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Waitall", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(count, requests)? };
+        for &h in hs.iter() {
+            req_slot(h)?;
+        }
+        let mut failed = false;
+        for (k, h) in hs.iter_mut().enumerate() {
+            // SAFETY: the caller's status array holds `count` entries.
+            failed |= complete_into(rt, h, unsafe { status_at(statuses, k) });
+        }
+        in_status(failed)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Testall", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(count, requests)? };
+        if flag.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+        }
+        rt.ep.progress();
+        let mut all = true;
+        for &h in hs.iter() {
+            if let Some(i) = active(rt, h)? {
+                all &= rt.req_done(i)?;
+            }
+        }
+        let mut failed = false;
+        if all {
+            for (k, h) in hs.iter_mut().enumerate() {
+                // SAFETY: the caller's status array holds `count` entries.
+                failed |= complete_into(rt, h, unsafe { status_at(statuses, k) });
+            }
+        }
+        // SAFETY: output argument.
+        unsafe { out(flag, c_int::from(all))? };
+        in_status(failed)
+    })
+}
+
+/// One look for a completed active request among `hs`: `Some(None)` when
+/// none is active, `Some(Some(k))` for the first complete one.
+fn any_done(rt: &mut Runtime, hs: &[MPI_Request]) -> MpiResult<Option<Option<usize>>> {
+    let mut any_active = false;
+    for (k, &h) in hs.iter().enumerate() {
+        if let Some(i) = active(rt, h)? {
+            any_active = true;
+            if rt.req_done(i)? {
+                return Ok(Some(Some(k)));
+            }
+        }
+    }
+    Ok((!any_active).then_some(None))
+}
+
+/// Complete the request `any_done` found (or report there was none) for
+/// Waitany and Testany.
+unsafe fn finish_any(
+    rt: &mut Runtime,
+    hs: &mut [MPI_Request],
+    found: Option<usize>,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> MpiResult<()> {
+    let Some(k) = found else {
+        // SAFETY: output arguments (status may be ignored).
+        unsafe {
+            write_status(status, empty_status());
+            return out(index, abi::MPI_UNDEFINED);
+        }
+    };
+    // SAFETY: output argument.
+    unsafe { out(index, k as c_int)? };
+    let st = complete(rt, &mut hs[k])?;
+    // SAFETY: status is an output argument (or ignored).
+    unsafe { write_status(status, st) };
+    Ok(())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Waitany", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(count, requests)? };
+        if index.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null index"));
+        }
+        let found = wait_until(rt, |rt| any_done(rt, hs))?;
+        // SAFETY: forwarded from the caller.
+        unsafe { finish_any(rt, hs, found, index, status) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Testany", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(count, requests)? };
+        if index.is_null() || flag.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+        }
+        let found = any_done(rt, hs)?;
+        // SAFETY: output argument.
+        unsafe { out(flag, c_int::from(found.is_some()))? };
+        match found {
+            // SAFETY: forwarded from the caller.
+            Some(found) => unsafe { finish_any(rt, hs, found, index, status) },
+            // SAFETY: output argument.
+            None => unsafe { out(index, abi::MPI_UNDEFINED) },
+        }
+    })
+}
+
+/// One look for the completed active requests among `hs`: `Some(None)`
+/// when none is active, `Some(Some(ks))` when some are complete.
+fn some_done(rt: &mut Runtime, hs: &[MPI_Request]) -> MpiResult<Option<Option<Vec<usize>>>> {
+    let mut any_active = false;
+    let mut done = Vec::new();
+    for (k, &h) in hs.iter().enumerate() {
+        if let Some(i) = active(rt, h)? {
+            any_active = true;
+            if rt.req_done(i)? {
+                done.push(k);
+            }
+        }
+    }
+    Ok(match (any_active, done.is_empty()) {
+        (false, _) => Some(None),
+        (true, true) => None,
+        (true, false) => Some(Some(done)),
+    })
+}
+
+/// Complete the requests `some_done` found (or report there were none
+/// active) for Waitsome and Testsome.
+unsafe fn finish_some(
+    rt: &mut Runtime,
+    hs: &mut [MPI_Request],
+    found: Option<Vec<usize>>,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> MpiResult<()> {
+    let Some(ks) = found else {
+        // SAFETY: output argument.
+        return unsafe { out(outcount, abi::MPI_UNDEFINED) };
+    };
+    if indices.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null index array"));
+    }
+    let mut failed = false;
+    for (n, &k) in ks.iter().enumerate() {
+        // SAFETY: the caller's arrays hold `incount >= ks.len()` entries.
+        unsafe {
+            indices.add(n).write(k as c_int);
+            failed |= complete_into(rt, &mut hs[k], status_at(statuses, n));
+        }
+    }
+    // SAFETY: output argument.
+    unsafe { out(outcount, ks.len() as c_int)? };
+    in_status(failed)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Waitsome", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(incount, requests)? };
+        if outcount.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null outcount"));
+        }
+        let found = wait_until(rt, |rt| some_done(rt, hs))?;
+        // SAFETY: forwarded from the caller.
+        unsafe { finish_some(rt, hs, found, outcount, indices, statuses) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Testsome", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(incount, requests)? };
+        if outcount.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null outcount"));
+        }
+        match some_done(rt, hs)? {
+            // SAFETY: forwarded from the caller.
+            Some(found) => unsafe { finish_some(rt, hs, found, outcount, indices, statuses) },
+            // SAFETY: output argument.
+            None => unsafe { out(outcount, 0) },
+        }
+    })
+}
+
+// ---------------------------------------------------------------------
+// Persistent requests: starting a round (MPI-4.0 §3.9).
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
+    call("MPI_Start", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let h = unsafe { handle(request)? };
+        rt.start_req(live_slot(*h)?)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
+    call("MPI_Startall", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(count, requests)? };
+        for &h in hs.iter() {
+            live_slot(h)?;
+        }
+        for &h in hs.iter() {
+            rt.start_req(live_slot(h)?)?;
+        }
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------
+// Generalized requests (MPI-4.0 §13.2).
+
+type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
+type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+
+/// The application's callbacks as the library calls them (through
+/// `core::run_callback`, so that they may make MPI calls).
+fn generalized(query: QueryFn, free: FreeFn, cancel: CancelFn, extra: *mut c_void) -> Generalized {
+    // The application registered these functions for `extra` and keeps
+    // `extra` valid until its free callback ran (MPI-4.0 §13.2).
+    Generalized {
+        // SAFETY: see above; the status is the library's own.
+        query: Box::new(move |st: &mut MPI_Status| unsafe { query(extra, st) }),
+        // SAFETY: see above.
+        free: Box::new(move || unsafe { free(extra) }),
+        // SAFETY: see above.
+        cancel: Box::new(move |complete: bool| unsafe { cancel(extra, c_int::from(complete)) }),
+        complete: false,
+        freed: false,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Grequest_start(
+    query_fn: Option<QueryFn>,
+    free_fn: Option<FreeFn>,
+    cancel_fn: Option<CancelFn>,
+    extra_state: *mut c_void,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Grequest_start", abi::MPI_COMM_WORLD, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
+        let (Some(query), Some(free), Some(cancel)) = (query_fn, free_fn, cancel_fn) else {
+            return Err(err(abi::MPI_ERR_ARG, "a null callback"));
+        };
+        let g = generalized(query, free, cancel, extra_state);
+        let i = rt.add_req(Req::Generalized(g));
+        // SAFETY: output argument.
+        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
+    call("MPI_Grequest_complete", abi::MPI_COMM_WORLD, |rt| {
+        rt.complete_generalized(live_slot(request)?)
+    })
+}
