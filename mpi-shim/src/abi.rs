@@ -252,6 +252,66 @@ constants! {
     c_int, INT, MPI_ERR_NO_MEM = 34;
     c_int, INT, MPI_ERR_UNSUPPORTED_OPERATION = 44;
     c_int, INT, MPI_ERR_LASTCODE = 0x3fff_ffff;
+
+    // Datatypes (MPI-4.0 chapter 5): the predefined types beyond the
+    // common C ones, constructor arguments, envelope combiners.
+    MPI_Datatype, TYPE, MPI_C_FLOAT_COMPLEX = 0x4c00_0840;
+    MPI_Datatype, TYPE, MPI_C_COMPLEX = 0x4c00_0840;
+    MPI_Datatype, TYPE, MPI_C_DOUBLE_COMPLEX = 0x4c00_1041;
+    MPI_Datatype, TYPE, MPI_C_LONG_DOUBLE_COMPLEX = 0x4c00_2042;
+    MPI_Datatype, TYPE, MPI_CXX_BOOL = 0x4c00_0133;
+    MPI_Datatype, TYPE, MPI_CXX_FLOAT_COMPLEX = 0x4c00_0834;
+    MPI_Datatype, TYPE, MPI_CXX_DOUBLE_COMPLEX = 0x4c00_1035;
+    MPI_Datatype, TYPE, MPI_CXX_LONG_DOUBLE_COMPLEX = 0x4c00_2036;
+    MPI_Datatype, TYPE, MPI_CHARACTER = 0x4c00_011a;
+    MPI_Datatype, TYPE, MPI_LOGICAL = 0x4c00_041d;
+    MPI_Datatype, TYPE, MPI_INTEGER = 0x4c00_041b;
+    MPI_Datatype, TYPE, MPI_REAL = 0x4c00_041c;
+    MPI_Datatype, TYPE, MPI_DOUBLE_PRECISION = 0x4c00_081f;
+    MPI_Datatype, TYPE, MPI_COMPLEX = 0x4c00_081e;
+    MPI_Datatype, TYPE, MPI_DOUBLE_COMPLEX = 0x4c00_1022;
+    MPI_Datatype, TYPE, MPI_2INTEGER = 0x4c00_0820;
+    MPI_Datatype, TYPE, MPI_2REAL = 0x4c00_0821;
+    MPI_Datatype, TYPE, MPI_2DOUBLE_PRECISION = 0x4c00_1023;
+    MPI_Datatype, TYPE, MPI_INTEGER1 = 0x4c00_012d;
+    MPI_Datatype, TYPE, MPI_INTEGER2 = 0x4c00_022f;
+    MPI_Datatype, TYPE, MPI_INTEGER4 = 0x4c00_0430;
+    MPI_Datatype, TYPE, MPI_INTEGER8 = 0x4c00_0831;
+    MPI_Datatype, TYPE, MPI_REAL4 = 0x4c00_0427;
+    MPI_Datatype, TYPE, MPI_REAL8 = 0x4c00_0829;
+    MPI_Datatype, TYPE, MPI_REAL16 = 0x4c00_102b;
+    MPI_Datatype, TYPE, MPI_COMPLEX8 = 0x4c00_0828;
+    MPI_Datatype, TYPE, MPI_COMPLEX16 = 0x4c00_102a;
+    MPI_Datatype, TYPE, MPI_COMPLEX32 = 0x4c00_202c;
+    c_int, INT, MPI_COMBINER_NAMED = 1;
+    c_int, INT, MPI_COMBINER_DUP = 2;
+    c_int, INT, MPI_COMBINER_CONTIGUOUS = 3;
+    c_int, INT, MPI_COMBINER_VECTOR = 4;
+    c_int, INT, MPI_COMBINER_HVECTOR_INTEGER = 5;
+    c_int, INT, MPI_COMBINER_HVECTOR = 6;
+    c_int, INT, MPI_COMBINER_INDEXED = 7;
+    c_int, INT, MPI_COMBINER_HINDEXED_INTEGER = 8;
+    c_int, INT, MPI_COMBINER_HINDEXED = 9;
+    c_int, INT, MPI_COMBINER_INDEXED_BLOCK = 10;
+    c_int, INT, MPI_COMBINER_STRUCT_INTEGER = 11;
+    c_int, INT, MPI_COMBINER_STRUCT = 12;
+    c_int, INT, MPI_COMBINER_SUBARRAY = 13;
+    c_int, INT, MPI_COMBINER_DARRAY = 14;
+    c_int, INT, MPI_COMBINER_F90_REAL = 15;
+    c_int, INT, MPI_COMBINER_F90_COMPLEX = 16;
+    c_int, INT, MPI_COMBINER_F90_INTEGER = 17;
+    c_int, INT, MPI_COMBINER_RESIZED = 18;
+    c_int, INT, MPI_COMBINER_HINDEXED_BLOCK = 19;
+    c_int, INT, MPI_ORDER_C = 56;
+    c_int, INT, MPI_ORDER_FORTRAN = 57;
+    c_int, INT, MPI_DISTRIBUTE_BLOCK = 121;
+    c_int, INT, MPI_DISTRIBUTE_CYCLIC = 122;
+    c_int, INT, MPI_DISTRIBUTE_NONE = 123;
+    c_int, INT, MPI_DISTRIBUTE_DFLT_DARG = -49767;
+    c_int, INT, MPI_TYPECLASS_REAL = 1;
+    c_int, INT, MPI_TYPECLASS_INTEGER = 2;
+    c_int, INT, MPI_TYPECLASS_COMPLEX = 3;
+    c_int, INT, MPI_ERR_CONVERSION = 23;
 }
 
 /// `MPI_BOTTOM`, `MPI_IN_PLACE`, `MPI_STATUS(ES)_IGNORE`: special addresses.

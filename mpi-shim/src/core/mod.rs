@@ -70,6 +70,8 @@ pub fn class_name(class: i32) -> &'static str {
         abi::MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS",
         abi::MPI_ERR_REQUEST => "MPI_ERR_REQUEST",
         abi::MPI_ERR_UNSUPPORTED_OPERATION => "MPI_ERR_UNSUPPORTED_OPERATION",
+        abi::MPI_ERR_CONVERSION => "MPI_ERR_CONVERSION",
+        abi::MPI_ERR_NO_MEM => "MPI_ERR_NO_MEM",
         _ => "unknown error class",
     }
 }
@@ -194,6 +196,10 @@ pub struct Runtime {
     free_reqs: Vec<usize>,
     /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
     pub groups: table::Table<group::Group>,
+    /// Derived datatypes the application holds; slots below
+    /// [`FIRST_DERIVED_TYPE`] are never used, so that an entry layer can
+    /// give its predefined types handles of those indices.
+    pub types: table::Table<std::sync::Arc<datatype::Datatype>>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
     pub thread_level: i32,
@@ -203,6 +209,8 @@ pub struct Runtime {
 
 pub const WORLD: usize = 0;
 pub const SELF: usize = 1;
+/// The first slot of the datatype table.
+pub const FIRST_DERIVED_TYPE: usize = 64;
 
 impl Runtime {
     pub fn new(thread_level: i32) -> MpiResult<Self> {
@@ -223,6 +231,7 @@ impl Runtime {
                 g.set(0, group::Group::default());
                 g
             },
+            types: table::Table::new(FIRST_DERIVED_TYPE),
             next_ctx: 4,
             thread_level,
             main_thread: std::thread::current().id(),
