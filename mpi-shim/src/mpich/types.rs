@@ -302,6 +302,11 @@ fn count(n: c_int) -> MpiResult<usize> {
     usize::try_from(n).map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative count {n}")))
 }
 
+/// A checked block length (a count, for its error class, as in MPICH).
+fn blocklength(n: c_int) -> MpiResult<usize> {
+    usize::try_from(n).map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative blocklength {n}")))
+}
+
 /// A checked non-negative argument other than a count.
 fn nonneg(n: impl Into<i64> + Copy + std::fmt::Display, what: &str) -> MpiResult<usize> {
     usize::try_from(n.into()).map_err(|_| err(abi::MPI_ERR_ARG, format!("negative {what} {n}")))
@@ -358,7 +363,7 @@ fn blocks_of(blocks: &[(isize, c_int)], old: &Arc<Type>, envelope: Envelope) -> 
         .map(|&(disp, n)| {
             Ok(Piece {
                 disp,
-                count: nonneg(n, "blocklength")?,
+                count: blocklength(n)?,
                 ty: old,
             })
         })
@@ -571,7 +576,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
             .map(|i| {
                 Ok(Piece {
                     disp: disp[i] as isize,
-                    count: nonneg(bl[i], "blocklength")?,
+                    count: blocklength(bl[i])?,
                     ty: &types[i],
                 })
             })
