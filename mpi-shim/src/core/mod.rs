@@ -200,6 +200,9 @@ pub struct Runtime {
     /// [`FIRST_DERIVED_TYPE`] are never used, so that an entry layer can
     /// give its predefined types handles of those indices.
     pub types: table::Table<std::sync::Arc<datatype::Datatype>>,
+    /// Names the application gave predefined datatypes, by the entry
+    /// layer's handle (MPI-4.0 §7.8 allows renaming them).
+    pub predefined_type_names: HashMap<i32, String>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
     pub thread_level: i32,
@@ -232,6 +235,7 @@ impl Runtime {
                 g
             },
             types: table::Table::new(FIRST_DERIVED_TYPE),
+            predefined_type_names: HashMap::new(),
             next_ctx: 4,
             thread_level,
             main_thread: std::thread::current().id(),

@@ -942,15 +942,20 @@ pub unsafe extern "C" fn MPI_Type_set_name(
     type_name: *const c_char,
 ) -> c_int {
     call("MPI_Type_set_name", abi::MPI_COMM_WORLD, |rt| {
-        let slot = derived_slot(rt, datatype)?;
+        let t = super::datatype(rt, datatype)?;
         if type_name.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null name"));
         }
         // SAFETY: a NUL-terminated string (MPI contract).
         let name = unsafe { CStr::from_ptr(type_name) }.to_string_lossy();
         let max = abi::MPI_MAX_OBJECT_NAME as usize - 1;
-        let name: String = name.chars().take(max).collect();
-        if let Some(t) = rt.types.get_mut(slot) {
+        let mut name = name.into_owned();
+        while name.len() > max {
+            name.pop();
+        }
+        if t.predefined.is_some() {
+            rt.predefined_type_names.insert(datatype, name);
+        } else if let Some(t) = rt.types.get_mut(derived_slot(rt, datatype)?) {
             Arc::make_mut(t).name = name;
         }
         Ok(())
@@ -963,13 +968,15 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     type_name: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    query("MPI_Type_get_name", datatype, |t| {
+    call("MPI_Type_get_name", abi::MPI_COMM_WORLD, |rt| {
+        let t = super::datatype(rt, datatype)?;
+        let name = rt.predefined_type_names.get(&datatype).unwrap_or(&t.name);
         // SAFETY: the caller's buffer holds MPI_MAX_OBJECT_NAME bytes.
         unsafe {
             write_cstr(
                 type_name,
                 abi::MPI_MAX_OBJECT_NAME as usize,
-                &t.name,
+                name,
                 resultlen,
             )
         }

@@ -222,6 +222,11 @@ static void struct_resized_dup(void) {
     int len;
     OK(MPI_Type_get_name(t, name, &len));
     CHECK(strcmp(name, "record") == 0 && len == 6, "type name %s", name);
+    /* Predefined types may be renamed too. */
+    OK(MPI_Type_set_name(MPI_FLOAT, "single"));
+    OK(MPI_Type_get_name(MPI_FLOAT, name, &len));
+    CHECK(strcmp(name, "single") == 0, "renamed MPI_FLOAT: %s", name);
+    OK(MPI_Type_set_name(MPI_FLOAT, "MPI_FLOAT"));
     OK(MPI_Type_free(&t));
     OK(MPI_Type_free(&d));
     OK(MPI_Type_free(&r));
