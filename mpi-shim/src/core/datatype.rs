@@ -218,8 +218,8 @@ fn push_prims(prims: &mut Vec<(Prim, usize)>, p: Prim, n: usize) {
     }
 }
 
-/// Most blocks a type map may flatten to (a guard against a constructor
-/// call that would exhaust memory).
+/// Most blocks (or basic-element runs) a type map may flatten to: a guard
+/// against a constructor call that would exhaust memory.
 const MAX_BLOCKS: usize = 1 << 26;
 
 /// The datatype made of `pieces`, in order. A struct (`pad`) has its
@@ -289,6 +289,18 @@ pub fn compose(pieces: &[Piece<'_>], pad: bool, envelope: Envelope) -> MpiResult
     Ok(t)
 }
 
+/// Refuse to grow a list of `len` entries by `count` copies of `more`
+/// beyond [`MAX_BLOCKS`].
+fn check_growth(len: usize, more: usize, count: usize) -> MpiResult<()> {
+    if mul(more, count)? > MAX_BLOCKS.saturating_sub(len) {
+        return Err(MpiError::new(
+            abi::MPI_ERR_NO_MEM,
+            "datatype has too many non-contiguous blocks",
+        ));
+    }
+    Ok(())
+}
+
 /// Append the blocks and basic elements of the copies of `p` to `t`.
 fn append_copies(t: &mut Datatype, p: &Piece<'_>) -> MpiResult<()> {
     let ty = p.ty;
@@ -299,12 +311,7 @@ fn append_copies(t: &mut Datatype, p: &Piece<'_>) -> MpiResult<()> {
             push_block(&mut t.blocks, iadd(p.disp, off)?, mul(len, p.count)?);
         }
         blocks => {
-            if mul(blocks.len(), p.count)? > MAX_BLOCKS - t.blocks.len().min(MAX_BLOCKS) {
-                return Err(MpiError::new(
-                    abi::MPI_ERR_NO_MEM,
-                    "datatype has too many non-contiguous blocks",
-                ));
-            }
+            check_growth(t.blocks.len(), blocks.len(), p.count)?;
             for k in 0..p.count {
                 let base = iadd(p.disp, imul(k as isize, ty.extent)?)?;
                 for &(off, len) in blocks {
@@ -317,6 +324,7 @@ fn append_copies(t: &mut Datatype, p: &Piece<'_>) -> MpiResult<()> {
         [] => {}
         &[(prim, n)] => push_prims(&mut t.prims, prim, mul(n, p.count)?),
         prims => {
+            check_growth(t.prims.len(), prims.len(), p.count)?;
             for _ in 0..p.count {
                 for &(prim, n) in prims {
                     push_prims(&mut t.prims, prim, n);
@@ -368,9 +376,11 @@ pub fn darray_runs(
 }
 
 impl Datatype {
-    /// A predefined type: `size` contiguous bytes of kind `elem`.
+    /// A predefined type: `size` (at most 255) contiguous bytes of kind
+    /// `elem`.
     pub fn basic(size: usize, elem: Elem) -> Self {
-        Self::predefined_basic(size, Prim::new(size as u8, size as u8, false), elem)
+        let s = u8::try_from(size).expect("a basic datatype is at most 255 bytes");
+        Self::predefined_basic(size, Prim::new(s, s, false), elem)
     }
 
     /// A predefined basic type: one basic element `prim` of `size` bytes.

@@ -371,6 +371,17 @@ fn blocks_of(blocks: &[(isize, c_int)], old: &Arc<Type>, envelope: Envelope) -> 
     compose(&pieces, false, envelope)
 }
 
+/// The blocks of a vector: `n` of `blocklength`, `step` bytes apart.
+fn strided(n: usize, step: isize, blocklength: c_int) -> MpiResult<Vec<(isize, c_int)>> {
+    (0..n as isize)
+        .map(|i| {
+            i.checked_mul(step)
+                .map(|d| (d, blocklength))
+                .ok_or_else(|| err(abi::MPI_ERR_ARG, "stride overflows"))
+        })
+        .collect()
+}
+
 /// Element displacements in bytes of `old`.
 fn scaled(disp: impl Into<i64>, old: &Type) -> MpiResult<isize> {
     (disp.into() as isize)
@@ -422,10 +433,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
             vec![old.clone()],
         );
         let step = scaled(stride, old)?;
-        let blocks: Vec<_> = (0..count(n)? as isize)
-            .map(|i| (i * step, blocklength))
-            .collect();
-        blocks_of(&blocks, old, env)
+        blocks_of(&strided(count(n)?, step, blocklength)?, old, env)
     })
 }
 
@@ -444,10 +452,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
             vec![stride as isize],
             vec![old.clone()],
         );
-        let blocks: Vec<_> = (0..count(n)? as isize)
-            .map(|i| (i.wrapping_mul(stride as isize), blocklength))
-            .collect();
-        blocks_of(&blocks, old, env)
+        blocks_of(&strided(count(n)?, stride as isize, blocklength)?, old, env)
     })
 }
 
@@ -661,7 +666,10 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
         };
         let ints = [&[size, rank, ndims][..], gs, di, da, ps, &[array_order]].concat();
         let env = Envelope::new(Combiner::Darray, ints, vec![], vec![old.clone()]);
-        let grid: i64 = ps.iter().map(|&p| i64::from(p)).product();
+        let grid = ps
+            .iter()
+            .try_fold(1i64, |a, &p| a.checked_mul(i64::from(p)))
+            .unwrap_or(-1);
         if size < 1 || !(0..size).contains(&rank) || grid != i64::from(size) {
             return Err(err(
                 abi::MPI_ERR_ARG,
