@@ -390,7 +390,10 @@ fn scaled(disp: impl Into<i64>, old: &Type) -> MpiResult<isize> {
 }
 
 /// Run a constructor: look up `oldtype`, build, store in `newtype`.
-fn construct(
+///
+/// # Safety
+/// `newtype` is null or writable (MPI contract).
+unsafe fn construct(
     name: &str,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
@@ -399,7 +402,7 @@ fn construct(
     call(name, abi::MPI_COMM_WORLD, |rt| {
         let old = super::datatype(rt, oldtype)?;
         let t = build(&old)?;
-        // SAFETY: output argument.
+        // SAFETY: forwarded from the caller.
         unsafe { create(rt, t, newtype) }
     })
 }
@@ -410,11 +413,13 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_contiguous", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         let env = Envelope::new(Combiner::Contiguous, vec![n], vec![], vec![old.clone()]);
         count(n)?;
         blocks_of(&[(0, n)], old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_contiguous", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -425,7 +430,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_vector", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         let env = Envelope::new(
             Combiner::Vector,
             vec![n, blocklength, stride],
@@ -434,7 +439,9 @@ pub unsafe extern "C" fn MPI_Type_vector(
         );
         let step = scaled(stride, old)?;
         blocks_of(&strided(count(n)?, step, blocklength)?, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_vector", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -445,7 +452,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_hvector", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         let env = Envelope::new(
             Combiner::Hvector,
             vec![n, blocklength],
@@ -453,7 +460,9 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
             vec![old.clone()],
         );
         blocks_of(&strided(count(n)?, stride as isize, blocklength)?, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_create_hvector", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -464,7 +473,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_indexed", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         let k = count(n)?;
         // SAFETY: the caller's arrays hold `n` entries.
         let (bl, disp) = unsafe {
@@ -479,7 +488,9 @@ pub unsafe extern "C" fn MPI_Type_indexed(
             .map(|i| Ok((scaled(disp[i], old)?, bl[i])))
             .collect::<MpiResult<Vec<_>>>()?;
         blocks_of(&blocks, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_indexed", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -490,7 +501,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_hindexed", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         let k = count(n)?;
         // SAFETY: the caller's arrays hold `n` entries.
         let (bl, disp) = unsafe {
@@ -508,7 +519,9 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
         );
         let blocks: Vec<_> = addrs.into_iter().zip(bl.iter().copied()).collect();
         blocks_of(&blocks, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_create_hindexed", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -519,7 +532,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_indexed_block", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         // SAFETY: the caller's array holds `n` entries.
         let disp = unsafe { array(displacements, count(n)?, "displacement")? };
         let ints = [&[n, blocklength][..], disp].concat();
@@ -529,7 +542,9 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
             .map(|&d| Ok((scaled(d, old)?, blocklength)))
             .collect::<MpiResult<Vec<_>>>()?;
         blocks_of(&blocks, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_create_indexed_block", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -540,7 +555,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_hindexed_block", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         // SAFETY: the caller's array holds `n` entries.
         let disp = unsafe { array(displacements, count(n)?, "displacement")? };
         let addrs: Vec<isize> = disp.iter().map(|&d| d as isize).collect();
@@ -552,7 +567,9 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
         );
         let blocks: Vec<_> = addrs.into_iter().map(|d| (d, blocklength)).collect();
         blocks_of(&blocks, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_create_hindexed_block", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -608,7 +625,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_subarray", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         let n = nonneg(ndims, "number of dimensions")?;
         // SAFETY: the caller's arrays hold `ndims` entries.
         let (sz, sub, st) = unsafe {
@@ -637,7 +654,9 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
             runs.push(vec![(st[i] as usize, sub[i] as usize)]);
         }
         Type::grid(&dims, &runs, order(array_order)?, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_create_subarray", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -653,7 +672,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_darray", oldtype, newtype, |old| {
+    let build = |old: &Arc<Type>| {
         let n = nonneg(ndims, "number of dimensions")?;
         // SAFETY: the caller's arrays hold `ndims` entries.
         let (gs, di, da, ps) = unsafe {
@@ -706,7 +725,9 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
             .collect::<MpiResult<Vec<_>>>()?;
         let dims: Vec<usize> = gs.iter().map(|&g| g as usize).collect();
         Type::grid(&dims, &runs, order(array_order)?, old, env)
-    })
+    };
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_create_darray", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
@@ -716,14 +737,15 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: MPI_Aint,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    construct("MPI_Type_create_resized", oldtype, newtype, |old| {
-        Ok(Type::resized(old, lb as isize, extent as isize))
-    })
+    let build = |old: &Arc<Type>| Ok(Type::resized(old, lb as isize, extent as isize));
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_create_resized", oldtype, newtype, build) }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_dup", oldtype, newtype, |old| Ok(Type::dup(old)))
+    // SAFETY: `newtype` is null or writable (MPI contract).
+    unsafe { construct("MPI_Type_dup", oldtype, newtype, |old| Ok(Type::dup(old))) }
 }
 
 #[unsafe(no_mangle)]
@@ -790,6 +812,9 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
 }
 
 /// Write two address-sized results.
+///
+/// # Safety
+/// Each pointer is null or writable (MPI contract).
 unsafe fn out2<T>(a: *mut T, x: T, b: *mut T, y: T) -> MpiResult<()> {
     if a.is_null() || b.is_null() {
         return Err(err(abi::MPI_ERR_ARG, "null output argument"));
@@ -1076,7 +1101,11 @@ unsafe fn packing_buffer<'a>(
     Ok(unsafe { std::slice::from_raw_parts_mut(base.cast::<u8>().cast_mut().add(pos), len) })
 }
 
-fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
+/// Check that the data representation is "external32".
+///
+/// # Safety
+/// `datarep` is null or a NUL-terminated string (MPI contract).
+unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
     if datarep.is_null() {
         return Err(err(abi::MPI_ERR_ARG, "null data representation"));
     }
@@ -1172,7 +1201,8 @@ pub unsafe extern "C" fn MPI_Pack_external(
     position: *mut MPI_Aint,
 ) -> c_int {
     call("MPI_Pack_external", abi::MPI_COMM_WORLD, |rt| {
-        check_datarep(datarep)?;
+        // SAFETY: the caller's string.
+        unsafe { check_datarep(datarep)? };
         // SAFETY: forwarded from the caller.
         let ub = unsafe { UserBuf::new(rt, inbuf, incount, datatype)? };
         let len = ub
@@ -1203,7 +1233,8 @@ pub unsafe extern "C" fn MPI_Unpack_external(
     datatype: MPI_Datatype,
 ) -> c_int {
     call("MPI_Unpack_external", abi::MPI_COMM_WORLD, |rt| {
-        check_datarep(datarep)?;
+        // SAFETY: the caller's string.
+        unsafe { check_datarep(datarep)? };
         // SAFETY: forwarded from the caller.
         let ub = unsafe { UserBuf::new(rt, outbuf, outcount, datatype)? };
         let len = ub
@@ -1231,7 +1262,8 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
     size: *mut MPI_Aint,
 ) -> c_int {
     call("MPI_Pack_external_size", abi::MPI_COMM_WORLD, |rt| {
-        check_datarep(datarep)?;
+        // SAFETY: the caller's string.
+        unsafe { check_datarep(datarep)? };
         let t = super::datatype(rt, datatype)?;
         let n = t
             .external_size(count(incount)?)
@@ -1246,7 +1278,14 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
 
 /// The basic elements `status` counts in `datatype`, `None` when the
 /// received bytes end inside a basic element.
-fn elements(rt: &Runtime, status: *const MPI_Status, dt: MPI_Datatype) -> MpiResult<Option<u64>> {
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE` or readable (MPI contract).
+unsafe fn elements(
+    rt: &Runtime,
+    status: *const MPI_Status,
+    dt: MPI_Datatype,
+) -> MpiResult<Option<u64>> {
     if status.is_null() || abi::is_status_ignore(status) {
         return Err(err(abi::MPI_ERR_ARG, "no status"));
     }
@@ -1266,7 +1305,8 @@ pub unsafe extern "C" fn MPI_Get_elements(
     count: *mut c_int,
 ) -> c_int {
     call("MPI_Get_elements", abi::MPI_COMM_WORLD, |rt| {
-        let n = elements(rt, status, datatype)?
+        // SAFETY: the caller's status.
+        let n = unsafe { elements(rt, status, datatype)? }
             .and_then(|n| c_int::try_from(n).ok())
             .unwrap_or(abi::MPI_UNDEFINED);
         // SAFETY: output argument.
@@ -1281,7 +1321,8 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     count: *mut MPI_Count,
 ) -> c_int {
     call("MPI_Get_elements_x", abi::MPI_COMM_WORLD, |rt| {
-        let n = elements(rt, status, datatype)?
+        // SAFETY: the caller's status.
+        let n = unsafe { elements(rt, status, datatype)? }
             .map_or(MPI_Count::from(abi::MPI_UNDEFINED), |n| n as MPI_Count);
         // SAFETY: output argument.
         unsafe { out(count, n) }
@@ -1290,7 +1331,15 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
 
 /// Make `status` count `n` basic elements of `dt` (its cancelled flag
 /// kept).
-fn set_elements(rt: &Runtime, status: *mut MPI_Status, dt: MPI_Datatype, n: i64) -> MpiResult<()> {
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE` or writable (MPI contract).
+unsafe fn set_elements(
+    rt: &Runtime,
+    status: *mut MPI_Status,
+    dt: MPI_Datatype,
+    n: i64,
+) -> MpiResult<()> {
     if status.is_null() || abi::is_status_ignore(status) {
         return Err(err(abi::MPI_ERR_ARG, "no status"));
     }
@@ -1318,7 +1367,8 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     count: c_int,
 ) -> c_int {
     call("MPI_Status_set_elements", abi::MPI_COMM_WORLD, |rt| {
-        set_elements(rt, status, datatype, count.into())
+        // SAFETY: the caller's status.
+        unsafe { set_elements(rt, status, datatype, count.into()) }
     })
 }
 
@@ -1329,7 +1379,8 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     count: MPI_Count,
 ) -> c_int {
     call("MPI_Status_set_elements_x", abi::MPI_COMM_WORLD, |rt| {
-        set_elements(rt, status, datatype, count)
+        // SAFETY: the caller's status.
+        unsafe { set_elements(rt, status, datatype, count) }
     })
 }
 
