@@ -136,9 +136,6 @@ pub struct Datatype {
     /// The strictest alignment of its basic elements (struct padding,
     /// MPI-4.0 §5.1.6).
     pub align: usize,
-    /// Bounds set explicitly (`MPI_Type_create_resized`, subarrays): a
-    /// struct built from it is not padded.
-    pub explicit_bounds: bool,
     pub envelope: Envelope,
     pub name: String,
     /// Usable in communication (predefined types always are).
@@ -222,9 +219,10 @@ fn push_prims(prims: &mut Vec<(Prim, usize)>, p: Prim, n: usize) {
 /// against a constructor call that would exhaust memory.
 const MAX_BLOCKS: usize = 1 << 26;
 
-/// The datatype made of `pieces`, in order. A struct (`pad`) has its
-/// extent rounded up to its strictest alignment unless a piece has
-/// explicit bounds (MPI-4.0 §5.1.6).
+/// The datatype made of `pieces`, in order; with `pad`, its extent is
+/// rounded up to the strictest alignment of its basic elements (the
+/// epsilon of MPI-4.0 §5.1.6, which the caller applies as MPICH does: to
+/// structs of more than one kind of datatype, resized ones included).
 pub fn compose(pieces: &[Piece<'_>], pad: bool, envelope: Envelope) -> MpiResult<Datatype> {
     let mut t = Datatype {
         size: 0,
@@ -238,7 +236,6 @@ pub fn compose(pieces: &[Piece<'_>], pad: bool, envelope: Envelope) -> MpiResult
         elements: 0,
         elem: None,
         align: 1,
-        explicit_bounds: false,
         envelope,
         name: String::new(),
         committed: false,
@@ -268,7 +265,6 @@ pub fn compose(pieces: &[Piece<'_>], pad: bool, envelope: Envelope) -> MpiResult
             .checked_add(t.elements)
             .ok_or_else(overflow)?;
         t.align = t.align.max(ty.align);
-        t.explicit_bounds |= ty.explicit_bounds;
         elem = Some(match elem {
             None => ty.elem,
             Some(e) if e == ty.elem => e,
@@ -279,7 +275,7 @@ pub fn compose(pieces: &[Piece<'_>], pad: bool, envelope: Envelope) -> MpiResult
     t.elem = elem.flatten();
     let (lb, ub) = bounds.unwrap_or((0, 0));
     let mut extent = ub - lb;
-    if pad && !t.explicit_bounds && t.align > 1 {
+    if pad && t.align > 1 {
         let a = icast(t.align)?;
         extent = iadd(extent, (a - extent.rem_euclid(a)) % a)?;
     }
@@ -397,7 +393,6 @@ impl Datatype {
             elements: usize::from(size > 0),
             elem: Some(elem),
             align: usize::from(prim.unit).clamp(1, 16),
-            explicit_bounds: false,
             envelope: Envelope::named(),
             name: String::new(),
             committed: true,
@@ -410,7 +405,6 @@ impl Datatype {
         Self {
             lb,
             extent,
-            explicit_bounds: true,
             envelope: Envelope::new(
                 Combiner::Resized,
                 vec![],
@@ -491,7 +485,6 @@ impl Datatype {
         let total = sizes.iter().try_fold(1usize, |a, &s| mul(a, s))?;
         t.lb = 0;
         t.extent = imul(icast(total)?, old.extent)?;
-        t.explicit_bounds = true;
         t.envelope = envelope;
         Ok(t)
     }
@@ -521,19 +514,17 @@ impl Datatype {
         Some(self.true_lb.saturating_add(span.min(0)))
     }
 
-    /// Basic elements in `bytes` of packed data: whole elements, then
-    /// the basic elements of the last partial one; `None` if `bytes` ends
-    /// inside a basic element (MPI-4.0 §5.1.11, `MPI_Get_elements`).
+    /// Basic elements wholly in `bytes` of packed data: whole elements,
+    /// then the basic elements of the last partial one, a basic element
+    /// cut short not counted (MPI-4.0 §5.1.11, `MPI_Get_elements`, as
+    /// MPICH counts); `None` on overflow.
     pub fn elements_in(&self, bytes: usize) -> Option<usize> {
         if self.size == 0 {
-            return (bytes == 0).then_some(0);
+            return Some(0);
         }
         let mut n = (bytes / self.size).checked_mul(self.elements)?;
         let mut rest = bytes % self.size;
         for &(p, k) in &self.prims {
-            if rest == 0 {
-                break;
-            }
             let size = usize::from(p.size);
             let take = (rest / size).min(k);
             n += take;
@@ -542,7 +533,7 @@ impl Datatype {
                 break;
             }
         }
-        (rest == 0).then_some(n)
+        Some(n)
     }
 
     /// Bytes of packed data of the first `n` basic elements of a sequence
@@ -885,10 +876,10 @@ mod tests {
         // {double; int}: MPI_DOUBLE_INT's layout.
         let di = strukt(&[(0, 1, &d), (8, 1, &i)]);
         assert_eq!((di.size, di.extent), (12, 16));
-        // A struct of a resized type is not padded.
+        // Resized members do not prevent padding (as in MPICH).
         let r = Datatype::resized(&Arc::new(i.clone()), 0, 5);
         let s = strukt(&[(0, 1, &d), (8, 1, &r)]);
-        assert_eq!(s.extent, 13);
+        assert_eq!(s.extent, 16);
         let (packed, back) = round_trip(&strukt(&[(0, 1, &c), (8, 1, &d), (16, 1, &i)]), 2, 48);
         assert_eq!(packed[1..3], [8, 9]);
         assert_eq!(packed[13], 24);
@@ -985,7 +976,7 @@ mod tests {
         let s = strukt(&[(0, 1, &c), (8, 1, &d), (16, 1, &i)]);
         assert_eq!(s.elements_in(13), Some(3));
         assert_eq!(s.elements_in(13 + 9), Some(5));
-        assert_eq!(s.elements_in(13 + 5), None);
+        assert_eq!(s.elements_in(13 + 5), Some(4));
         assert_eq!(s.elements_in(0), Some(0));
         assert_eq!(s.bytes_of_elements(5), Some(22));
         assert_eq!(s.bytes_of_elements(6), Some(26));

@@ -609,7 +609,10 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
             disp.iter().map(|&d| d as isize).collect(),
             types.clone(),
         );
-        let t = compose(&pieces, true, env)?;
+        // MPICH pads a struct unless all its members are one datatype
+        // (which it treats as hindexed); binaries built for it expect that.
+        let pad = !types.windows(2).all(|w| Arc::ptr_eq(&w[0], &w[1]));
+        let t = compose(&pieces, pad, env)?;
         // SAFETY: output argument.
         unsafe { create(rt, t, newtype) }
     })
@@ -1276,8 +1279,8 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
 // ---------------------------------------------------------------------
 // Elements of a status (MPI-4.0 §5.1.11, §12.3).
 
-/// The basic elements `status` counts in `datatype`, `None` when the
-/// received bytes end inside a basic element.
+/// The basic elements `status` counts in `datatype` (`None` beyond
+/// `usize`).
 ///
 /// # Safety
 /// `status` is null, `MPI_STATUS_IGNORE` or readable (MPI contract).
