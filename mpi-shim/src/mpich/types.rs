@@ -111,7 +111,8 @@ const BASIC: &[(MPI_Datatype, &str, Class)] = &[
     (abi::MPI_AINT, "MPI_AINT", Signed),
     (abi::MPI_OFFSET, "MPI_OFFSET", Signed),
     (abi::MPI_COUNT, "MPI_COUNT", Signed),
-    (abi::MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", Complex),
+    // MPICH names it by its alias.
+    (abi::MPI_C_FLOAT_COMPLEX, "MPI_C_COMPLEX", Complex),
     (abi::MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", Complex),
     (
         abi::MPI_C_LONG_DOUBLE_COMPLEX,
@@ -219,6 +220,45 @@ fn elem_of(handle: MPI_Datatype) -> Elem {
     ops::predefined(handle).map_or(Elem::Opaque, |(_, e)| e)
 }
 
+/// The predefined types by handle, for lookups without hashing: MPICH's
+/// builtin handles (`0x4c00_ssii`) by their index byte `ii`, the pair
+/// types (direct handles) by their index.
+#[derive(Debug)]
+struct Predefined {
+    builtin: Vec<Option<Arc<Type>>>,
+    direct: Vec<Option<Arc<Type>>>,
+}
+
+impl Predefined {
+    fn slot(&self, h: MPI_Datatype) -> Option<&Option<Arc<Type>>> {
+        let table = match abi::direct_index(Kind::Datatype, h) {
+            Some(_) => &self.direct,
+            None => &self.builtin,
+        };
+        table.get((h & 0xff) as usize)
+    }
+
+    fn build() -> Self {
+        let mut p = Self {
+            builtin: vec![None; 256],
+            direct: vec![None; 256],
+        };
+        for (h, t) in build_predefined() {
+            let table = match abi::direct_index(Kind::Datatype, h) {
+                Some(_) => &mut p.direct,
+                None => &mut p.builtin,
+            };
+            let slot = &mut table[(h & 0xff) as usize];
+            assert!(
+                slot.is_none(),
+                "two predefined datatypes share slot of {h:#x}"
+            );
+            *slot = Some(t);
+        }
+        p
+    }
+}
+
 fn build_predefined() -> HashMap<MPI_Datatype, Arc<Type>> {
     let named = |mut t: Type, h: MPI_Datatype, name: &str| {
         t.name = name.to_string();
@@ -258,8 +298,12 @@ fn build_predefined() -> HashMap<MPI_Datatype, Arc<Type>> {
 
 /// The predefined type of handle `h`, if it is one.
 pub(super) fn predefined(h: MPI_Datatype) -> Option<&'static Arc<Type>> {
-    static PREDEFINED: OnceLock<HashMap<MPI_Datatype, Arc<Type>>> = OnceLock::new();
-    PREDEFINED.get_or_init(build_predefined).get(&h)
+    static PREDEFINED: OnceLock<Predefined> = OnceLock::new();
+    PREDEFINED
+        .get_or_init(Predefined::build)
+        .slot(h)?
+        .as_ref()
+        .filter(|t| t.predefined == Some(h))
 }
 
 // ---------------------------------------------------------------------
@@ -1439,5 +1483,10 @@ mod tests {
         assert_eq!(predefined(abi::MPI_INT).unwrap().name, "MPI_INT");
         assert!(predefined(abi::MPI_DATATYPE_NULL).is_none());
         assert!(predefined(abi::direct_handle(Kind::Datatype, 5)).is_none());
+        assert!(predefined(abi::direct_handle(Kind::Datatype, 0x101)).is_none());
+        assert!(predefined(abi::MPI_CHAR | 0x1000).is_none());
+        for &(h, name, _) in BASIC {
+            assert_eq!(predefined(h).map(|t| t.predefined), Some(Some(h)), "{name}");
+        }
     }
 }
