@@ -485,6 +485,35 @@ static void packing(void) {
     OK(MPI_Type_free(&four));
 }
 
+/* Reductions and broadcasts over a derived datatype of one basic kind. */
+static void collectives(void) {
+    int in[6], out[6] = {-1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < 6; i++) in[i] = rank * 10 + i;
+    MPI_Datatype odd;
+    OK(MPI_Type_vector(3, 1, 2, MPI_INT, &odd));
+    OK(MPI_Type_commit(&odd));
+    OK(MPI_Allreduce(in, out, 1, odd, MPI_SUM, MPI_COMM_WORLD));
+    int ranks = size * (size - 1) / 2;
+    for (int i = 0; i < 6; i += 2)
+        CHECK(out[i] == ranks * 10 + size * i, "allreduce element %d: %d", i, out[i]);
+    CHECK(out[1] == -1 && out[3] == -1, "allreduce wrote a gap");
+    /* Mixed basic elements: no predefined operation applies. */
+    MPI_Datatype mixed = rec_type();
+    OK(MPI_Type_commit(&mixed));
+    struct rec a[1] = {{0}}, b[1];
+    EXPECT(MPI_Allreduce(a, b, 1, mixed, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
+    if (rank == 0) {
+        a[0].c = 'q';
+        a[0].d = 9.5;
+        a[0].i[0] = 11;
+        a[0].i[1] = 12;
+    }
+    OK(MPI_Bcast(a, 1, mixed, 0, MPI_COMM_WORLD));
+    CHECK(a[0].c == 'q' && a[0].d == 9.5 && a[0].i[1] == 12, "bcast of a struct");
+    OK(MPI_Type_free(&odd));
+    OK(MPI_Type_free(&mixed));
+}
+
 static void errors(void) {
     int x[4] = {0}, pos = 0;
     char buf[8];
@@ -552,6 +581,7 @@ int main(int argc, char **argv) {
     bottom();
     large();
     packing();
+    collectives();
     errors();
 
     MPI_Barrier(MPI_COMM_WORLD);
