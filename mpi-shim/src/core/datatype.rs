@@ -11,11 +11,17 @@
 //! pieces, each `count` consecutive copies of an existing type at a byte
 //! displacement (MPI-4.0 §5.1.2-§5.1.6 define all of them that way). Blocks
 //! and basic-element runs are merged as they are appended, so a contiguous
-//! run of a contiguous type stays one block however it was nested.
+//! run of a contiguous type stays one block however it was nested. The
+//! blocks are also kept grouped into strided [`Run`]s, which packing walks
+//! with constant-length copies for the common 4-, 8- and 16-byte blocks.
+//!
+//! Struct padding and partial-element counts follow MPICH where the
+//! standard leaves room, since binaries built for MPICH run on this
+//! library: see [`compose`] and [`Datatype::elements_in`].
 //!
 //! Addresses: a buffer address of null is `MPI_BOTTOM` (MPI-4.0 §5.1.12),
 //! and the displacements are then absolute addresses, which
-//! `MPI_Get_address` obtained with [`pointer::expose_provenance`].
+//! `MPI_Get_address` obtained with `pointer::expose_provenance`.
 
 use std::sync::Arc;
 
