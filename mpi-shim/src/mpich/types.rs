@@ -1323,8 +1323,8 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
 // ---------------------------------------------------------------------
 // Elements of a status (MPI-4.0 §5.1.11, §12.3).
 
-/// The basic elements `status` counts in `datatype` (`None` beyond
-/// `usize`).
+/// The basic elements `status` counts in `datatype`; `None` for
+/// `MPI_UNDEFINED`.
 ///
 /// # Safety
 /// `status` is null, `MPI_STATUS_IGNORE` or readable (MPI contract).
@@ -1339,6 +1339,12 @@ unsafe fn elements(
     let t = super::datatype(rt, dt)?;
     // SAFETY: non-null status (MPI contract).
     let bytes = unsafe { (*status).bytes() };
+    // MPICH counts its builtin types (not the pair types, which it
+    // builds as structs) only in whole elements.
+    let builtin = t.predefined.is_some() && abi::direct_index(Kind::Datatype, dt).is_none();
+    if builtin && t.size > 0 && bytes % t.size as u64 != 0 {
+        return Ok(None);
+    }
     Ok(usize::try_from(bytes)
         .ok()
         .and_then(|b| t.elements_in(b))

@@ -302,6 +302,16 @@ static void arrays(void) {
             n++;
         }
     CHECK(n * (int)sizeof(int) == dsize, "darray owns %d elements, size %d", n, dsize);
+    /* Sent from the global array: the next rank gets our elements. */
+    int from_prev[G], got = 0, k = 0;
+    ring(global, 1, d, from_prev, G, MPI_INT, &st);
+    OK(MPI_Get_count(&st, MPI_INT, &got));
+    for (int i = 0; i < G; i++)
+        if ((i / 3) % size == prev) {
+            CHECK(k < got && from_prev[k] == i, "darray from %d: element %d", prev, k);
+            k++;
+        }
+    CHECK(k == got, "darray from %d: %d elements, expected %d", prev, got, k);
     MPI_Aint lb, ext;
     OK(MPI_Type_get_extent(d, &lb, &ext));
     CHECK(lb == 0 && ext == G * sizeof(int), "darray extent");
@@ -476,10 +486,16 @@ static void packing(void) {
     OK(MPI_Get_count(&st, rec, &n));
     CHECK(n == 2, "count of 8 elements: %d", n);
     OK(MPI_Status_set_elements(&st, MPI_BYTE, 6));
+    /* As MPICH counts: a predefined type only in whole elements, a
+     * derived one in whole basic elements. */
     OK(MPI_Get_elements(&st, MPI_INT, &n));
-    CHECK(n == 1, "6 bytes hold %d whole ints", n);
+    CHECK(n == MPI_UNDEFINED, "6 bytes of ints: %d elements", n);
     OK(MPI_Get_count(&st, MPI_INT, &n));
     CHECK(n == MPI_UNDEFINED, "count of 6 bytes of ints");
+    OK(MPI_Get_elements(&st, four, &n));
+    CHECK(n == 1, "6 bytes hold %d whole ints of a derived type", n);
+    OK(MPI_Get_elements(&st, MPI_SHORT_INT, &n));
+    CHECK(n == 2, "6 bytes hold %d basic elements of MPI_SHORT_INT", n);
     OK(MPI_Type_free(&rec));
     OK(MPI_Type_free(&odd));
     OK(MPI_Type_free(&four));
