@@ -807,7 +807,8 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
             return Ok(());
         }
         let slot = derived_slot(rt, h)?;
-        if let Some(t) = rt.types.get_mut(slot) {
+        // A type shared with the envelopes of others is copied once here.
+        if let Some(t) = rt.types.get_mut(slot).filter(|t| !t.committed) {
             Arc::make_mut(t).committed = true;
         }
         Ok(())
@@ -1129,23 +1130,20 @@ unsafe fn position_in<T: Copy + Into<i64>>(
     }
 }
 
-/// The caller's packing buffer of `len` bytes at `base + pos`.
-///
-/// # Safety
-/// A non-null `base` holds at least `pos + len` bytes (MPI contract).
-unsafe fn packing_buffer<'a>(
-    base: *const c_void,
-    pos: usize,
-    len: usize,
-) -> MpiResult<&'a mut [u8]> {
+/// The caller's packing buffer: `len` bytes at `base + pos`, as a raw
+/// slice (checked for null when it must hold data).
+fn packing_buffer(base: *const c_void, pos: usize, len: usize) -> MpiResult<*mut [u8]> {
     if len == 0 {
-        return Ok(&mut []);
+        return Ok(std::ptr::slice_from_raw_parts_mut(
+            std::ptr::NonNull::dangling().as_ptr(),
+            0,
+        ));
     }
     if base.is_null() {
         return Err(err(abi::MPI_ERR_BUFFER, "null packing buffer"));
     }
-    // SAFETY: `pos + len` bytes (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts_mut(base.cast::<u8>().cast_mut().add(pos), len) })
+    let start = base.cast::<u8>().cast_mut().wrapping_add(pos);
+    Ok(std::ptr::slice_from_raw_parts_mut(start, len))
 }
 
 /// Check that the data representation is "external32".
@@ -1182,10 +1180,12 @@ pub unsafe extern "C" fn MPI_Pack(
         rt.comm(comm_slot(comm)?)?;
         // SAFETY: forwarded from the caller.
         let ub = unsafe { UserBuf::new(rt, inbuf, incount, datatype)? };
-        // SAFETY: `position` and `outbuf` are the caller's (MPI contract).
+        // SAFETY: `position` is the caller's in-out argument and `outbuf`
+        // holds `outsize` bytes (MPI contract), of which `position_in`
+        // checked that `pos + len` fit; nothing else refers to them.
         unsafe {
             let pos = position_in(position, outsize.into(), ub.len, abi::MPI_ERR_TRUNCATE)?;
-            let dst = packing_buffer(outbuf, pos, ub.len)?;
+            let dst = &mut *packing_buffer(outbuf, pos, ub.len)?;
             ub.dt.pack(ub.ptr, ub.count, dst);
             *position = (pos + ub.len) as c_int;
         }
@@ -1207,10 +1207,12 @@ pub unsafe extern "C" fn MPI_Unpack(
         rt.comm(comm_slot(comm)?)?;
         // SAFETY: forwarded from the caller.
         let ub = unsafe { UserBuf::new(rt, outbuf, outcount, datatype)? };
-        // SAFETY: `position` and `inbuf` are the caller's (MPI contract).
+        // SAFETY: `position` is the caller's in-out argument and `inbuf`
+        // holds `insize` readable bytes (MPI contract), of which
+        // `position_in` checked that `pos + len` fit.
         unsafe {
             let pos = position_in(position, insize.into(), ub.len, abi::MPI_ERR_TRUNCATE)?;
-            let src = packing_buffer(inbuf, pos, ub.len)?;
+            let src = &*packing_buffer(inbuf, pos, ub.len)?;
             ub.unpack(src);
             *position = (pos + ub.len) as c_int;
         }
@@ -1258,10 +1260,12 @@ pub unsafe extern "C" fn MPI_Pack_external(
             .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
         // SAFETY: the send buffer is readable (MPI contract).
         let native = unsafe { ub.data() };
-        // SAFETY: `position` and `outbuf` are the caller's (MPI contract).
+        // SAFETY: `position` is the caller's in-out argument and `outbuf`
+        // holds `outsize` bytes (MPI contract), of which `position_in`
+        // checked that `pos + len` fit; nothing else refers to them.
         unsafe {
             let pos = position_in(position, outsize, len, abi::MPI_ERR_TRUNCATE)?;
-            let dst = packing_buffer(outbuf, pos, len)?;
+            let dst = &mut *packing_buffer(outbuf, pos, len)?;
             ub.dt.to_external(&native, ub.count, dst)?;
             *position = (pos + len) as MPI_Aint;
         }
@@ -1289,10 +1293,12 @@ pub unsafe extern "C" fn MPI_Unpack_external(
             .external_size(ub.count)
             .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
         let mut native = vec![0; ub.len];
-        // SAFETY: `position` and `inbuf` are the caller's (MPI contract).
+        // SAFETY: `position` is the caller's in-out argument and `inbuf`
+        // holds `insize` readable bytes (MPI contract), of which
+        // `position_in` checked that `pos + len` fit.
         unsafe {
             let pos = position_in(position, insize, len, abi::MPI_ERR_TRUNCATE)?;
-            let src = packing_buffer(inbuf, pos, len)?;
+            let src = &*packing_buffer(inbuf, pos, len)?;
             ub.dt.from_external(src, ub.count, &mut native);
             ub.unpack(&native);
             *position = (pos + len) as MPI_Aint;
