@@ -523,6 +523,7 @@ constants! {
     c_int, INT, MPI_ERR_VALUE_TOO_LARGE = 77;
     c_int, INT, MPI_T_ERR_NOT_SUPPORTED = 78;
     c_int, INT, MPI_ERR_LASTCODE = 0x3fff_ffff;
+
 }
 
 const fn pointer(name: &'static str, ty: &'static str, value: i64) -> Constant {

@@ -24,6 +24,7 @@ const PROGRAMS: &[&str] = &[
     "sessions_mixed",
     "unsupported",
     "p2pmore",
+    "datatypes",
 ];
 
 fn prefix() -> PathBuf {

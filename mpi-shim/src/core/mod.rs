@@ -236,6 +236,13 @@ pub struct Runtime {
     pub bsend: Option<request::Attached>,
     /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
     pub groups: table::Table<group::Group>,
+    /// Derived datatypes the application holds; slots below
+    /// [`FIRST_DERIVED_TYPE`] are never used, so that an entry layer can
+    /// give its predefined types handles of those indices.
+    pub types: table::Table<std::sync::Arc<datatype::Datatype>>,
+    /// Names the application gave predefined datatypes, by the entry
+    /// layer's handle (MPI-4.0 §7.8 allows renaming them).
+    pub predefined_type_names: HashMap<i32, String>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
     /// The world model's thread level (`MPI_Query_thread`).
@@ -252,6 +259,8 @@ pub struct Runtime {
 
 pub const WORLD: usize = 0;
 pub const SELF: usize = 1;
+/// The first slot of the datatype table.
+pub const FIRST_DERIVED_TYPE: usize = 64;
 
 impl Runtime {
     /// Start the engine and learn the job's process sets. Collective over
@@ -275,6 +284,8 @@ impl Runtime {
                 g.set(0, group::Group::default());
                 g
             },
+            types: table::Table::new(FIRST_DERIVED_TYPE),
+            predefined_type_names: HashMap::new(),
             next_ctx: session::FIRST_AGREED_CTX,
             thread_level: abi::MPI_THREAD_SINGLE,
             main_thread: std::thread::current().id(),

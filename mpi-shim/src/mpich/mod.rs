@@ -196,11 +196,23 @@ pub(crate) unsafe fn out<T>(ptr: *mut T, value: T) -> MpiResult<()> {
     Ok(())
 }
 
-/// The datatype behind handle `dt`.
-pub(crate) fn datatype(_rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
-    let (size, elem) = ops::predefined(dt)?;
-    Ok(Arc::new(Datatype::basic(size, elem)))
+/// The datatype behind handle `dt`: predefined (shared, never
+/// allocated per call) or derived (committed or not).
+pub(crate) fn datatype(rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
+    if let Some(t) = types::predefined(dt) {
+        return Ok(t.clone());
+    }
+    abi::direct_index(Kind::Datatype, dt)
+        .filter(|&i| i >= core::FIRST_DERIVED_TYPE)
+        .and_then(|i| rt.types.get(i))
+        .cloned()
+        .ok_or_else(|| err(abi::MPI_ERR_TYPE, format!("invalid datatype {dt:#x}")))
 }
+
+/// Addresses below this are never mapped (Linux's `vm.mmap_min_addr` is
+/// at least one page): a buffer reaching there from a null address is a
+/// mistake, not `MPI_BOTTOM` with absolute displacements.
+const LOWEST_VALID_ADDRESS: isize = 4096;
 
 /// `count` elements of a datatype at `ptr`: a message buffer as the
 /// application describes it, checked.
@@ -216,7 +228,8 @@ pub(crate) struct UserBuf {
 impl UserBuf {
     /// # Safety
     /// `buf` addresses `count` elements of `dt` (MPI contract); they are
-    /// only written through if the caller is a receive.
+    /// only written through if the caller is a receive. A null `buf` is
+    /// `MPI_BOTTOM`.
     pub(crate) unsafe fn new(
         rt: &Runtime,
         buf: *const c_void,
@@ -227,10 +240,16 @@ impl UserBuf {
             return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
         }
         let dt = datatype(rt, dt)?;
+        if !dt.committed {
+            return Err(err(abi::MPI_ERR_TYPE, "datatype not committed"));
+        }
         let len = dt
             .bytes(count as usize)
             .ok_or_else(|| err(abi::MPI_ERR_COUNT, "message size overflows"))?;
-        if len > 0 && buf.is_null() {
+        // A null buffer is `MPI_BOTTOM`: the type's displacements must
+        // then be absolute addresses (MPI-4.0 §5.1.12).
+        let lowest = dt.lowest_offset(count as usize);
+        if buf.is_null() && lowest.is_some_and(|a| a < LOWEST_VALID_ADDRESS) {
             return Err(err(abi::MPI_ERR_BUFFER, "null buffer"));
         }
         Ok(Self {

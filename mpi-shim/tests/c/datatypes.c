@@ -1,0 +1,607 @@
+/* Derived datatypes (MPI-4.0 chapter 5): every constructor used for
+ * sends and receives around a ring (non-contiguous on both sides, with
+ * different type maps of one signature; MPI_BOTTOM with absolute
+ * addresses; a message large enough for the rendezvous protocol), bounds
+ * and extents, envelopes and contents, Pack/Unpack (native and
+ * external32), Get_elements on a partial receive, and the error classes
+ * of bad arguments under MPI_ERRORS_RETURN. */
+#include <stddef.h>
+#include <string.h>
+#include "check.h"
+
+#define EXPECT(call, class)                                                   \
+    do {                                                                      \
+        int rc_ = (call), class_ = -1;                                        \
+        MPI_Error_class(rc_, &class_);                                        \
+        CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
+              class_, #class);                                                \
+    } while (0)
+
+#define OK(call) EXPECT(call, MPI_SUCCESS)
+
+static int rank, size, next, prev;
+
+/* Send `scount` of `stype` from `sbuf` to the next rank while receiving
+ * `rcount` of `rtype` into `rbuf` from the previous one. */
+static void ring(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                 int rcount, MPI_Datatype rtype, MPI_Status *st) {
+    OK(MPI_Sendrecv(sbuf, scount, stype, next, 7, rbuf, rcount, rtype, prev, 7,
+                    MPI_COMM_WORLD, st));
+}
+
+static void check_extent(MPI_Datatype t, MPI_Aint lb, MPI_Aint extent, int sz,
+                         const char *what) {
+    MPI_Aint l, e;
+    int s;
+    OK(MPI_Type_get_extent(t, &l, &e));
+    OK(MPI_Type_size(t, &s));
+    CHECK(l == lb && e == extent && s == sz, "%s: lb %ld extent %ld size %d", what,
+          (long)l, (long)e, s);
+}
+
+static void predefined(void) {
+    check_extent(MPI_DOUBLE_INT, 0, 16, 12, "MPI_DOUBLE_INT");
+    check_extent(MPI_SHORT_INT, 0, 8, 6, "MPI_SHORT_INT");
+    check_extent(MPI_FLOAT_INT, 0, 8, 8, "MPI_FLOAT_INT");
+    check_extent(MPI_LONG_INT, 0, 16, 12, "MPI_LONG_INT");
+    check_extent(MPI_LONG_DOUBLE_INT, 0, 32, 20, "MPI_LONG_DOUBLE_INT");
+    check_extent(MPI_2INT, 0, 8, 8, "MPI_2INT");
+    check_extent(MPI_C_DOUBLE_COMPLEX, 0, 16, 16, "MPI_C_DOUBLE_COMPLEX");
+    check_extent(MPI_C_FLOAT_COMPLEX, 0, 8, 8, "MPI_C_FLOAT_COMPLEX");
+    char name[MPI_MAX_OBJECT_NAME];
+    int len, ni, na, nd, comb;
+    OK(MPI_Type_get_name(MPI_INT, name, &len));
+    CHECK(strcmp(name, "MPI_INT") == 0 && len == 7, "name %s", name);
+    OK(MPI_Type_get_envelope(MPI_DOUBLE, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_NAMED && ni == 0 && na == 0 && nd == 0, "named envelope");
+    /* Any predefined type of the class and size will do. */
+    MPI_Datatype m;
+    int msize;
+    OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &m));
+    OK(MPI_Type_size(m, &msize));
+    CHECK(msize == 8, "match_size real 8: %d", msize);
+    OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &m));
+    OK(MPI_Type_size(m, &msize));
+    CHECK(msize == 4, "match_size integer 4: %d", msize);
+    /* A pair type travels with its padding skipped. */
+    struct { double d; int i; } out[3], in[3];
+    for (int k = 0; k < 3; k++) out[k].d = rank + k * 0.5, out[k].i = rank * 10 + k;
+    MPI_Status st;
+    ring(out, 3, MPI_DOUBLE_INT, in, 3, MPI_DOUBLE_INT, &st);
+    int n;
+    OK(MPI_Get_count(&st, MPI_DOUBLE_INT, &n));
+    CHECK(n == 3, "double_int count %d", n);
+    OK(MPI_Get_elements(&st, MPI_DOUBLE_INT, &n));
+    CHECK(n == 6, "double_int elements %d", n);
+    for (int k = 0; k < 3; k++)
+        CHECK(in[k].d == prev + k * 0.5 && in[k].i == prev * 10 + k, "double_int %d", k);
+}
+
+/* contiguous, vector, hvector, indexed, hindexed, indexed_block,
+ * hindexed_block: sent non-contiguous, received through another type map
+ * of the same signature. */
+static void simple_constructors(void) {
+    enum { N = 12 };
+    int a[N * 3], b[N * 3];
+    for (int i = 0; i < N * 3; i++) a[i] = rank * 1000 + i;
+    MPI_Status st;
+
+    /* Every third int, received as every second int. */
+    MPI_Datatype v3, v2;
+    OK(MPI_Type_vector(N, 1, 3, MPI_INT, &v3));
+    OK(MPI_Type_create_hvector(N, 1, 2 * sizeof(int), MPI_INT, &v2));
+    OK(MPI_Type_commit(&v3));
+    OK(MPI_Type_commit(&v2));
+    check_extent(v3, 0, (3 * (N - 1) + 1) * sizeof(int), N * sizeof(int), "vector");
+    memset(b, 0xff, sizeof b);
+    ring(a, 1, v3, b, 1, v2, &st);
+    for (int i = 0; i < N; i++)
+        CHECK(b[2 * i] == prev * 1000 + 3 * i, "vector->hvector %d: %d", i, b[2 * i]);
+    CHECK(b[1] == -1, "hvector gap written");
+
+    /* contiguous(4) of a 2-block vector: received as plain ints. */
+    MPI_Datatype pair, four;
+    OK(MPI_Type_vector(2, 2, 5, MPI_INT, &pair));
+    OK(MPI_Type_contiguous(2, pair, &four));
+    OK(MPI_Type_commit(&four));
+    check_extent(four, 0, 14 * sizeof(int), 8 * sizeof(int), "contiguous of vector");
+    ring(a, 1, four, b, 8, MPI_INT, &st);
+    int expect[8] = {0, 1, 5, 6, 7, 8, 12, 13};
+    for (int i = 0; i < 8; i++)
+        CHECK(b[i] == prev * 1000 + expect[i], "contiguous of vector %d: %d", i, b[i]);
+
+    /* indexed out, hindexed in. */
+    int bl[3] = {2, 1, 3}, disp[3] = {10, 0, 4};
+    MPI_Aint hdisp[3] = {0, 3 * sizeof(int), 20 * sizeof(int)};
+    MPI_Datatype ix, hx;
+    OK(MPI_Type_indexed(3, bl, disp, MPI_INT, &ix));
+    OK(MPI_Type_create_hindexed(3, bl, hdisp, MPI_INT, &hx));
+    OK(MPI_Type_commit(&ix));
+    OK(MPI_Type_commit(&hx));
+    check_extent(ix, 0, 12 * sizeof(int), 6 * sizeof(int), "indexed");
+    memset(b, 0xff, sizeof b);
+    ring(a, 1, ix, b, 1, hx, &st);
+    int got[6] = {b[0], b[1], b[3], b[20], b[21], b[22]};
+    int sent[6] = {10, 11, 0, 4, 5, 6};
+    for (int i = 0; i < 6; i++)
+        CHECK(got[i] == prev * 1000 + sent[i], "indexed->hindexed %d: %d", i, got[i]);
+
+    /* indexed_block out, hindexed_block in. */
+    int bdisp[3] = {7, 1, 4};
+    MPI_Aint hbdisp[3] = {0, 8 * sizeof(int), 4 * sizeof(int)};
+    MPI_Datatype ib, hb;
+    OK(MPI_Type_create_indexed_block(3, 2, bdisp, MPI_INT, &ib));
+    OK(MPI_Type_create_hindexed_block(3, 2, hbdisp, MPI_INT, &hb));
+    OK(MPI_Type_commit(&ib));
+    OK(MPI_Type_commit(&hb));
+    memset(b, 0xff, sizeof b);
+    ring(a, 1, ib, b, 1, hb, &st);
+    int gb[6] = {b[0], b[1], b[8], b[9], b[4], b[5]}, sb[6] = {7, 8, 1, 2, 4, 5};
+    for (int i = 0; i < 6; i++)
+        CHECK(gb[i] == prev * 1000 + sb[i], "indexed_block->hindexed_block %d", i);
+
+    OK(MPI_Type_free(&v3));
+    CHECK(v3 == MPI_DATATYPE_NULL, "freed handle not reset");
+    MPI_Datatype all[] = {v2, pair, four, ix, hx, ib, hb};
+    for (int i = 0; i < 7; i++) OK(MPI_Type_free(&all[i]));
+}
+
+struct rec {
+    char c;
+    double d;
+    int i[2];
+};
+
+static MPI_Datatype rec_type(void) {
+    int bl[3] = {1, 1, 2};
+    MPI_Aint disp[3] = {offsetof(struct rec, c), offsetof(struct rec, d),
+                        offsetof(struct rec, i)};
+    MPI_Datatype types[3] = {MPI_CHAR, MPI_DOUBLE, MPI_INT}, t;
+    OK(MPI_Type_create_struct(3, bl, disp, types, &t));
+    return t;
+}
+
+/* struct (padded to the C struct), resized, dup; envelopes and contents. */
+static void struct_resized_dup(void) {
+    MPI_Datatype t = rec_type(), d, r;
+    OK(MPI_Type_commit(&t));
+    check_extent(t, 0, sizeof(struct rec), 1 + 8 + 8, "struct");
+    MPI_Aint tlb, text;
+    OK(MPI_Type_get_true_extent(t, &tlb, &text));
+    CHECK(tlb == 0 && text == offsetof(struct rec, i) + 8, "true extent %ld", (long)text);
+    struct rec out[4], in[4];
+    memset(in, 0, sizeof in);
+    for (int k = 0; k < 4; k++) {
+        out[k].c = 'a' + k;
+        out[k].d = rank * 0.25 + k;
+        out[k].i[0] = rank;
+        out[k].i[1] = -k;
+    }
+    MPI_Status st;
+    OK(MPI_Type_dup(t, &d));
+    ring(out, 4, t, in, 4, d, &st);
+    for (int k = 0; k < 4; k++)
+        CHECK(in[k].c == 'a' + k && in[k].d == prev * 0.25 + k && in[k].i[0] == prev &&
+                  in[k].i[1] == -k,
+              "struct element %d", k);
+
+    /* Padding as MPICH does it: a struct of several datatypes is rounded
+     * to its strictest alignment, one of a single datatype is not. */
+    {
+        int b1[2] = {1, 1};
+        MPI_Aint d4[2] = {0, 4}, d5[2] = {0, 5};
+        MPI_Datatype ic[2] = {MPI_INT, MPI_CHAR}, ii[2] = {MPI_INT, MPI_INT}, p;
+        OK(MPI_Type_create_struct(2, b1, d4, ic, &p));
+        check_extent(p, 0, 8, 5, "struct {int; char}");
+        OK(MPI_Type_free(&p));
+        OK(MPI_Type_create_struct(2, b1, d5, ii, &p));
+        check_extent(p, 0, 9, 8, "struct {int; int at 5}");
+        OK(MPI_Type_free(&p));
+    }
+
+    /* Every other int through a resized int. */
+    OK(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &r));
+    OK(MPI_Type_commit(&r));
+    check_extent(r, 0, 2 * sizeof(int), sizeof(int), "resized");
+    int a[8], b[4];
+    for (int i = 0; i < 8; i++) a[i] = rank * 100 + i;
+    ring(a, 4, r, b, 4, MPI_INT, &st);
+    for (int i = 0; i < 4; i++) CHECK(b[i] == prev * 100 + 2 * i, "resized %d", i);
+
+    int ni, na, nd, comb;
+    OK(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_STRUCT && ni == 4 && na == 3 && nd == 3, "struct envelope");
+    int ints[4];
+    MPI_Aint addrs[3];
+    MPI_Datatype types[3];
+    OK(MPI_Type_get_contents(t, 4, 3, 3, ints, addrs, types));
+    CHECK(ints[0] == 3 && ints[3] == 2 && addrs[1] == offsetof(struct rec, d) &&
+              types[0] == MPI_CHAR && types[2] == MPI_INT,
+          "struct contents");
+    OK(MPI_Type_get_envelope(d, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_DUP && ni == 0 && na == 0 && nd == 1, "dup envelope");
+    MPI_Datatype inner;
+    OK(MPI_Type_get_contents(d, 0, 0, 1, NULL, NULL, &inner));
+    OK(MPI_Type_get_envelope(inner, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_STRUCT, "dup's constituent is the struct");
+    OK(MPI_Type_free(&inner));
+    OK(MPI_Type_get_envelope(r, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_RESIZED && na == 2 && nd == 1, "resized envelope");
+    OK(MPI_Type_get_contents(r, 0, 2, 1, NULL, addrs, types));
+    CHECK(addrs[0] == 0 && addrs[1] == 2 * sizeof(int) && types[0] == MPI_INT,
+          "resized contents");
+
+    OK(MPI_Type_set_name(t, "record"));
+    char name[MPI_MAX_OBJECT_NAME];
+    int len;
+    OK(MPI_Type_get_name(t, name, &len));
+    CHECK(strcmp(name, "record") == 0 && len == 6, "type name %s", name);
+    /* Predefined types may be renamed too. */
+    OK(MPI_Type_set_name(MPI_FLOAT, "single"));
+    OK(MPI_Type_get_name(MPI_FLOAT, name, &len));
+    CHECK(strcmp(name, "single") == 0, "renamed MPI_FLOAT: %s", name);
+    OK(MPI_Type_set_name(MPI_FLOAT, "MPI_FLOAT"));
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_free(&d));
+    OK(MPI_Type_free(&r));
+}
+
+/* A 2-D subarray in C and Fortran order; a block-cyclic darray. */
+static void arrays(void) {
+    enum { R = 6, C = 7 };
+    double m[R][C], col[R * C];
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) m[i][j] = rank * 100 + i * 10 + j;
+    int sizes[2] = {R, C}, sub[2] = {3, 2}, starts[2] = {2, 4};
+    MPI_Datatype s, f;
+    OK(MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_C, MPI_DOUBLE, &s));
+    OK(MPI_Type_commit(&s));
+    check_extent(s, 0, R * C * sizeof(double), 6 * sizeof(double), "subarray");
+    MPI_Status st;
+    ring(m, 1, s, col, 6, MPI_DOUBLE, &st);
+    for (int k = 0; k < 6; k++)
+        CHECK(col[k] == prev * 100 + (2 + k / 2) * 10 + 4 + k % 2, "subarray C %d: %g", k,
+              col[k]);
+    /* The same memory seen as a Fortran array of C x R: rows are columns. */
+    int fsizes[2] = {C, R}, fsub[2] = {2, 3}, fstarts[2] = {4, 2};
+    OK(MPI_Type_create_subarray(2, fsizes, fsub, fstarts, MPI_ORDER_FORTRAN, MPI_DOUBLE, &f));
+    OK(MPI_Type_commit(&f));
+    double back[R][C];
+    memset(back, 0, sizeof back);
+    ring(m, 1, s, back, 1, f, &st);
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) {
+            int in = i >= 2 && i < 5 && j >= 4 && j < 6;
+            CHECK(back[i][j] == (in ? prev * 100 + i * 10 + j : 0), "subarray F (%d,%d)", i,
+                  j);
+        }
+    int ints[8], ni, na, nd, comb;
+    MPI_Datatype old;
+    OK(MPI_Type_get_envelope(f, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_SUBARRAY && ni == 8 && nd == 1, "subarray envelope");
+    OK(MPI_Type_get_contents(f, 8, 0, 1, ints, NULL, &old));
+    CHECK(ints[0] == 2 && ints[1] == C && ints[7] == MPI_ORDER_FORTRAN && old == MPI_DOUBLE,
+          "subarray contents");
+
+    /* A global vector of 50 ints, cyclic(3) over the processes. */
+    enum { G = 50 };
+    int gsize = G, distrib = MPI_DISTRIBUTE_CYCLIC, darg = 3, psize = size;
+    int global[G], packed[G], pos = 0, n = 0;
+    for (int i = 0; i < G; i++) global[i] = i;
+    MPI_Datatype d;
+    OK(MPI_Type_create_darray(size, rank, 1, &gsize, &distrib, &darg, &psize, MPI_ORDER_C,
+                              MPI_INT, &d));
+    OK(MPI_Type_commit(&d));
+    int dsize;
+    OK(MPI_Type_size(d, &dsize));
+    OK(MPI_Pack(global, 1, d, packed, sizeof packed, &pos, MPI_COMM_WORLD));
+    CHECK(pos == dsize, "darray packed %d of %d bytes", pos, dsize);
+    for (int i = 0; i < G; i++)
+        if ((i / 3) % size == rank) {
+            CHECK(packed[n] == i, "darray element %d: %d, expected %d", n, packed[n], i);
+            n++;
+        }
+    CHECK(n * (int)sizeof(int) == dsize, "darray owns %d elements, size %d", n, dsize);
+    /* Sent from the global array: the next rank gets our elements. */
+    int from_prev[G], got = 0, k = 0;
+    ring(global, 1, d, from_prev, G, MPI_INT, &st);
+    OK(MPI_Get_count(&st, MPI_INT, &got));
+    for (int i = 0; i < G; i++)
+        if ((i / 3) % size == prev) {
+            CHECK(k < got && from_prev[k] == i, "darray from %d: element %d", prev, k);
+            k++;
+        }
+    CHECK(k == got, "darray from %d: %d elements, expected %d", prev, got, k);
+    MPI_Aint lb, ext;
+    OK(MPI_Type_get_extent(d, &lb, &ext));
+    CHECK(lb == 0 && ext == G * sizeof(int), "darray extent");
+
+    /* Two dimensions, block x block over a size x 1 grid. */
+    int gs2[2] = {8, 4}, di2[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_BLOCK},
+        da2[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG}, ps2[2] = {size, 1};
+    MPI_Datatype d2;
+    OK(MPI_Type_create_darray(size, rank, 2, gs2, di2, da2, ps2, MPI_ORDER_C, MPI_INT, &d2));
+    OK(MPI_Type_commit(&d2));
+    int rows = (8 + size - 1) / size, first = rank * rows;
+    int mine = first >= 8 ? 0 : (first + rows > 8 ? 8 - first : rows);
+    OK(MPI_Type_size(d2, &dsize));
+    CHECK(dsize == mine * 4 * (int)sizeof(int), "2-D darray size %d", dsize);
+    int g2[32], p2[32];
+    for (int i = 0; i < 32; i++) g2[i] = i;
+    pos = 0;
+    OK(MPI_Pack(g2, 1, d2, p2, sizeof p2, &pos, MPI_COMM_WORLD));
+    for (int k = 0; k < mine * 4; k++) CHECK(p2[k] == first * 4 + k, "2-D darray %d", k);
+
+    OK(MPI_Type_free(&s));
+    OK(MPI_Type_free(&f));
+    OK(MPI_Type_free(&d));
+    OK(MPI_Type_free(&d2));
+}
+
+/* Absolute addresses from MPI_Get_address, sent and received at
+ * MPI_BOTTOM. */
+static void bottom(void) {
+    int x = rank + 1, rx = -1;
+    double y[3] = {rank * 1.5, 2, 3}, ry[3] = {0};
+    MPI_Aint ax, ay;
+    OK(MPI_Get_address(&x, &ax));
+    OK(MPI_Get_address(&y[0], &ay));
+    CHECK(MPI_Aint_diff(MPI_Aint_add(ax, 16), ax) == 16, "Aint arithmetic");
+    int bl[2] = {1, 3};
+    MPI_Aint disp[2] = {ax, ay};
+    MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE}, out, in;
+    OK(MPI_Type_create_struct(2, bl, disp, types, &out));
+    OK(MPI_Type_commit(&out));
+    /* Received in the opposite order of the variables in memory. */
+    MPI_Aint rdisp[2];
+    OK(MPI_Get_address(&rx, &rdisp[0]));
+    OK(MPI_Get_address(ry, &rdisp[1]));
+    OK(MPI_Type_create_struct(2, bl, rdisp, types, &in));
+    OK(MPI_Type_commit(&in));
+    MPI_Status st;
+    ring(MPI_BOTTOM, 1, out, MPI_BOTTOM, 1, in, &st);
+    CHECK(rx == prev + 1 && ry[0] == prev * 1.5 && ry[2] == 3, "MPI_BOTTOM receive");
+    /* Nonblocking, and against a contiguous buffer on the other side. */
+    struct { int i; double d[3]; } plain;
+    MPI_Request rq[2];
+    OK(MPI_Irecv(&plain.i, 1, MPI_INT, prev, 8, MPI_COMM_WORLD, &rq[0]));
+    MPI_Datatype tail;
+    OK(MPI_Type_contiguous(1, out, &tail));
+    OK(MPI_Type_commit(&tail));
+    OK(MPI_Isend(MPI_BOTTOM, 1, tail, next, 9, MPI_COMM_WORLD, &rq[1]));
+    OK(MPI_Send(&x, 1, MPI_INT, next, 8, MPI_COMM_WORLD));
+    OK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE));
+    OK(MPI_Recv(MPI_BOTTOM, 1, in, prev, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&rq[1], MPI_STATUS_IGNORE));
+    CHECK(plain.i == prev + 1 && rx == prev + 1 && ry[1] == 2, "MPI_BOTTOM nonblocking");
+    OK(MPI_Type_free(&out));
+    OK(MPI_Type_free(&in));
+    OK(MPI_Type_free(&tail));
+}
+
+/* More than 1 MiB, non-contiguous on both sides (rendezvous protocol). */
+static void large(void) {
+    enum { N = 200000 };
+    double *a = malloc(sizeof(double) * 2 * N), *b = malloc(sizeof(double) * 3 * N);
+    for (int i = 0; i < 2 * N; i++) a[i] = rank * 1e7 + i;
+    for (int i = 0; i < 3 * N; i++) b[i] = -1;
+    MPI_Datatype s2, s3;
+    OK(MPI_Type_vector(N, 1, 2, MPI_DOUBLE, &s2));
+    OK(MPI_Type_vector(N / 2, 2, 6, MPI_DOUBLE, &s3));
+    OK(MPI_Type_commit(&s2));
+    OK(MPI_Type_commit(&s3));
+    MPI_Status st;
+    MPI_Request rq;
+    OK(MPI_Irecv(b, 1, s3, prev, 3, MPI_COMM_WORLD, &rq));
+    OK(MPI_Send(a, 1, s2, next, 3, MPI_COMM_WORLD));
+    OK(MPI_Wait(&rq, &st));
+    int n;
+    OK(MPI_Get_count(&st, s3, &n));
+    CHECK(n == 1, "large count %d", n);
+    for (int k = 0; k < N; k++) {
+        double want = prev * 1e7 + 2 * k, got = b[(k / 2) * 6 + k % 2];
+        CHECK(got == want, "large element %d: %g, expected %g", k, got, want);
+    }
+    CHECK(b[2] == -1 && b[3 * N - 1] == -1, "large gaps written");
+    OK(MPI_Type_free(&s2));
+    OK(MPI_Type_free(&s3));
+    free(a);
+    free(b);
+}
+
+/* Pack/Unpack round trips, external32, Get_elements. */
+static void packing(void) {
+    char buf[256];
+    int pos = 0, v[6] = {1, 2, 3, 4, 5, 6}, w[6] = {0}, k = 42, k2 = 0, sz;
+    double d = 2.5, d2 = 0;
+    MPI_Datatype odd;
+    OK(MPI_Type_vector(3, 1, 2, MPI_INT, &odd));
+    OK(MPI_Type_commit(&odd));
+    OK(MPI_Pack_size(1, odd, MPI_COMM_WORLD, &sz));
+    CHECK(sz >= 3 * (int)sizeof(int), "pack size %d", sz);
+    OK(MPI_Pack(&k, 1, MPI_INT, buf, sizeof buf, &pos, MPI_COMM_WORLD));
+    OK(MPI_Pack(v, 1, odd, buf, sizeof buf, &pos, MPI_COMM_WORLD));
+    OK(MPI_Pack(&d, 1, MPI_DOUBLE, buf, sizeof buf, &pos, MPI_COMM_WORLD));
+    CHECK(pos == 4 * (int)sizeof(int) + (int)sizeof(double), "packed %d bytes", pos);
+    int end = pos;
+    pos = 0;
+    OK(MPI_Unpack(buf, end, &pos, &k2, 1, MPI_INT, MPI_COMM_WORLD));
+    OK(MPI_Unpack(buf, end, &pos, w, 3, MPI_INT, MPI_COMM_WORLD));
+    OK(MPI_Unpack(buf, end, &pos, &d2, 1, MPI_DOUBLE, MPI_COMM_WORLD));
+    CHECK(k2 == 42 && w[0] == 1 && w[1] == 3 && w[2] == 5 && d2 == 2.5 && pos == end,
+          "unpacked");
+    /* Packed data travels as MPI_PACKED. */
+    char rbuf[256];
+    MPI_Status st;
+    ring(buf, end, MPI_PACKED, rbuf, sizeof rbuf, MPI_PACKED, &st);
+    pos = 0;
+    memset(w, 0, sizeof w);
+    OK(MPI_Unpack(rbuf, end, &pos, &k2, 1, MPI_INT, MPI_COMM_WORLD));
+    OK(MPI_Unpack(rbuf, end, &pos, w, 1, odd, MPI_COMM_WORLD));
+    CHECK(k2 == 42 && w[0] == 1 && w[2] == 3 && w[4] == 5 && w[1] == 0, "packed message");
+
+    /* external32 is big-endian; `long` is 4 bytes there. */
+    unsigned char ext[64];
+    MPI_Aint epos = 0, esz;
+    int word = 0x01020304;
+    long lg = -3;
+    OK(MPI_Pack_external_size("external32", 1, MPI_LONG, &esz));
+    CHECK(esz == 4, "external32 long size %ld", (long)esz);
+    OK(MPI_Pack_external("external32", &word, 1, MPI_INT, ext, sizeof ext, &epos));
+    OK(MPI_Pack_external("external32", &lg, 1, MPI_LONG, ext, sizeof ext, &epos));
+    OK(MPI_Pack_external("external32", &d, 1, MPI_DOUBLE, ext, sizeof ext, &epos));
+    CHECK(epos == 16 && ext[0] == 1 && ext[3] == 4 && ext[4] == 0xff && ext[7] == 0xfd &&
+              ext[8] == 0x40,
+          "external32 bytes");
+    MPI_Aint rpos = 0;
+    int word2 = 0;
+    long lg2 = 0;
+    OK(MPI_Unpack_external("external32", ext, epos, &rpos, &word2, 1, MPI_INT));
+    OK(MPI_Unpack_external("external32", ext, epos, &rpos, &lg2, 1, MPI_LONG));
+    OK(MPI_Unpack_external("external32", ext, epos, &rpos, &d2, 1, MPI_DOUBLE));
+    CHECK(word2 == word && lg2 == -3 && d2 == 2.5 && rpos == epos, "external32 round trip");
+
+    /* A partial receive: 3 ints into a type of 4. */
+    MPI_Datatype four;
+    OK(MPI_Type_contiguous(4, MPI_INT, &four));
+    OK(MPI_Type_commit(&four));
+    int n;
+    ring(v, 3, MPI_INT, w, 1, four, &st);
+    OK(MPI_Get_count(&st, four, &n));
+    CHECK(n == MPI_UNDEFINED, "partial count %d", n);
+    OK(MPI_Get_elements(&st, four, &n));
+    CHECK(n == 3, "partial elements %d", n);
+    MPI_Count nx;
+    OK(MPI_Get_elements_x(&st, four, &nx));
+    CHECK(nx == 3, "partial elements_x");
+    /* Elements of a mixed struct, ending inside a basic element. */
+    MPI_Datatype rec = rec_type();
+    OK(MPI_Type_commit(&rec));
+    OK(MPI_Status_set_elements(&st, rec, 5));
+    OK(MPI_Get_elements(&st, rec, &n));
+    CHECK(n == 5, "set_elements 5: %d", n);
+    OK(MPI_Get_count(&st, rec, &n));
+    CHECK(n == MPI_UNDEFINED, "count of 5 elements of a 4-element struct");
+    OK(MPI_Status_set_elements_x(&st, rec, 8));
+    OK(MPI_Get_count(&st, rec, &n));
+    CHECK(n == 2, "count of 8 elements: %d", n);
+    OK(MPI_Status_set_elements(&st, MPI_BYTE, 6));
+    /* As MPICH counts: a predefined type only in whole elements, a
+     * derived one in whole basic elements. */
+    OK(MPI_Get_elements(&st, MPI_INT, &n));
+    CHECK(n == MPI_UNDEFINED, "6 bytes of ints: %d elements", n);
+    OK(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == MPI_UNDEFINED, "count of 6 bytes of ints");
+    OK(MPI_Get_elements(&st, four, &n));
+    CHECK(n == 1, "6 bytes hold %d whole ints of a derived type", n);
+    OK(MPI_Get_elements(&st, MPI_SHORT_INT, &n));
+    CHECK(n == 2, "6 bytes hold %d basic elements of MPI_SHORT_INT", n);
+    OK(MPI_Type_free(&rec));
+    OK(MPI_Type_free(&odd));
+    OK(MPI_Type_free(&four));
+}
+
+/* Reductions and broadcasts over a derived datatype of one basic kind. */
+static void collectives(void) {
+    int in[6], out[6] = {-1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < 6; i++) in[i] = rank * 10 + i;
+    MPI_Datatype odd;
+    OK(MPI_Type_vector(3, 1, 2, MPI_INT, &odd));
+    OK(MPI_Type_commit(&odd));
+    OK(MPI_Allreduce(in, out, 1, odd, MPI_SUM, MPI_COMM_WORLD));
+    int ranks = size * (size - 1) / 2;
+    for (int i = 0; i < 6; i += 2)
+        CHECK(out[i] == ranks * 10 + size * i, "allreduce element %d: %d", i, out[i]);
+    CHECK(out[1] == -1 && out[3] == -1, "allreduce wrote a gap");
+    /* Mixed basic elements: no predefined operation applies. */
+    MPI_Datatype mixed = rec_type();
+    OK(MPI_Type_commit(&mixed));
+    struct rec a[1] = {{0}}, b[1];
+    EXPECT(MPI_Allreduce(a, b, 1, mixed, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
+    if (rank == 0) {
+        a[0].c = 'q';
+        a[0].d = 9.5;
+        a[0].i[0] = 11;
+        a[0].i[1] = 12;
+    }
+    OK(MPI_Bcast(a, 1, mixed, 0, MPI_COMM_WORLD));
+    CHECK(a[0].c == 'q' && a[0].d == 9.5 && a[0].i[1] == 12, "bcast of a struct");
+    OK(MPI_Type_free(&odd));
+    OK(MPI_Type_free(&mixed));
+}
+
+static void errors(void) {
+    int x[4] = {0}, pos = 0;
+    char buf[8];
+    MPI_Datatype t, pre = MPI_INT, null = MPI_DATATYPE_NULL;
+    EXPECT(MPI_Send(x, 1, MPI_DATATYPE_NULL, next, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    EXPECT(MPI_Type_contiguous(2, MPI_DATATYPE_NULL, &t), MPI_ERR_TYPE);
+    EXPECT(MPI_Type_contiguous(-1, MPI_INT, &t), MPI_ERR_COUNT);
+    EXPECT(MPI_Type_vector(-2, 1, 1, MPI_INT, &t), MPI_ERR_COUNT);
+    EXPECT(MPI_Type_vector(2, -1, 1, MPI_INT, &t), MPI_ERR_COUNT);
+    int bl[2] = {1, -1}, disp[2] = {0, 4};
+    EXPECT(MPI_Type_indexed(2, bl, disp, MPI_INT, &t), MPI_ERR_COUNT);
+    EXPECT(MPI_Type_indexed(2, NULL, disp, MPI_INT, &t), MPI_ERR_ARG);
+    EXPECT(MPI_Type_contiguous(2, MPI_INT, NULL), MPI_ERR_ARG);
+    int sizes[2] = {4, 4}, sub[2] = {2, 2}, bad_starts[2] = {3, 0};
+    EXPECT(MPI_Type_create_subarray(2, sizes, sub, bad_starts, MPI_ORDER_C, MPI_INT, &t),
+           MPI_ERR_ARG);
+    int starts[2] = {0, 0};
+    EXPECT(MPI_Type_create_subarray(2, sizes, sub, starts, 99, MPI_INT, &t), MPI_ERR_ARG);
+    int distrib[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_NONE},
+        dargs[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG},
+        psizes[2] = {size + 1, 1};
+    EXPECT(MPI_Type_create_darray(size, rank, 2, sizes, distrib, dargs, psizes, MPI_ORDER_C,
+                                  MPI_INT, &t),
+           MPI_ERR_ARG);
+    EXPECT(MPI_Type_free(&pre), MPI_ERR_TYPE);
+    EXPECT(MPI_Type_free(&null), MPI_ERR_TYPE);
+    EXPECT(MPI_Type_commit(NULL), MPI_ERR_ARG);
+    MPI_Aint lb, ext;
+    EXPECT(MPI_Type_get_extent(MPI_DATATYPE_NULL, &lb, &ext), MPI_ERR_TYPE);
+    EXPECT(MPI_Type_get_extent((MPI_Datatype)0x8c0fffff, &lb, &ext), MPI_ERR_TYPE);
+    int ints[1];
+    EXPECT(MPI_Type_get_contents(MPI_INT, 0, 0, 0, ints, NULL, NULL), MPI_ERR_TYPE);
+    /* Uncommitted: queries work, communication and packing do not. */
+    OK(MPI_Type_contiguous(2, MPI_INT, &t));
+    int s;
+    OK(MPI_Type_size(t, &s));
+    CHECK(s == 8, "uncommitted size");
+    EXPECT(MPI_Send(x, 1, t, next, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    EXPECT(MPI_Recv(x, 1, t, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_TYPE);
+    EXPECT(MPI_Pack(x, 1, t, buf, sizeof buf, &pos, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    OK(MPI_Type_commit(&t));
+    EXPECT(MPI_Pack(x, 4, t, buf, sizeof buf, &pos, MPI_COMM_WORLD), MPI_ERR_TRUNCATE);
+    EXPECT(MPI_Pack_external("native", x, 1, t, buf, sizeof buf, &lb), MPI_ERR_ARG);
+    MPI_Datatype gone = t;
+    OK(MPI_Type_free(&t));
+    EXPECT(MPI_Send(x, 1, gone, next, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    EXPECT(MPI_Send(NULL, 4, MPI_INT, next, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    EXPECT(MPI_Get_elements(MPI_STATUS_IGNORE, MPI_INT, &s), MPI_ERR_ARG);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    report_library();
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    next = (rank + 1) % size;
+    prev = (rank + size - 1) % size;
+
+    predefined();
+    simple_constructors();
+    struct_resized_dup();
+    arrays();
+    bottom();
+    large();
+    packing();
+    collectives();
+    errors();
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    printf("datatypes: rank %d ok\n", rank);
+    return 0;
+}
