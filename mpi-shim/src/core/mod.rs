@@ -82,6 +82,15 @@ impl fmt::Display for MpiError {
 
 pub type MpiResult<T> = Result<T, MpiError>;
 
+/// Tell the user something on standard error, as one line written at
+/// once, so that the lines of several processes sharing the launcher's
+/// pipe never interleave.
+pub fn report(message: &str) {
+    use std::io::Write;
+    let line = format!("Tessel MPI: {message}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
 /// The name of an error class, for messages: from the ABI table, where
 /// every predefined class is (`MPI_SUCCESS`, `MPI_ERR_*`, `MPI_T_ERR_*`).
 pub fn class_name(class: i32) -> &'static str {

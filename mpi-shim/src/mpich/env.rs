@@ -37,7 +37,7 @@ pub(crate) fn start(state: &mut Library) -> MpiResult<&mut Runtime> {
             // library, which stays loaded until exit (it is linked, and
             // the runtime it finalizes lives in a static).
             if unsafe { on_exit(leave_job, std::ptr::null_mut()) } != 0 {
-                eprintln!("Tessel MPI: cannot register the exit handler");
+                core::report("cannot register the exit handler");
             }
             *state = Library::Running(Box::new(rt));
         }
@@ -78,8 +78,8 @@ extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.ep.finalize()));
     match result {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => eprintln!("Tessel MPI: leaving the job at exit: {e}"),
-        Err(_) => eprintln!("Tessel MPI: leaving the job at exit panicked"),
+        Ok(Err(e)) => core::report(&format!("leaving the job at exit: {e}")),
+        Err(_) => core::report("leaving the job at exit panicked"),
     }
 }
 
@@ -89,7 +89,7 @@ extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
 fn init(name: &str, required: c_int) -> c_int {
     let mut state = core::state();
     let fail = |why: String| -> ! {
-        eprintln!("Tessel MPI: {name}: {why}");
+        core::report(&format!("{name}: {why}"));
         std::process::exit(1);
     };
     match state.world() {

@@ -124,11 +124,15 @@ pub(crate) fn running<'a>(state: &'a mut Library, name: &str) -> &'a mut Runtime
     match state {
         Library::Running(rt) => rt,
         Library::Before => {
-            eprintln!("Tessel MPI: {name} called before MPI_Init or MPI_Session_init");
+            core::report(&format!(
+                "{name} called before MPI_Init or MPI_Session_init"
+            ));
             std::process::exit(1);
         }
         Library::Exited => {
-            eprintln!("Tessel MPI: {name} called after the library left the job at exit");
+            core::report(&format!(
+                "{name} called after the library left the job at exit"
+            ));
             // SAFETY: `_exit` ends the process at once; `exit` may not be
             // called again from an exit handler, which is where this runs.
             unsafe { libc::_exit(1) }
@@ -181,7 +185,7 @@ pub(crate) fn raise_on(
         return e.class;
     }
     let message = format!("{name}: {e}");
-    eprintln!("Tessel MPI: {message}");
+    core::report(&message);
     rt.ep.bootstrap().abort(e.class, &message);
     e.class
 }

@@ -150,7 +150,7 @@ fn run(
             Ok(rt) => rt,
             Err(e) => {
                 // No runtime: nothing to abort through but the process.
-                eprintln!("Tessel MPI: {name}: {e}");
+                core::report(&format!("{name}: {e}"));
                 if matches!(target, Target::Handler(abi::MPI_ERRORS_RETURN)) {
                     return e.class;
                 }
