@@ -68,6 +68,7 @@ pub enum Kind {
     Errhandler = 0x5,
     Op = 0x6,
     Info = 0x7,
+    Keyval = 0x9,
     Request = 0xb,
 }
 
@@ -252,6 +253,18 @@ constants! {
     c_int, INT, MPI_ERR_NO_MEM = 34;
     c_int, INT, MPI_ERR_UNSUPPORTED_OPERATION = 44;
     c_int, INT, MPI_ERR_LASTCODE = 0x3fff_ffff;
+
+    // Communicators, groups, topologies, attributes, info, error handlers.
+    c_int, INT, MPI_ERR_INFO_KEY = 29;
+    c_int, INT, MPI_ERR_INFO_VALUE = 30;
+    c_int, INT, MPI_ERR_INFO_NOKEY = 31;
+    c_int, INT, MPI_ERR_KEYVAL = 48;
+    MPI_Info, INFO, MPI_INFO_ENV = 0x5c00_0001;
+    c_int, INT, MPI_GRAPH = 1;
+    c_int, INT, MPI_CART = 2;
+    c_int, INT, MPI_DIST_GRAPH = 3;
+    c_int, INT, MPI_COMM_TYPE_HW_GUIDED = 2;
+    c_int, INT, MPI_COMM_TYPE_HW_UNGUIDED = 3;
 }
 
 /// `MPI_BOTTOM`, `MPI_IN_PLACE`, `MPI_STATUS(ES)_IGNORE`: special addresses.
@@ -292,6 +305,7 @@ pub fn is_status_ignore(p: *const MPI_Status) -> bool {
 pub fn header() -> String {
     use std::fmt::Write;
     let mut h = String::from(HEADER_PRELUDE);
+    h.push_str(HEADER_CALLBACKS);
     for c in CONSTANTS.iter().chain(POINTERS) {
         let _ = match c.kind {
             CKind::Int => writeln!(h, "#define {} ({})", c.name, c.value),
@@ -337,6 +351,30 @@ typedef struct MPI_Status {
     int MPI_TAG;
     int MPI_ERROR;
 } MPI_Status;
+
+";
+
+/// The callback types of attributes and error handlers, and the
+/// predefined callbacks (MPI-4.0 §7.7.2, §9.3.1); `MPI_DUP_FN` is a
+/// function the library exports.
+const HEADER_CALLBACKS: &str = "\
+typedef int (MPI_Comm_copy_attr_function)(MPI_Comm, int, void *, void *, void *, int *);
+typedef int (MPI_Comm_delete_attr_function)(MPI_Comm, int, void *, void *);
+typedef int (MPI_Type_copy_attr_function)(MPI_Datatype, int, void *, void *, void *, int *);
+typedef int (MPI_Type_delete_attr_function)(MPI_Datatype, int, void *, void *);
+typedef int (MPI_Copy_function)(MPI_Comm, int, void *, void *, void *, int *);
+typedef int (MPI_Delete_function)(MPI_Comm, int, void *, void *);
+typedef void (MPI_Comm_errhandler_function)(MPI_Comm *, int *, ...);
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+
+#define MPI_NULL_COPY_FN ((MPI_Copy_function *)0)
+#define MPI_NULL_DELETE_FN ((MPI_Delete_function *)0)
+#define MPI_COMM_NULL_COPY_FN ((MPI_Comm_copy_attr_function *)0)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0)
+#define MPI_COMM_DUP_FN ((MPI_Comm_copy_attr_function *)MPI_DUP_FN)
+#define MPI_TYPE_NULL_COPY_FN ((MPI_Type_copy_attr_function *)0)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0)
+#define MPI_TYPE_DUP_FN ((MPI_Type_copy_attr_function *)MPI_DUP_FN)
 
 ";
 

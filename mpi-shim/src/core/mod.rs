@@ -9,18 +9,23 @@
 //! bits and the MPI tag below; a communicator owns two context ids, the
 //! even one for point-to-point traffic and the next for its collectives.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
 
-use shm_engine::{Endpoint, Source, TagMatch, bootstrap};
+use shm_engine::{Endpoint, bootstrap};
 
-use crate::abi::{self, MPI_Errhandler};
+use crate::abi;
 
+pub mod attr;
+pub mod comm;
 pub mod datatype;
+pub mod errh;
 pub mod group;
 pub mod info;
 pub mod table;
+pub mod topo;
+
+pub use comm::Comm;
 
 /// An MPI error: its class and what the application should be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +75,13 @@ pub fn class_name(class: i32) -> &'static str {
         abi::MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS",
         abi::MPI_ERR_REQUEST => "MPI_ERR_REQUEST",
         abi::MPI_ERR_UNSUPPORTED_OPERATION => "MPI_ERR_UNSUPPORTED_OPERATION",
+        abi::MPI_ERR_TOPOLOGY => "MPI_ERR_TOPOLOGY",
+        abi::MPI_ERR_DIMS => "MPI_ERR_DIMS",
+        abi::MPI_ERR_INFO => "MPI_ERR_INFO",
+        abi::MPI_ERR_INFO_KEY => "MPI_ERR_INFO_KEY",
+        abi::MPI_ERR_INFO_VALUE => "MPI_ERR_INFO_VALUE",
+        abi::MPI_ERR_INFO_NOKEY => "MPI_ERR_INFO_NOKEY",
+        abi::MPI_ERR_KEYVAL => "MPI_ERR_KEYVAL",
         _ => "unknown error class",
     }
 }
@@ -89,64 +101,6 @@ impl MpiError {
     fn on(mut self, comm: usize) -> Self {
         self.comm = Some(comm);
         self
-    }
-}
-
-/// A communicator: who is in it, in rank order, and its context ids.
-#[derive(Debug)]
-pub struct Comm {
-    /// Job rank (engine process id) of each member.
-    pub members: Vec<u32>,
-    /// Member index of each job rank in the communicator.
-    pub rank_of: HashMap<u32, i32>,
-    /// This process's rank in the communicator.
-    pub rank: i32,
-    /// Even context id: point-to-point; `ctx + 1`: collectives.
-    pub ctx: u32,
-    pub errhandler: MPI_Errhandler,
-}
-
-impl Comm {
-    fn new(members: Vec<u32>, me: u32, ctx: u32) -> Self {
-        let rank_of: HashMap<u32, i32> = members
-            .iter()
-            .enumerate()
-            .map(|(i, &w)| (w, i as i32))
-            .collect();
-        Self {
-            rank: rank_of[&me],
-            members,
-            rank_of,
-            ctx,
-            errhandler: abi::MPI_ERRORS_ARE_FATAL,
-        }
-    }
-
-    pub fn size(&self) -> i32 {
-        self.members.len() as i32
-    }
-
-    /// The engine tag of MPI tag `tag` (>= 0) in context `ctx`.
-    pub fn tag(ctx: u32, tag: i32) -> u64 {
-        u64::from(ctx) << 32 | u64::from(tag as u32)
-    }
-
-    /// The engine matcher for `tag` (or `MPI_ANY_TAG`) in context `ctx`.
-    pub fn tag_match(ctx: u32, tag: i32) -> TagMatch {
-        if tag == abi::MPI_ANY_TAG {
-            TagMatch::masked(u64::from(ctx) << 32, 0xffff_ffff << 32)
-        } else {
-            TagMatch::exact(Self::tag(ctx, tag))
-        }
-    }
-
-    /// The engine source for rank `src` (or `MPI_ANY_SOURCE`).
-    pub fn source(&self, src: i32) -> Source {
-        if src == abi::MPI_ANY_SOURCE {
-            Source::Any
-        } else {
-            Source::Rank(self.members[src as usize])
-        }
     }
 }
 
@@ -196,6 +150,10 @@ pub struct Runtime {
     pub groups: table::Table<group::Group>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
+    /// Keyvals, datatype attributes, predefined attribute values.
+    pub attrs: attr::Attrs,
+    /// User error handlers and error codes.
+    pub errors: errh::Errors,
     pub thread_level: i32,
     /// The thread that initialized the library (`MPI_Is_thread_main`).
     pub main_thread: std::thread::ThreadId,
@@ -211,8 +169,11 @@ impl Runtime {
         let ep = Endpoint::new(boot)
             .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("engine start-up: {e}")))?;
         let me = ep.rank();
-        let world = Comm::new((0..ep.size()).collect(), me, 0);
-        let selfc = Comm::new(vec![me], me, 2);
+        let mut world = Comm::new((0..ep.size()).collect(), me, 0);
+        world.name = Some("MPI_COMM_WORLD".into());
+        let mut selfc = Comm::new(vec![me], me, 2);
+        selfc.name = Some("MPI_COMM_SELF".into());
+        let job_size = ep.size() as i32;
         Ok(Self {
             ep,
             comms: vec![Some(world), Some(selfc)],
@@ -224,6 +185,8 @@ impl Runtime {
                 g
             },
             next_ctx: 4,
+            attrs: attr::Attrs::new(job_size),
+            errors: errh::Errors::default(),
             thread_level,
             main_thread: std::thread::current().id(),
         })
@@ -241,41 +204,6 @@ impl Runtime {
             .get_mut(slot)
             .and_then(Option::as_mut)
             .ok_or_else(|| MpiError::new(abi::MPI_ERR_COMM, "invalid communicator"))
-    }
-
-    /// Collective over `parent`: a new communicator with the same members
-    /// and fresh context ids agreed by all of them.
-    pub fn comm_dup(&mut self, parent: usize) -> MpiResult<usize> {
-        let ctx = self.agree_ctx(parent)?;
-        let p = self.comm(parent)?;
-        let mut c = Comm::new(p.members.clone(), self.ep.rank(), ctx);
-        c.errhandler = p.errhandler;
-        self.comms.push(Some(c));
-        Ok(self.comms.len() - 1)
-    }
-
-    /// The smallest context id free at every member of `parent`.
-    fn agree_ctx(&mut self, parent: usize) -> MpiResult<u32> {
-        let mut buf = self.next_ctx.to_ne_bytes();
-        crate::coll::allreduce_max_u32(self, parent, &mut buf)?;
-        let ctx = u32::from_ne_bytes(buf);
-        if ctx >= u32::MAX - 2 {
-            return Err(MpiError::new(abi::MPI_ERR_INTERN, "context ids exhausted"));
-        }
-        self.next_ctx = ctx + 2;
-        Ok(ctx)
-    }
-
-    pub fn comm_free(&mut self, slot: usize) -> MpiResult<()> {
-        if slot <= SELF {
-            return Err(MpiError::new(
-                abi::MPI_ERR_COMM,
-                "predefined communicators cannot be freed",
-            ));
-        }
-        self.comm(slot)?;
-        self.comms[slot] = None;
-        Ok(())
     }
 
     pub fn add_req(&mut self, r: Req) -> usize {

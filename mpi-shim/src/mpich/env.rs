@@ -1,4 +1,4 @@
-//! Start-up, shutdown, the environment, error classes and strings.
+//! Start-up, shutdown, the environment.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -18,8 +18,6 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Get_processor_name(char *name, int *resultlen)",
     "double MPI_Wtime(void)",
     "double MPI_Wtick(void)",
-    "int MPI_Error_class(int errorcode, int *errorclass)",
-    "int MPI_Error_string(int errorcode, char *string, int *resultlen)",
 ];
 
 // ---------------------------------------------------------------------
@@ -202,28 +200,4 @@ pub extern "C" fn MPI_Wtick() -> c_double {
     // SAFETY: clock_getres writes one timespec.
     unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    // Error codes are their classes in this library.
-    let ok = (0..=abi::MPI_ERR_UNSUPPORTED_OPERATION).contains(&errorcode);
-    // SAFETY: output argument.
-    match unsafe { out(errorclass, errorcode) } {
-        Ok(()) if ok => abi::MPI_SUCCESS,
-        _ => abi::MPI_ERR_ARG,
-    }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Error_string(
-    errorcode: c_int,
-    string: *mut c_char,
-    resultlen: *mut c_int,
-) -> c_int {
-    let text = core::class_name(errorcode);
-    let cap = abi::MPI_MAX_ERROR_STRING as usize;
-    // SAFETY: MPI_MAX_ERROR_STRING bytes at `string`.
-    unsafe { write_cstr(string, cap, text, resultlen) }
-        .map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
