@@ -23,6 +23,9 @@ use crate::abi::{self, MPI_Errhandler};
 /// context (the collectives of `coll` use small tags).
 const SPLIT: i32 = 0x4000_0000;
 
+/// Tag of the exchange in [`Runtime::comm_split_node`].
+const SPLIT_NODE: u32 = 0x4000_0002;
+
 /// Tag of [`Runtime::allgather_var`], on the parent's collective context.
 const EXCHANGE: u32 = 0x4000_0001;
 
@@ -262,6 +265,55 @@ impl Runtime {
             .enumerate()
             .filter(|(_, r)| r[0] as i32 == color)
             .map(|(i, r)| (r[1] as i32, i, r[2]))
+            .collect();
+        mates.sort_unstable();
+        let members = mates.into_iter().map(|(_, _, pid)| pid).collect();
+        self.derive(parent, members, new_ctx).map(Some)
+    }
+
+    /// `MPI_Comm_split_type` by node (MPI-4.0 §7.4.2): the members of
+    /// `parent` on this process's node (the bootstrap's node map names
+    /// them), ordered by `(key, parent rank)`; `None` where `take_part` is
+    /// false. Collective over those members only, so no message leaves
+    /// the node.
+    pub fn comm_split_node(
+        &mut self,
+        parent: usize,
+        key: i32,
+        take_part: bool,
+    ) -> MpiResult<Option<usize>> {
+        let node = self.ep.node();
+        let me = self.ep.rank();
+        let p = self.comm(parent)?;
+        let (all, ctx) = (p.members.clone(), p.ctx + 1);
+        let boot = self.ep.bootstrap();
+        let local: Vec<u32> = all
+            .into_iter()
+            .filter(|&pid| boot.node_of(pid) == node)
+            .collect();
+        let idx = local.iter().position(|&p| p == me).ok_or_else(|| {
+            MpiError::new(abi::MPI_ERR_INTERN, "this process is not on its own node")
+        })?;
+        let mine: Vec<u8> = [u32::from(take_part), key as u32, self.next_ctx]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        let rows = self.allgather_among(&local, idx, ctx, SPLIT_NODE, &mine)?;
+        let rows: Vec<[u32; 3]> = rows
+            .chunks_exact(12)
+            .map(|b| [u32_at(b, 0), u32_at(b, 4), u32_at(b, 8)])
+            .collect();
+        let agreed = rows.iter().map(|r| r[2]).max().unwrap_or(self.next_ctx);
+        let new_ctx = self.take_ctx(agreed)?;
+        if !take_part {
+            return Ok(None);
+        }
+        let mut mates: Vec<(i32, usize, u32)> = rows
+            .iter()
+            .zip(&local)
+            .enumerate()
+            .filter(|(_, (r, _))| r[0] != 0)
+            .map(|(i, (r, &pid))| (r[1] as i32, i, pid))
             .collect();
         mates.sort_unstable();
         let members = mates.into_iter().map(|(_, _, pid)| pid).collect();

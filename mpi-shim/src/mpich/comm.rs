@@ -174,7 +174,8 @@ pub unsafe extern "C" fn MPI_Comm_split(
 }
 
 /// `MPI_COMM_TYPE_SHARED` groups the processes of one node (the engine's
-/// node, virtual nodes included); `MPI_COMM_TYPE_HW_GUIDED` does the same
+/// node, virtual nodes included), talking only to processes of the node;
+/// `MPI_COMM_TYPE_HW_GUIDED` does the same
 /// for the `mpi_hw_resource_type` hint `mpi_shared_memory`; and
 /// `MPI_COMM_TYPE_HW_UNGUIDED` too when a node is a strict subset of the
 /// parent (MPI-4.0 §7.4.2). Otherwise the result is `MPI_COMM_NULL`.
@@ -191,18 +192,15 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
         let parent_size = rt.comm(parent)?.size();
         nonnull(newcomm, "newcomm")?;
         let hints = info_hints(info)?;
-        let node = rt.ep.node() as c_int;
-        let color = match split_type {
-            abi::MPI_COMM_TYPE_SHARED | abi::MPI_COMM_TYPE_HW_UNGUIDED => node,
-            abi::MPI_COMM_TYPE_HW_GUIDED
-                if hints.get("mpi_hw_resource_type") == Some("mpi_shared_memory") =>
-            {
-                node
+        let by_node = match split_type {
+            abi::MPI_COMM_TYPE_SHARED | abi::MPI_COMM_TYPE_HW_UNGUIDED => true,
+            abi::MPI_COMM_TYPE_HW_GUIDED => {
+                hints.get("mpi_hw_resource_type") == Some("mpi_shared_memory")
             }
-            abi::MPI_COMM_TYPE_HW_GUIDED | abi::MPI_UNDEFINED => abi::MPI_UNDEFINED,
+            abi::MPI_UNDEFINED => false,
             t => return Err(err(abi::MPI_ERR_ARG, format!("invalid split type {t}"))),
         };
-        let mut slot = rt.comm_split(parent, color, key)?;
+        let mut slot = rt.comm_split_node(parent, key, by_node)?;
         if let Some(s) = slot
             && split_type == abi::MPI_COMM_TYPE_HW_UNGUIDED
             && rt.comm(s)?.size() == parent_size

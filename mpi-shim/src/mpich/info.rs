@@ -103,8 +103,7 @@ pub(crate) fn new_info(i: Info) -> MPI_Info {
 }
 
 /// Run `f` on the info table; an error goes to `MPI_COMM_WORLD`'s handler
-/// once the table is unlocked (its class is returned outside
-/// `MPI_Init`..`MPI_Finalize`).
+/// once the table is unlocked.
 fn info_call(name: &str, f: impl FnOnce(&mut InfoTable) -> MpiResult<()>) -> c_int {
     let res = f(&mut info::table());
     match res {

@@ -138,12 +138,16 @@ pub(crate) fn call_unlocked(
     }
 }
 
-/// Report `e` through the error handler of `comm`; before `MPI_Init` and
-/// after `MPI_Finalize` (info objects) the class is returned.
+/// Report `e` through the error handler of `comm`. Before `MPI_Init` and
+/// after `MPI_Finalize` (info objects, error strings) the default
+/// handler, `MPI_ERRORS_ARE_FATAL`, applies (MPI-4.0 §9.3).
 pub(crate) fn fail(name: &str, comm: MPI_Comm, e: MpiError) -> c_int {
     let handled = match &mut *core::state() {
         Phase::Running(rt) => raise(rt, name, comm, e),
-        _ => Handled::Return(e.class),
+        _ => {
+            eprintln!("Tessel MPI: {name}: {e}");
+            std::process::exit(1);
+        }
     };
     handled.finish()
 }

@@ -112,7 +112,7 @@ unsafe fn write_ints(p: *mut c_int, cap: c_int, v: &[c_int], what: &str) -> MpiR
 /// `dims` and `periods` address `ndims` ints (MPI contract).
 unsafe fn cart_from(ndims: c_int, dims: *const c_int, periods: *const c_int) -> MpiResult<Cart> {
     if ndims < 0 {
-        return Err(err(abi::MPI_ERR_DIMS, format!("negative ndims {ndims}")));
+        return Err(err(abi::MPI_ERR_ARG, format!("negative ndims {ndims}")));
     }
     // SAFETY: `ndims` ints each (the caller's promise).
     let (d, p) = unsafe { (ints(dims, ndims, "dims")?, ints(periods, ndims, "periods")?) };
@@ -123,10 +123,10 @@ unsafe fn cart_from(ndims: c_int, dims: *const c_int, periods: *const c_int) -> 
 fn fits(cart: &Cart, size: i32) -> MpiResult<i32> {
     match cart.size() {
         Some(n) if n <= size => Ok(n),
-        _ => Err(topo_error(format!(
-            "a grid of {:?} does not fit in {size} processes",
-            cart.dims
-        ))),
+        _ => Err(err(
+            abi::MPI_ERR_ARG,
+            format!("a grid of {:?} does not fit in {size} processes", cart.dims),
+        )),
     }
 }
 
@@ -151,7 +151,7 @@ fn with_topology(
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     call("MPI_Dims_create", abi::MPI_COMM_WORLD, |_| {
         if ndims < 0 {
-            return Err(err(abi::MPI_ERR_DIMS, format!("negative ndims {ndims}")));
+            return Err(err(abi::MPI_ERR_ARG, format!("negative ndims {ndims}")));
         }
         if ndims > 0 {
             nonnull(dims, "dims")?;
@@ -585,7 +585,13 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         check_graph_ranks(&src, size)?;
         check_graph_ranks(&dst, size)?;
         nonnull(comm_dist_graph, "comm_dist_graph")?;
-        let weighted = sw.is_some() || dw.is_some();
+        if sw.is_some() != dw.is_some() {
+            return Err(err(
+                abi::MPI_ERR_ARG,
+                "MPI_UNWEIGHTED for one side of the graph only",
+            ));
+        }
+        let weighted = sw.is_some();
         let g = DistGraph {
             source_weights: sw.unwrap_or_else(|| vec![1; src.len()]),
             dest_weights: dw.unwrap_or_else(|| vec![1; dst.len()]),
