@@ -25,9 +25,10 @@ struct UserCode {
 /// User error handlers and error codes.
 #[derive(Debug)]
 pub struct Errors {
-    /// User error handlers by slot. A freed handler stays, since the
-    /// communicators it is set on keep using it (MPI-4.0 §9.3.4).
-    handlers: Table<CommErrhFn>,
+    /// User error handlers by slot, and whether the application freed
+    /// them. A freed handler stays, since the communicators it is set on
+    /// keep using it (MPI-4.0 §9.3.4), but cannot be set again.
+    handlers: Table<(CommErrhFn, bool)>,
     /// User classes and codes: code `FIRST_USER_CODE + i` is `codes[i]`.
     codes: Vec<UserCode>,
 }
@@ -43,11 +44,28 @@ impl Default for Errors {
 
 impl Errors {
     pub fn create_handler(&mut self, f: CommErrhFn) -> usize {
-        self.handlers.insert(f)
+        self.handlers.insert((f, false))
     }
 
+    /// The handler in `slot`, freed or not (to call it).
     pub fn handler(&self, slot: usize) -> Option<CommErrhFn> {
-        self.handlers.get(slot).copied()
+        self.handlers.get(slot).map(|h| h.0)
+    }
+
+    /// Whether `slot` holds a handler the application has not freed.
+    pub fn is_live(&self, slot: usize) -> bool {
+        self.handlers.get(slot).is_some_and(|h| !h.1)
+    }
+
+    /// Mark the handler in `slot` freed; whether it was live.
+    pub fn free_handler(&mut self, slot: usize) -> bool {
+        match self.handlers.get_mut(slot) {
+            Some(h) if !h.1 => {
+                h.1 = true;
+                true
+            }
+            _ => false,
+        }
     }
 
     fn user(&self, code: c_int) -> Option<&UserCode> {

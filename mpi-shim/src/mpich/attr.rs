@@ -106,9 +106,10 @@ fn run_delete(target: Target, kv_slot: usize, kv: &Keyval, value: usize) -> MpiR
     }
 }
 
-/// Delete every attribute of `target`, running the delete callbacks; an
-/// attribute whose callback fails stays, and the error is returned
-/// (`MPI_Comm_free`, and `MPI_Type_free` of the datatype code).
+/// Delete every attribute of `target`, running the delete callbacks, the
+/// last set first; an attribute whose callback fails stays, and the error
+/// is returned (`MPI_Comm_free`, `MPI_Finalize` for `MPI_COMM_SELF`, and
+/// `MPI_Type_free` of the datatype code).
 fn delete_all(name: &str, target: Target) -> MpiResult<()> {
     let attrs: Vec<(usize, Keyval, usize)> = locked(name, |rt| {
         let list = target.attrs(rt)?.clone();
@@ -116,7 +117,7 @@ fn delete_all(name: &str, target: Target) -> MpiResult<()> {
             .map(|(kv, v)| Ok((kv, rt.attrs.keyval(kv, target.object(), true)?, v)))
             .collect()
     })?;
-    for (slot, kv, value) in attrs {
+    for (slot, kv, value) in attrs.into_iter().rev() {
         run_delete(target, slot, &kv, value)?;
         locked(name, |rt| Ok(attr::remove(target.attrs(rt)?, slot)))?;
     }
@@ -169,7 +170,7 @@ pub(crate) fn copy_comm_attrs(name: &str, from: usize, to: usize) -> MpiResult<(
     copy_all(name, Target::Comm(from), Target::Comm(to))
 }
 
-/// Attribute deletion for `MPI_Comm_free`.
+/// Attribute deletion for `MPI_Comm_free` and `MPI_Finalize`.
 pub(crate) fn delete_comm_attrs(name: &str, slot: usize) -> MpiResult<()> {
     delete_all(name, Target::Comm(slot))
 }

@@ -384,8 +384,7 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhan
         rt.comm(slot)?;
         let valid = match errhandler {
             abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT => true,
-            h => abi::direct_index(Kind::Errhandler, h)
-                .is_some_and(|i| rt.errors.handler(i).is_some()),
+            h => abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.is_live(i)),
         };
         if !valid {
             return Err(err(

@@ -83,6 +83,14 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn MPI_Finalize() -> c_int {
+    // MPI-4.0 §11.2.2: first the attributes of MPI_COMM_SELF are deleted,
+    // as if it were freed, so libraries can clean up.
+    let rc = call_unlocked("MPI_Finalize", abi::MPI_COMM_SELF, || {
+        super::attr::delete_comm_attrs("MPI_Finalize", core::SELF)
+    });
+    if rc != abi::MPI_SUCCESS {
+        return rc;
+    }
     let rc = call("MPI_Finalize", abi::MPI_COMM_WORLD, |rt| {
         crate::coll::barrier(rt, core::WORLD)
     });

@@ -66,6 +66,18 @@ static int type_delete_fn(MPI_Datatype t, int keyval, void *value, void *extra) 
     return MPI_SUCCESS;
 }
 
+/* MPI_Finalize deletes the attributes of MPI_COMM_SELF, the last set
+ * first. */
+static int self_deleted[2], self_deletes;
+static int self_delete_fn(MPI_Comm comm, int keyval, void *value, void *extra) {
+    (void)keyval;
+    (void)extra;
+    CHECK(comm == MPI_COMM_SELF, "comm %x", (unsigned)comm);
+    if (self_deletes < 2) self_deleted[self_deletes] = *(int *)value;
+    self_deletes++;
+    return MPI_SUCCESS;
+}
+
 static int handler_calls, handler_code;
 static MPI_Comm handler_comm;
 
@@ -409,8 +421,10 @@ static void error_handlers(int size) {
     OK(MPI_Comm_set_errhandler(c, eh));
     OK(MPI_Comm_get_errhandler(c, &got));
     CHECK(got == eh, "handler %x", (unsigned)got);
+    MPI_Errhandler freed = eh;
     OK(MPI_Errhandler_free(&eh));
     CHECK(eh == MPI_ERRHANDLER_NULL, "handler not nulled");
+    if (is_tessel()) EXPECT(MPI_Comm_set_errhandler(world, freed), MPI_ERR_ARG);
 
     int rc = MPI_Send(&x, 1, MPI_INT, size, 0, c);
     CHECK(rc != MPI_SUCCESS && handler_calls == 1, "handler calls %d", handler_calls);
@@ -477,12 +491,26 @@ int main(int argc, char **argv) {
     comm_info();
     error_handlers(size);
 
+    static int first = 1, second = 2;
+    int self_key;
+    OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete_fn, &self_key, NULL));
+    OK(MPI_Comm_set_attr(MPI_COMM_SELF, self_key, &first));
+    OK(MPI_Comm_set_attr(MPI_COMM_SELF, self_key, &first));
+    int other_key;
+    OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete_fn, &other_key, NULL));
+    OK(MPI_Comm_set_attr(MPI_COMM_SELF, other_key, &second));
+    CHECK(self_deletes == 1, "set-over deleted %d", self_deletes);
+    self_deletes = 0;
+
     OK(MPI_Barrier(world));
     int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    printf("comms: rank %d ok\n", world_rank);
     /* Across virtual nodes MPI_Finalize cannot synchronise (no inter-node
      * transport): its error is returned, not fatal. */
     MPI_Finalize();
+    CHECK(self_deletes == 2 && self_deleted[0] == 2 && self_deleted[1] == 1,
+          "MPI_COMM_SELF attributes deleted %d: %d %d", self_deletes, self_deleted[0],
+          self_deleted[1]);
+    printf("comms: rank %d ok\n", world_rank);
     return 0;
 }
