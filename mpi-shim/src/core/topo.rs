@@ -156,15 +156,19 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
     if let Some(d) = dims.iter().find(|&&d| d < 0) {
         return Err(dims_error(format!("negative dimension {d}")));
     }
-    let fixed: i64 = dims
-        .iter()
-        .filter(|&&d| d > 0)
-        .map(|&d| i64::from(d))
-        .product();
-    let free: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == 0).collect();
     if nnodes == 0 {
         return Err(dims_error("cannot spread 0 nodes over a grid"));
     }
+    // The product of the fixed dimensions, or a number above `nnodes`.
+    let limit = i64::from(nnodes);
+    let fixed = dims
+        .iter()
+        .filter(|&&d| d > 0)
+        .try_fold(1i64, |acc, &d| {
+            Some(acc * i64::from(d)).filter(|&p| p <= limit)
+        })
+        .unwrap_or(limit + 1);
+    let free: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == 0).collect();
     if i64::from(nnodes) % fixed != 0 {
         return Err(dims_error(format!(
             "{nnodes} nodes are not a multiple of the fixed dimensions' product {fixed}"
@@ -225,6 +229,8 @@ mod tests {
         assert_eq!(dims(7, vec![0, 3]).unwrap_err().class, abi::MPI_ERR_DIMS);
         assert_eq!(dims(4, vec![-1, 0]).unwrap_err().class, abi::MPI_ERR_DIMS);
         assert_eq!(dims(4, vec![2, 3]).unwrap_err().class, abi::MPI_ERR_DIMS);
+        let huge = vec![i32::MAX, i32::MAX, i32::MAX, 0];
+        assert_eq!(dims(8, huge).unwrap_err().class, abi::MPI_ERR_DIMS);
     }
 
     #[test]

@@ -204,7 +204,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
 ) -> c_int {
     call("MPI_Cart_coords", comm, |rt| {
         let (cart, _) = cart_of(rt, comm)?;
-        check_rank(rt.comm(comm_slot(comm)?)?, rank, "", false)?;
+        check_rank(rt.comm(comm_slot(comm)?)?, rank, "grid", false)?;
         if rank == abi::MPI_PROC_NULL {
             return Err(err(abi::MPI_ERR_RANK, "MPI_PROC_NULL has no coordinates"));
         }
