@@ -321,12 +321,15 @@ static void attributes(void) {
     OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &nocopy,
                               NULL));
     OK(MPI_Keyval_create(MPI_DUP_FN, MPI_NULL_DELETE_FN, &old, NULL));
+    int dupkv;
+    OK(MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &dupkv, NULL));
     OK(MPI_Comm_dup(world, &a));
     OK(MPI_Comm_get_attr(a, keyval, &got, &flag));
     CHECK(!flag, "attribute before set");
     OK(MPI_Comm_set_attr(a, keyval, &value));
     OK(MPI_Comm_set_attr(a, nocopy, &value));
     OK(MPI_Attr_put(a, old, &other));
+    OK(MPI_Comm_set_attr(a, dupkv, &other));
     OK(MPI_Comm_get_attr(a, keyval, &got, &flag));
     CHECK(flag && got == &value, "get %d %p", flag, (void *)got);
 
@@ -338,6 +341,8 @@ static void attributes(void) {
     CHECK(!flag, "MPI_COMM_NULL_COPY_FN copied");
     OK(MPI_Attr_get(b, old, &got, &flag));
     CHECK(flag && got == &other, "MPI_DUP_FN did not copy");
+    OK(MPI_Comm_get_attr(b, dupkv, &got, &flag));
+    CHECK(flag && got == &other, "MPI_COMM_DUP_FN did not copy");
 
     /* Setting over a value deletes the old one. */
     OK(MPI_Comm_set_attr(b, keyval, &other));
@@ -355,6 +360,7 @@ static void attributes(void) {
     CHECK(deletes == 3, "free of a: deletes %d", deletes);
     OK(MPI_Comm_free_keyval(&nocopy));
     OK(MPI_Keyval_free(&old));
+    OK(MPI_Comm_free_keyval(&dupkv));
 
     /* Predefined attributes. */
     int *v;
