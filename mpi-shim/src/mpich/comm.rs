@@ -14,6 +14,8 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_size(MPI_Comm comm, int *size)",
     "int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)",
     "int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)",
+    "int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)",
+    "int MPI_Comm_get_parent(MPI_Comm *parent)",
     "int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)",
     "int MPI_Comm_free(MPI_Comm *comm)",
     "int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)",
@@ -83,25 +85,61 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) ->
     })
 }
 
-/// Completes at once: the duplication is done before it returns.
+/// The nonblocking duplications complete at once: the new communicator
+/// is ready when they return, with a completed request.
+fn idup(
+    name: &str,
+    comm: MPI_Comm,
+    info: Option<MPI_Info>,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call_unlocked(name, comm, || {
+        nonnull(newcomm, "newcomm")?;
+        nonnull(request, "request")?;
+        let hints = info.map(info_hints).transpose()?;
+        let slot = dup(name, comm, hints)?;
+        let req = locked(name, |rt| Ok(rt.add_req(Req::Done(empty_status()))))?;
+        // SAFETY: output arguments, checked non-null above.
+        unsafe {
+            out(newcomm, comm_handle(slot))?;
+            out(request, abi::direct_handle(Kind::Request, req))
+        }
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_idup(
     comm: MPI_Comm,
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    call_unlocked("MPI_Comm_idup", comm, || {
-        nonnull(newcomm, "newcomm")?;
-        nonnull(request, "request")?;
-        let slot = dup("MPI_Comm_idup", comm, None)?;
-        let req = locked("MPI_Comm_idup", |rt| {
-            Ok(rt.add_req(Req::Done(empty_status())))
-        })?;
-        // SAFETY: output arguments, checked non-null above.
-        unsafe {
-            out(newcomm, comm_handle(slot))?;
-            out(request, abi::direct_handle(Kind::Request, req))
-        }
+    idup("MPI_Comm_idup", comm, None, newcomm, request)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    idup(
+        "MPI_Comm_idup_with_info",
+        comm,
+        Some(info),
+        newcomm,
+        request,
+    )
+}
+
+/// `MPI_COMM_NULL`: no process of this library is spawned (MPI-4.0
+/// §11.8.2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    call("MPI_Comm_get_parent", abi::MPI_COMM_WORLD, |_| {
+        // SAFETY: output argument.
+        unsafe { out(parent, abi::MPI_COMM_NULL) }
     })
 }
 

@@ -11,6 +11,9 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)",
     "int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)",
     "int MPI_Errhandler_free(MPI_Errhandler *errhandler)",
+    "int MPI_Errhandler_create(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)",
+    "int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)",
+    "int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler)",
     "int MPI_Add_error_class(int *errorclass)",
     "int MPI_Add_error_code(int errorclass, int *errorcode)",
     "int MPI_Add_error_string(int errorcode, const char *string)",
@@ -38,6 +41,32 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
         // SAFETY: output argument, checked non-null.
         unsafe { out(errhandler, abi::direct_handle(Kind::Errhandler, slot)) }
     })
+}
+
+/// The MPI-1 name of `MPI_Comm_create_errhandler` (MPICH still exports it).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_create(
+    comm_errhandler_fn: Option<CommErrhFn>,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    // SAFETY: forwarded output argument.
+    unsafe { MPI_Comm_create_errhandler(comm_errhandler_fn, errhandler) }
+}
+
+/// The MPI-1 name of `MPI_Comm_set_errhandler`.
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    super::comm::MPI_Comm_set_errhandler(comm, errhandler)
+}
+
+/// The MPI-1 name of `MPI_Comm_get_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_get(
+    comm: MPI_Comm,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    // SAFETY: forwarded output argument.
+    unsafe { super::comm::MPI_Comm_get_errhandler(comm, errhandler) }
 }
 
 /// Invoke `comm`'s error handler on `errorcode`; `MPI_SUCCESS` once a

@@ -193,6 +193,14 @@ static void splits(int rank, int size) {
     OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
     OK(MPI_Comm_compare(world, dup, &result));
     CHECK(result == MPI_CONGRUENT, "world vs dup %d", result);
+    MPI_Comm idup2, parent;
+    OK(MPI_Comm_idup_with_info(world, MPI_INFO_NULL, &idup2, &req));
+    OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    OK(MPI_Comm_compare(world, idup2, &result));
+    CHECK(result == MPI_CONGRUENT, "world vs idup_with_info %d", result);
+    OK(MPI_Comm_free(&idup2));
+    OK(MPI_Comm_get_parent(&parent));
+    CHECK(parent == MPI_COMM_NULL, "a parent?");
     OK(MPI_Comm_compare(MPI_COMM_SELF, world, &result));
     CHECK(result == (size > 1 ? MPI_UNEQUAL : MPI_CONGRUENT), "self vs world %d", result);
 
@@ -427,6 +435,8 @@ static void error_handlers(int size) {
     OK(MPI_Comm_set_errhandler(c, eh));
     OK(MPI_Comm_get_errhandler(c, &got));
     CHECK(got == eh, "handler %x", (unsigned)got);
+    OK(MPI_Errhandler_get(c, &got));
+    CHECK(got == eh, "MPI-1 get: handler %x", (unsigned)got);
     MPI_Errhandler freed = eh;
     OK(MPI_Errhandler_free(&eh));
     CHECK(eh == MPI_ERRHANDLER_NULL, "handler not nulled");
