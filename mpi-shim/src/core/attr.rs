@@ -6,6 +6,7 @@
 //! them without the library lock (they may call MPI themselves), so this
 //! module only hands out what is to be called.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
@@ -46,10 +47,11 @@ pub struct Keyval {
 pub type Attr = (usize, usize);
 
 /// The predefined attributes of `MPI_COMM_WORLD` (MPI-4.0 §9.1.1), each
-/// behind a stable address: `MPI_Comm_get_attr` hands out pointers to them.
+/// behind a stable address: `MPI_Comm_get_attr` hands out pointers to
+/// them, which stay valid (cells) when `MPI_LASTUSEDCODE` changes.
 #[derive(Debug)]
 pub struct Predefined {
-    values: Box<[c_int; 7]>,
+    values: Box<[Cell<c_int>; 7]>,
 }
 
 const PREDEFINED_KEYS: [c_int; 7] = [
@@ -65,15 +67,18 @@ const PREDEFINED_KEYS: [c_int; 7] = [
 impl Predefined {
     pub fn new(job_size: c_int) -> Self {
         Self {
-            values: Box::new([
-                0x7fff_ffff, // the lower 32 bits of an engine tag
-                abi::MPI_PROC_NULL,
-                abi::MPI_ANY_SOURCE,
-                0,
-                job_size,
-                abi::MPI_ERR_LASTCODE,
-                0,
-            ]),
+            values: Box::new(
+                [
+                    0x7fff_ffff, // the lower 32 bits of an engine tag
+                    abi::MPI_PROC_NULL,
+                    abi::MPI_ANY_SOURCE,
+                    0,
+                    job_size,
+                    abi::MPI_ERR_LASTCODE,
+                    0,
+                ]
+                .map(Cell::new),
+            ),
         }
     }
 
@@ -85,11 +90,11 @@ impl Predefined {
     /// The address of the value of predefined key `keyval`.
     pub fn get(&self, keyval: c_int) -> Option<*const c_int> {
         let i = PREDEFINED_KEYS.iter().position(|&k| k == keyval)?;
-        Some(&self.values[i] as *const c_int)
+        Some(self.values[i].as_ptr().cast_const())
     }
 
-    pub fn set_last_used_code(&mut self, code: c_int) {
-        self.values[5] = code;
+    pub fn set_last_used_code(&self, code: c_int) {
+        self.values[5].set(code);
     }
 }
 
@@ -159,4 +164,64 @@ pub fn remove(attrs: &mut Vec<Attr>, kv: usize) -> bool {
     let n = attrs.len();
     attrs.retain(|a| a.0 != kv);
     attrs.len() != n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keyval(object: Object) -> Keyval {
+        Keyval {
+            object,
+            copy: None,
+            delete: None,
+            extra: 0,
+            freed: false,
+        }
+    }
+
+    #[test]
+    fn attributes_keep_their_order_and_are_replaced_in_place() {
+        let mut a = Vec::new();
+        store(&mut a, 3, 30);
+        store(&mut a, 1, 10);
+        store(&mut a, 3, 31);
+        assert_eq!(a, [(3, 31), (1, 10)]);
+        assert_eq!(lookup(&a, 1), Some(10));
+        assert!(remove(&mut a, 3));
+        assert!(!remove(&mut a, 3));
+        assert_eq!(lookup(&a, 3), None);
+    }
+
+    #[test]
+    fn a_freed_keyval_serves_existing_attributes_only() {
+        let mut attrs = Attrs::new(4);
+        let k = attrs.create_keyval(keyval(Object::Comm));
+        assert!(attrs.keyval(k, Object::Comm, false).is_ok());
+        let wrong = attrs.keyval(k, Object::Datatype, true).unwrap_err();
+        assert_eq!(wrong.class, abi::MPI_ERR_KEYVAL);
+        attrs.free_keyval(k, Object::Comm).unwrap();
+        assert!(attrs.keyval(k, Object::Comm, false).is_err());
+        assert!(attrs.keyval(k, Object::Comm, true).is_ok());
+        assert!(attrs.free_keyval(k, Object::Comm).is_err(), "freed twice");
+        let other = attrs.create_keyval(keyval(Object::Datatype));
+        assert_ne!(other, k, "a freed keyval's slot is not reused");
+    }
+
+    #[test]
+    fn predefined_attributes_have_stable_addresses() {
+        let p = Predefined::new(8);
+        let tag_ub = p.get(abi::MPI_TAG_UB).unwrap();
+        let last = p.get(abi::MPI_LASTUSEDCODE).unwrap();
+        p.set_last_used_code(abi::MPI_ERR_LASTCODE + 3);
+        assert_eq!(p.get(abi::MPI_LASTUSEDCODE), Some(last));
+        // SAFETY: the pointers address `p`'s boxed values, alive here.
+        unsafe {
+            assert_eq!(*tag_ub, 0x7fff_ffff);
+            assert_eq!(*last, abi::MPI_ERR_LASTCODE + 3);
+            assert_eq!(*p.get(abi::MPI_UNIVERSE_SIZE).unwrap(), 8);
+        }
+        assert!(Predefined::is_predefined(abi::MPI_APPNUM));
+        assert!(p.get(abi::MPI_KEYVAL_INVALID).is_none());
+    }
 }
