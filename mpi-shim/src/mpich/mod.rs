@@ -4,7 +4,14 @@
 //! [`crate::core`] and turns an error into the communicator's error
 //! handler: `MPI_ERRORS_RETURN` returns the class, the default
 //! `MPI_ERRORS_ARE_FATAL` (and `MPI_ERRORS_ABORT`) prints the function and
-//! the reason and ends the job.
+//! the reason and ends the job; a user handler is called, then the code
+//! returned.
+//!
+//! The library lock is held for one call at a time and is not reentrant,
+//! so the application's functions (error handlers, attribute callbacks),
+//! which may call MPI, run only once it is released: [`call`] leaves a
+//! user handler to [`Handled::finish`], and functions with callbacks take
+//! the lock per step through [`locked`] inside [`call_unlocked`].
 //!
 //! Raw pointers come from C callers, who promise what the MPI standard
 //! says about them (a buffer holds `count` elements, an output pointer is
