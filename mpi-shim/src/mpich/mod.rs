@@ -9,9 +9,9 @@
 //!
 //! The library lock is held for one call at a time and is not reentrant,
 //! so the application's functions (error handlers, attribute callbacks),
-//! which may call MPI, run only once it is released: [`call`] leaves a
-//! user handler to [`Handled::finish`], and functions with callbacks take
-//! the lock per step through [`locked`] inside [`call_unlocked`].
+//! which may call MPI, run only once it is released: `call` leaves a
+//! user handler to `Handled::finish`, and functions with callbacks take
+//! the lock per step through `locked` inside `call_unlocked`.
 //!
 //! Raw pointers come from C callers, who promise what the MPI standard
 //! says about them (a buffer holds `count` elements, an output pointer is
