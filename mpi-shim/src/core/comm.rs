@@ -108,18 +108,12 @@ fn u32_at(b: &[u8], i: usize) -> u32 {
 }
 
 impl Runtime {
-    /// Store a new communicator; returns its slot.
+    /// Store a new communicator; returns its slot. Slots are not reused:
+    /// a request still pending on a freed communicator (MPI-4.0 §7.4.3
+    /// lets it complete) must never find another communicator there.
     pub fn add_comm(&mut self, c: Comm) -> usize {
-        match (SELF + 1..self.comms.len()).find(|&i| self.comms[i].is_none()) {
-            Some(i) => {
-                self.comms[i] = Some(c);
-                i
-            }
-            None => {
-                self.comms.push(Some(c));
-                self.comms.len() - 1
-            }
-        }
+        self.comms.push(Some(c));
+        self.comms.len() - 1
     }
 
     /// A communicator of `members` (which include this process) with
