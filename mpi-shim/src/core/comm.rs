@@ -197,11 +197,17 @@ impl Runtime {
                     len,
                 )?
             };
-            self.ep.send(
+            let sent = self.ep.send(
                 right,
                 engine_tag,
                 &all[send_block * len..(send_block + 1) * len],
-            )?;
+            );
+            if let Err(e) = sent {
+                // The engine cannot cancel the posted receive, which may
+                // still land in `incoming`: keep that memory alive.
+                std::mem::forget(incoming);
+                return Err(e.into());
+            }
             self.ep.wait(r)?;
             all[recv_block * len..(recv_block + 1) * len].copy_from_slice(&incoming);
         }
