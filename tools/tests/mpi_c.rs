@@ -25,6 +25,8 @@ const PROGRAMS: &[&str] = &[
     "unsupported",
     "p2pmore",
     "datatypes",
+    "comms",
+    "topo",
 ];
 
 fn prefix() -> PathBuf {
@@ -109,6 +111,21 @@ fn programs_built_against_mpich_run_on_our_library() {
             let run = run_ours(&format!("{name}-mpich-{n}"), &exe, n, true);
             assert_ok(&run, name, n);
         }
+    }
+}
+
+/// With two processes per virtual node, `MPI_COMM_TYPE_SHARED` gives two
+/// nodes of two; given the processes per node, `comms` and `topo` check
+/// that and run on their node's communicator (the engine has no
+/// inter-node transport yet).
+#[test]
+fn programs_on_virtual_nodes() {
+    for name in ["comms", "topo"] {
+        let exe = build(&ours(), name, "ppn");
+        let mut cmd = mpiexec(&["--ppn", "2", "-n", "4"]);
+        cmd.arg(&exe).arg("2");
+        let run = launch(&format!("{name}-ppn"), cmd).wait_for(WATCHDOG);
+        assert_ok(&run, name, 4);
     }
 }
 

@@ -43,16 +43,22 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
 
-use shm_engine::{Endpoint, Source, TagMatch, bootstrap};
+use shm_engine::{Endpoint, bootstrap};
 
-use crate::abi::{self, MPI_Errhandler};
+use crate::abi;
 
+pub mod attr;
+pub mod comm;
 pub mod datatype;
+pub mod errh;
 pub mod group;
 pub mod info;
 pub mod request;
 pub mod session;
 pub mod table;
+pub mod topo;
+
+pub use comm::Comm;
 
 /// An MPI error: its class and what the application should be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,64 +134,6 @@ impl MpiError {
     }
 }
 
-/// A communicator: who is in it, in rank order, and its context ids.
-#[derive(Debug)]
-pub struct Comm {
-    /// Job rank (engine process id) of each member.
-    pub members: Vec<u32>,
-    /// Member index of each job rank in the communicator.
-    pub rank_of: HashMap<u32, i32>,
-    /// This process's rank in the communicator.
-    pub rank: i32,
-    /// Even context id: point-to-point; `ctx + 1`: collectives.
-    pub ctx: u32,
-    pub errhandler: MPI_Errhandler,
-}
-
-impl Comm {
-    fn new(members: Vec<u32>, me: u32, ctx: u32) -> Self {
-        let rank_of: HashMap<u32, i32> = members
-            .iter()
-            .enumerate()
-            .map(|(i, &w)| (w, i as i32))
-            .collect();
-        Self {
-            rank: rank_of[&me],
-            members,
-            rank_of,
-            ctx,
-            errhandler: abi::MPI_ERRORS_ARE_FATAL,
-        }
-    }
-
-    pub fn size(&self) -> i32 {
-        self.members.len() as i32
-    }
-
-    /// The engine tag of MPI tag `tag` (>= 0) in context `ctx`.
-    pub fn tag(ctx: u32, tag: i32) -> u64 {
-        u64::from(ctx) << 32 | u64::from(tag as u32)
-    }
-
-    /// The engine matcher for `tag` (or `MPI_ANY_TAG`) in context `ctx`.
-    pub fn tag_match(ctx: u32, tag: i32) -> TagMatch {
-        if tag == abi::MPI_ANY_TAG {
-            TagMatch::masked(u64::from(ctx) << 32, 0xffff_ffff << 32)
-        } else {
-            TagMatch::exact(Self::tag(ctx, tag))
-        }
-    }
-
-    /// The engine source for rank `src` (or `MPI_ANY_SOURCE`).
-    pub fn source(&self, src: i32) -> Source {
-        if src == abi::MPI_ANY_SOURCE {
-            Source::Any
-        } else {
-            Source::Rank(self.members[src as usize])
-        }
-    }
-}
-
 /// A request in flight, or one that completed at once (`MPI_PROC_NULL`).
 /// Completion (MPI-4.0 §3.7): [`Runtime::req_done`] tests, and
 /// [`Runtime::wait_req`] waits and returns the status.
@@ -254,6 +202,10 @@ pub struct Runtime {
     pub predefined_type_names: HashMap<i32, String>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
+    /// Keyvals, datatype attributes, predefined attribute values.
+    pub attrs: attr::Attrs,
+    /// User error handlers and error codes.
+    pub errors: errh::Errors,
     /// The world model's thread level (`MPI_Query_thread`).
     pub thread_level: i32,
     /// The thread that initialized the world model (`MPI_Is_thread_main`).
@@ -280,6 +232,7 @@ impl Runtime {
         let mut ep = Endpoint::new(boot)
             .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("engine start-up: {e}")))?;
         let psets = session::job_psets(&mut ep)?;
+        let job_size = ep.size() as i32;
         Ok(Self {
             ep,
             comms: vec![None, None],
@@ -296,6 +249,8 @@ impl Runtime {
             types: table::Table::new(FIRST_DERIVED_TYPE),
             predefined_type_names: HashMap::new(),
             next_ctx: session::FIRST_AGREED_CTX,
+            attrs: attr::Attrs::new(job_size),
+            errors: errh::Errors::default(),
             thread_level: abi::MPI_THREAD_SINGLE,
             main_thread: std::thread::current().id(),
             sessions: table::Table::new(0),
@@ -330,59 +285,6 @@ impl Runtime {
         MpiError::new(abi::MPI_ERR_COMM, format!("{what} used {why}"))
     }
 
-    /// Collective over `parent`: a new communicator with the same members
-    /// and fresh context ids agreed by all of them.
-    pub fn comm_dup(&mut self, parent: usize) -> MpiResult<usize> {
-        let ctx = self.agree_ctx(parent)?;
-        let p = self.comm(parent)?;
-        let mut c = Comm::new(p.members.clone(), self.ep.rank(), ctx);
-        c.errhandler = p.errhandler;
-        self.comms.push(Some(c));
-        Ok(self.comms.len() - 1)
-    }
-
-    /// The smallest context id free at every member of `parent`: every
-    /// member proposes its own smallest unused id and the largest wins, so
-    /// the id is unused at each of them. Needs only `parent`'s members.
-    fn agree_ctx(&mut self, parent: usize) -> MpiResult<u32> {
-        let mut buf = self.next_ctx.to_ne_bytes();
-        crate::coll::allreduce_max_u32(self, parent, &mut buf)?;
-        let ctx = u32::from_ne_bytes(buf);
-        if ctx >= session::BOOT_CTX_BASE - 2 {
-            return Err(MpiError::new(abi::MPI_ERR_INTERN, "context ids exhausted"));
-        }
-        self.next_ctx = ctx + 2;
-        Ok(ctx)
-    }
-
-    /// Store `c` in slot `slot` (a predefined communicator) or a new slot.
-    fn place_comm(&mut self, c: Comm, slot: Option<usize>) -> usize {
-        match slot {
-            Some(s) => {
-                self.comms[s] = Some(c);
-                s
-            }
-            None => {
-                self.comms.push(Some(c));
-                self.comms.len() - 1
-            }
-        }
-    }
-
-    pub fn comm_free(&mut self, slot: usize) -> MpiResult<()> {
-        if slot <= SELF {
-            return Err(MpiError::new(
-                abi::MPI_ERR_COMM,
-                "predefined communicators cannot be freed",
-            ));
-        }
-        self.comm(slot)?;
-        self.comms[slot] = None;
-        Ok(())
-    }
-
-    /// Store a request; its slot. Freed requests that finished meanwhile
-    /// are completed first.
     pub fn add_req(&mut self, r: Req) -> usize {
         self.reap_detached();
         if let Some(i) = self.free_reqs.pop() {

@@ -222,6 +222,11 @@ impl Runtime {
         };
         let mut c = Comm::new(members, me, ctx);
         c.errhandler = errhandler;
+        c.name = match reserved {
+            Some(WORLD) => Some("MPI_COMM_WORLD".into()),
+            Some(_) => Some("MPI_COMM_SELF".into()),
+            None => None,
+        };
         Ok(self.place_comm(c, reserved))
     }
 

@@ -1,20 +1,43 @@
-//! Communicators, their error handlers.
+//! Communicators (MPI-4.0 chapter 7): rank and size, duplication and
+//! freeing (with their attribute callbacks), split and create, compare,
+//! names, info hints, error handlers. There are no intercommunicators.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+use super::attr::{copy_comm_attrs, delete_comm_attrs};
+use super::group::group_members;
+use super::info::{info_hints, new_info};
 use super::*;
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_rank(MPI_Comm comm, int *rank)",
     "int MPI_Comm_size(MPI_Comm comm, int *size)",
     "int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)",
+    "int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)",
+    "int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)",
+    "int MPI_Comm_get_parent(MPI_Comm *parent)",
+    "int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)",
     "int MPI_Comm_free(MPI_Comm *comm)",
+    "int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)",
+    "int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)",
+    "int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)",
+    "int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)",
+    "int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)",
+    "int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info)",
+    "int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)",
+    "int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)",
+    "int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)",
+    "int MPI_Comm_test_inter(MPI_Comm comm, int *flag)",
+    "int MPI_Comm_remote_size(MPI_Comm comm, int *size)",
+    "int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)",
     "int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)",
     "int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)",
 ];
 
-// ---------------------------------------------------------------------
-// Communicators and errors.
+/// The handle of an optional new communicator (`MPI_COMM_NULL` if none).
+fn opt_handle(slot: Option<usize>) -> MPI_Comm {
+    slot.map_or(abi::MPI_COMM_NULL, comm_handle)
+}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
@@ -34,45 +57,381 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
     })
 }
 
+/// Duplicate `comm` with its attributes copied by their callbacks
+/// (MPI-4.0 §7.4.2, §7.7.2); `hints` replace its info hints.
+fn dup(name: &str, comm: MPI_Comm, hints: Option<core::info::Info>) -> MpiResult<usize> {
+    let (parent, slot) = locked(name, |rt| {
+        let parent = comm_slot(comm)?;
+        let slot = rt.comm_dup(parent)?;
+        if let Some(h) = hints {
+            rt.comm_mut(slot)?.info = h;
+        }
+        Ok((parent, slot))
+    })?;
+    if let Err(e) = copy_comm_attrs(name, parent, slot) {
+        locked(name, |rt| rt.comm_free(slot))?;
+        return Err(e);
+    }
+    Ok(slot)
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_dup", comm, |rt| {
-        let slot = rt.comm_dup(comm_slot(comm)?)?;
+    call_unlocked("MPI_Comm_dup", comm, || {
+        nonnull(newcomm, "newcomm")?;
+        let slot = dup("MPI_Comm_dup", comm, None)?;
         // SAFETY: output argument.
         unsafe { out(newcomm, comm_handle(slot)) }
     })
 }
 
+/// The nonblocking duplications complete at once: the new communicator
+/// is ready when they return, with a completed request.
+fn idup(
+    name: &str,
+    comm: MPI_Comm,
+    info: Option<MPI_Info>,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call_unlocked(name, comm, || {
+        nonnull(newcomm, "newcomm")?;
+        nonnull(request, "request")?;
+        let hints = info.map(info_hints).transpose()?;
+        let slot = dup(name, comm, hints)?;
+        let req = locked(name, |rt| Ok(rt.add_req(Req::Done(empty_status()))))?;
+        // SAFETY: output arguments, checked non-null above.
+        unsafe {
+            out(newcomm, comm_handle(slot))?;
+            out(request, abi::direct_handle(Kind::Request, req))
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_idup(
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    idup("MPI_Comm_idup", comm, None, newcomm, request)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    idup(
+        "MPI_Comm_idup_with_info",
+        comm,
+        Some(info),
+        newcomm,
+        request,
+    )
+}
+
+/// `MPI_COMM_NULL`: no process of this library is spawned (MPI-4.0
+/// §11.8.2).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    call("MPI_Comm_get_parent", abi::MPI_COMM_WORLD, |_| {
+        // SAFETY: output argument.
+        unsafe { out(parent, abi::MPI_COMM_NULL) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call_unlocked("MPI_Comm_dup_with_info", comm, || {
+        nonnull(newcomm, "newcomm")?;
+        let hints = info_hints(info)?;
+        let slot = dup("MPI_Comm_dup_with_info", comm, Some(hints))?;
+        // SAFETY: output argument.
+        unsafe { out(newcomm, comm_handle(slot)) }
+    })
+}
+
+/// Runs the delete callbacks of the communicator's attributes first
+/// (MPI-4.0 §7.7.2); if one fails, the communicator stays.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    let name = "MPI_Comm_free";
     if comm.is_null() {
-        return call("MPI_Comm_free", abi::MPI_COMM_WORLD, |_| {
-            Err(err(abi::MPI_ERR_ARG, "null communicator pointer"))
-        });
+        return fail(
+            name,
+            abi::MPI_COMM_WORLD,
+            err(abi::MPI_ERR_ARG, "null communicator pointer"),
+        );
     }
     // SAFETY: non-null pointer to the caller's handle.
     let h = unsafe { *comm };
-    call("MPI_Comm_free", h, |rt| {
-        rt.comm_free(comm_slot(h)?)?;
+    call_unlocked(name, h, || {
+        let slot = locked(name, |rt| {
+            let slot = comm_slot(h)?;
+            rt.comm(slot)?;
+            if slot <= core::SELF {
+                return Err(err(
+                    abi::MPI_ERR_COMM,
+                    "predefined communicators cannot be freed",
+                ));
+            }
+            Ok(slot)
+        })?;
+        delete_comm_attrs(name, slot)?;
+        locked(name, |rt| rt.comm_free(slot))?;
         // SAFETY: as above.
         unsafe { out(comm, abi::MPI_COMM_NULL) }
     })
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_split(
+    comm: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_split", comm, |rt| {
+        let parent = comm_slot(comm)?;
+        rt.comm(parent)?;
+        nonnull(newcomm, "newcomm")?;
+        if color < 0 && color != abi::MPI_UNDEFINED {
+            return Err(err(abi::MPI_ERR_ARG, format!("invalid color {color}")));
+        }
+        let slot = rt.comm_split(parent, color, key)?;
+        // SAFETY: output argument.
+        unsafe { out(newcomm, opt_handle(slot)) }
+    })
+}
+
+/// `MPI_COMM_TYPE_SHARED` groups the processes of one node (the engine's
+/// node, virtual nodes included), talking only to processes of the node;
+/// `MPI_COMM_TYPE_HW_GUIDED` does the same
+/// for the `mpi_hw_resource_type` hint `mpi_shared_memory`; and
+/// `MPI_COMM_TYPE_HW_UNGUIDED` too when a node is a strict subset of the
+/// parent (MPI-4.0 §7.4.2). Otherwise the result is `MPI_COMM_NULL`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_split_type(
+    comm: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_split_type", comm, |rt| {
+        let parent = comm_slot(comm)?;
+        let parent_size = rt.comm(parent)?.size();
+        nonnull(newcomm, "newcomm")?;
+        let hints = info_hints(info)?;
+        let by_node = match split_type {
+            abi::MPI_COMM_TYPE_SHARED | abi::MPI_COMM_TYPE_HW_UNGUIDED => true,
+            abi::MPI_COMM_TYPE_HW_GUIDED => {
+                hints.get("mpi_hw_resource_type") == Some("mpi_shared_memory")
+            }
+            abi::MPI_UNDEFINED => false,
+            t => return Err(err(abi::MPI_ERR_ARG, format!("invalid split type {t}"))),
+        };
+        let mut slot = rt.comm_split_node(parent, key, by_node)?;
+        if let Some(s) = slot
+            && split_type == abi::MPI_COMM_TYPE_HW_UNGUIDED
+            && rt.comm(s)?.size() == parent_size
+        {
+            rt.comm_free(s)?;
+            slot = None;
+        }
+        // SAFETY: output argument.
+        unsafe { out(newcomm, opt_handle(slot)) }
+    })
+}
+
+/// The members of `group`, which must be a subset of `parent`'s.
+fn subset(rt: &Runtime, parent: usize, group: MPI_Group) -> MpiResult<Vec<u32>> {
+    let members = group_members(rt, group)?;
+    let p = rt.comm(parent)?;
+    if let Some(pid) = members.iter().find(|pid| !p.rank_of.contains_key(pid)) {
+        return Err(err(
+            abi::MPI_ERR_GROUP,
+            format!("process {pid} of the group is not in the communicator"),
+        ));
+    }
+    Ok(members)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_create(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_create", comm, |rt| {
+        let parent = comm_slot(comm)?;
+        let members = subset(rt, parent, group)?;
+        nonnull(newcomm, "newcomm")?;
+        let slot = rt.comm_create(parent, members)?;
+        // SAFETY: output argument.
+        unsafe { out(newcomm, opt_handle(slot)) }
+    })
+}
+
+/// Collective over the group only; a process outside it gets
+/// `MPI_COMM_NULL` at once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_create_group(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    tag: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_create_group", comm, |rt| {
+        let parent = comm_slot(comm)?;
+        let members = subset(rt, parent, group)?;
+        check_tag(tag, false)?;
+        nonnull(newcomm, "newcomm")?;
+        let slot = if members.contains(&rt.ep.rank()) {
+            Some(rt.comm_create_group(parent, members, tag)?)
+        } else {
+            None
+        };
+        // SAFETY: output argument.
+        unsafe { out(newcomm, opt_handle(slot)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_compare(
+    comm1: MPI_Comm,
+    comm2: MPI_Comm,
+    result: *mut c_int,
+) -> c_int {
+    call("MPI_Comm_compare", comm1, |rt| {
+        let (a, b) = (comm_slot(comm1)?, comm_slot(comm2)?);
+        let (ca, cb) = (rt.comm(a)?, rt.comm(b)?);
+        let r = match core::group::compare(&ca.members, &cb.members) {
+            _ if a == b => abi::MPI_IDENT,
+            abi::MPI_IDENT => abi::MPI_CONGRUENT,
+            r => r,
+        };
+        // SAFETY: output argument.
+        unsafe { out(result, r) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    call("MPI_Comm_set_info", comm, |rt| {
+        let slot = comm_slot(comm)?;
+        rt.comm(slot)?;
+        let hints = info_hints(info)?;
+        rt.comm_mut(slot)?.info = hints;
+        Ok(())
+    })
+}
+
+/// A new info object with the hints set on the communicator.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+    call("MPI_Comm_get_info", comm, |rt| {
+        let hints = rt.comm(comm_slot(comm)?)?.info.clone();
+        nonnull(info_used, "info_used")?;
+        // SAFETY: output argument.
+        unsafe { out(info_used, new_info(hints)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
+    call("MPI_Comm_set_name", comm, |rt| {
+        let slot = comm_slot(comm)?;
+        rt.comm(slot)?;
+        // SAFETY: a NUL-terminated name (MPI contract).
+        let mut name = unsafe { read_cstr(comm_name, abi::MPI_ERR_ARG, "name") }?;
+        let max = abi::MPI_MAX_OBJECT_NAME as usize - 1;
+        if name.len() > max {
+            let mut end = max;
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
+            name.truncate(end);
+        }
+        rt.comm_mut(slot)?.name = Some(name);
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_get_name(
+    comm: MPI_Comm,
+    comm_name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    call("MPI_Comm_get_name", comm, |rt| {
+        let c = rt.comm(comm_slot(comm)?)?;
+        let name = c.name.as_deref().unwrap_or("");
+        nonnull(resultlen, "resultlen")?;
+        // SAFETY: MPI_MAX_OBJECT_NAME bytes at `comm_name` (MPI contract).
+        unsafe {
+            write_cstr(
+                comm_name,
+                abi::MPI_MAX_OBJECT_NAME as usize,
+                name,
+                resultlen,
+            )
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    call("MPI_Comm_test_inter", comm, |rt| {
+        rt.comm(comm_slot(comm)?)?;
+        // SAFETY: output argument.
+        unsafe { out(flag, 0) }
+    })
+}
+
+fn not_inter(rt: &Runtime, comm: MPI_Comm) -> MpiResult<()> {
+    rt.comm(comm_slot(comm)?)?;
+    Err(err(
+        abi::MPI_ERR_COMM,
+        "not an intercommunicator (this library has none)",
+    ))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, _size: *mut c_int) -> c_int {
+    call("MPI_Comm_remote_size", comm, |rt| not_inter(rt, comm))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, _group: *mut MPI_Group) -> c_int {
+    call("MPI_Comm_remote_group", comm, |rt| not_inter(rt, comm))
+}
+
+/// Predefined handlers, or one made by `MPI_Comm_create_errhandler`.
+#[unsafe(no_mangle)]
 pub extern "C" fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     call("MPI_Comm_set_errhandler", comm, |rt| {
-        let c = rt.comm_mut(comm_slot(comm)?)?;
-        match errhandler {
-            abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT => {
-                c.errhandler = errhandler;
-                Ok(())
-            }
-            h => Err(err(
+        let slot = comm_slot(comm)?;
+        rt.comm(slot)?;
+        let valid = match errhandler {
+            abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT => true,
+            h => abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.is_live(i)),
+        };
+        if !valid {
+            return Err(err(
                 abi::MPI_ERR_ARG,
-                format!("invalid error handler {h:#x}"),
-            )),
+                format!("invalid error handler {errhandler:#x}"),
+            ));
         }
+        rt.comm_mut(slot)?.errhandler = errhandler;
+        Ok(())
     })
 }
 

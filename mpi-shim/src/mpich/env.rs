@@ -1,4 +1,4 @@
-//! Start-up, shutdown, the environment, error classes and strings.
+//! Start-up, shutdown, the environment.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -18,8 +18,6 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Get_processor_name(char *name, int *resultlen)",
     "double MPI_Wtime(void)",
     "double MPI_Wtick(void)",
-    "int MPI_Error_class(int errorcode, int *errorclass)",
-    "int MPI_Error_string(int errorcode, char *string, int *resultlen)",
 ];
 
 // ---------------------------------------------------------------------
@@ -103,7 +101,7 @@ fn init(name: &str, required: c_int) -> c_int {
     let level = required.clamp(abi::MPI_THREAD_SINGLE, abi::MPI_THREAD_SERIALIZED);
     match rt.world_init(level) {
         Ok(()) => abi::MPI_SUCCESS,
-        Err(e) => raise_on(rt, name, abi::MPI_ERRORS_ARE_FATAL, e),
+        Err(e) => raise_on(rt, name, abi::MPI_ERRORS_ARE_FATAL, abi::MPI_COMM_WORLD, e).finish(),
     }
 }
 
@@ -150,6 +148,14 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 /// and the engine stay (the engine leaves the job at process exit).
 #[unsafe(no_mangle)]
 pub extern "C" fn MPI_Finalize() -> c_int {
+    // MPI-4.0 §11.2.2: first the attributes of MPI_COMM_SELF are deleted,
+    // as if it were freed, so that libraries can clean up.
+    let rc = call_unlocked("MPI_Finalize", abi::MPI_COMM_SELF, || {
+        super::attr::delete_comm_attrs("MPI_Finalize", core::SELF)
+    });
+    if rc != abi::MPI_SUCCESS {
+        return rc;
+    }
     call("MPI_Finalize", abi::MPI_COMM_WORLD, Runtime::world_finalize)
 }
 
@@ -251,28 +257,4 @@ pub extern "C" fn MPI_Wtick() -> c_double {
     // SAFETY: clock_getres writes one timespec.
     unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    // Error codes are their classes in this library.
-    let ok = core::is_predefined_class(errorcode);
-    // SAFETY: output argument.
-    match unsafe { out(errorclass, errorcode) } {
-        Ok(()) if ok => abi::MPI_SUCCESS,
-        _ => abi::MPI_ERR_ARG,
-    }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Error_string(
-    errorcode: c_int,
-    string: *mut c_char,
-    resultlen: *mut c_int,
-) -> c_int {
-    let text = core::class_name(errorcode);
-    let cap = abi::MPI_MAX_ERROR_STRING as usize;
-    // SAFETY: MPI_MAX_ERROR_STRING bytes at `string`.
-    unsafe { write_cstr(string, cap, text, resultlen) }
-        .map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }

@@ -4,7 +4,14 @@
 //! [`crate::core`] and turns an error into the communicator's error
 //! handler: `MPI_ERRORS_RETURN` returns the class, the default
 //! `MPI_ERRORS_ARE_FATAL` (and `MPI_ERRORS_ABORT`) prints the function and
-//! the reason and ends the job.
+//! the reason and ends the job; a user handler is called, then the code
+//! returned.
+//!
+//! The library lock is held for one call at a time and is not reentrant,
+//! so the application's functions (error handlers, attribute callbacks),
+//! which may call MPI, run only once it is released: `call` leaves a
+//! user handler to `Handled::finish`, and functions with callbacks take
+//! the lock per step through `locked` inside `call_unlocked`.
 //!
 //! Raw pointers come from C callers, who promise what the MPI standard
 //! says about them (a buffer holds `count` elements, an output pointer is
@@ -17,20 +24,27 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 use std::sync::Arc;
 
 use crate::abi::{
-    self, Kind, MPI_Comm, MPI_Datatype, MPI_Errhandler, MPI_Op, MPI_Request, MPI_Status,
+    self, Kind, MPI_Comm, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op, MPI_Request,
+    MPI_Status,
 };
 use crate::core::datatype::Datatype;
+use crate::core::errh::CommErrhFn;
 use crate::core::{self, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Unpack};
 use crate::ops;
 
+mod attr;
 mod coll;
 mod comm;
 mod env;
+mod errh;
+mod group;
+mod info;
 mod interop;
 mod p2p;
 pub mod predefined;
 mod session;
 mod tool;
+mod topo;
 mod types;
 mod unsupported;
 
@@ -42,6 +56,11 @@ pub const PROTOTYPES: &[&[&str]] = &[
     env::PROTOTYPES,
     comm::PROTOTYPES,
     session::PROTOTYPES,
+    group::PROTOTYPES,
+    topo::PROTOTYPES,
+    attr::PROTOTYPES,
+    info::PROTOTYPES,
+    errh::PROTOTYPES,
     types::PROTOTYPES,
     p2p::PROTOTYPES,
     p2p::requests::PROTOTYPES,
@@ -107,14 +126,38 @@ pub(crate) fn call(
         let rt = unsafe { &mut *rt };
         return match f(rt) {
             Ok(()) => abi::MPI_SUCCESS,
-            Err(e) => raise(rt, name, comm, e),
+            Err(e) => raise(rt, name, comm, e).finish(),
         };
     }
+    let handled = {
+        let mut state = core::state();
+        let rt = running(&mut state, name);
+        match f(rt) {
+            Ok(()) => return abi::MPI_SUCCESS,
+            Err(e) => raise(rt, name, comm, e),
+        }
+    };
+    handled.finish()
+}
+
+/// Run `f` on the library's state, without error handling: for functions
+/// that call the application (attribute callbacks) between steps, which
+/// must happen without the library lock since the callbacks may call MPI.
+pub(crate) fn locked<T>(name: &str, f: impl FnOnce(&mut Runtime) -> MpiResult<T>) -> MpiResult<T> {
     let mut state = core::state();
-    let rt = running(&mut state, name);
-    match f(rt) {
+    f(running(&mut state, name))
+}
+
+/// Run `f`, which takes the library lock itself through [`locked`];
+/// report an error through the error handler of `comm`.
+pub(crate) fn call_unlocked(
+    name: &str,
+    comm: MPI_Comm,
+    f: impl FnOnce() -> MpiResult<()>,
+) -> c_int {
+    match f() {
         Ok(()) => abi::MPI_SUCCESS,
-        Err(e) => raise(rt, name, comm, e),
+        Err(e) => fail(name, comm, e),
     }
 }
 
@@ -140,14 +183,74 @@ pub(crate) fn running<'a>(state: &'a mut Library, name: &str) -> &'a mut Runtime
     }
 }
 
-pub(crate) fn raise(rt: &mut Runtime, name: &str, comm: MPI_Comm, e: MpiError) -> c_int {
+/// Report `e` through the error handler of `comm`. Before `MPI_Init` and
+/// after `MPI_Finalize` (info objects, error strings) the default
+/// handler, `MPI_ERRORS_ARE_FATAL`, applies (MPI-4.0 §9.3).
+pub(crate) fn fail(name: &str, comm: MPI_Comm, e: MpiError) -> c_int {
+    let handled = match &mut *core::state() {
+        Library::Running(rt) => raise(rt, name, comm, e),
+        _ => {
+            core::report(&format!("{name}: {e}"));
+            std::process::exit(1);
+        }
+    };
+    handled.finish()
+}
+
+/// What error handling leaves to do once the library lock is released.
+#[derive(Debug)]
+#[must_use]
+pub(crate) enum Handled {
+    /// Return this code (`MPI_ERRORS_RETURN`).
+    Return(c_int),
+    /// Call the application's error handler, then return the code.
+    User {
+        f: CommErrhFn,
+        comm: MPI_Comm,
+        code: c_int,
+    },
+}
+
+impl Handled {
+    /// Finish error handling; the caller holds no library lock, since a
+    /// user handler may call MPI.
+    pub(crate) fn finish(self) -> c_int {
+        match self {
+            Handled::Return(code) => code,
+            Handled::User { f, comm, code } => {
+                let (mut comm, mut arg) = (comm, code);
+                // SAFETY: `f` is the application's
+                // MPI_Comm_errhandler_function (MPI_Comm_create_errhandler),
+                // called with two valid pointers as MPI-4.0 §9.3.1 says.
+                unsafe { f(&mut comm, &mut arg) };
+                code
+            }
+        }
+    }
+}
+
+/// Apply the error handler of `comm` (of the communicator the error names,
+/// of `MPI_COMM_WORLD` when neither is valid) to `e` (MPI-4.0 §9.3): a
+/// fatal handler ends the job here; the others are left to
+/// [`Handled::finish`].
+pub(crate) fn raise(rt: &mut Runtime, name: &str, comm: MPI_Comm, e: MpiError) -> Handled {
     // A request's error goes to its communicator's handler.
-    let handler = e
+    let slot = e
         .comm
         .or_else(|| comm_slot(comm).ok())
-        .and_then(|s| rt.comm(s).ok())
-        .map_or_else(|| default_errhandler(rt), |c| c.errhandler);
-    raise_on(rt, name, handler, e)
+        .filter(|&s| rt.comm(s).is_ok());
+    match slot {
+        Some(s) => {
+            let handler = rt
+                .comm(s)
+                .map_or(abi::MPI_ERRORS_ARE_FATAL, |c| c.errhandler);
+            raise_on(rt, name, handler, comm_handle(s), e)
+        }
+        None => {
+            let handler = default_errhandler(rt);
+            raise_on(rt, name, handler, comm, e)
+        }
+    }
 }
 
 /// The handler of errors that no valid object of the call can take (an
@@ -173,21 +276,31 @@ pub(crate) fn is_predefined_errhandler(h: MPI_Errhandler) -> bool {
     )
 }
 
-/// Apply predefined handler `handler` to `e`: return its class under
-/// `MPI_ERRORS_RETURN`, end the job with a message otherwise.
+/// Apply `handler` (of communicator `comm`) to `e`: return its class
+/// under `MPI_ERRORS_RETURN`, leave a user handler to [`Handled::finish`],
+/// end the job with a message otherwise.
 pub(crate) fn raise_on(
     rt: &mut Runtime,
     name: &str,
     handler: MPI_Errhandler,
+    comm: MPI_Comm,
     e: MpiError,
-) -> c_int {
+) -> Handled {
     if handler == abi::MPI_ERRORS_RETURN {
-        return e.class;
+        return Handled::Return(e.class);
+    }
+    let user = abi::direct_index(Kind::Errhandler, handler).and_then(|i| rt.errors.handler(i));
+    if let Some(f) = user {
+        return Handled::User {
+            f,
+            comm,
+            code: e.class,
+        };
     }
     let message = format!("{name}: {e}");
     core::report(&message);
     rt.ep.bootstrap().abort(e.class, &message);
-    e.class
+    Handled::Return(e.class)
 }
 
 /// Write `value` through an output pointer, or fail with `MPI_ERR_ARG`.
@@ -344,6 +457,30 @@ pub(crate) fn empty_status() -> MPI_Status {
     MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0)
 }
 
+/// The C string at `p`; a null pointer is an error of `class`.
+///
+/// # Safety
+/// A non-null `p` points to a NUL-terminated string (MPI contract).
+pub(crate) unsafe fn read_cstr(p: *const c_char, class: c_int, what: &str) -> MpiResult<String> {
+    if p.is_null() {
+        return Err(err(class, format!("null {what}")));
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's promise).
+    Ok(unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned())
+}
+
+/// Fail with `MPI_ERR_ARG` if an output pointer is null: checked before
+/// a collective creates an object the caller could not receive.
+pub(crate) fn nonnull<T>(p: *mut T, what: &str) -> MpiResult<()> {
+    if p.is_null() {
+        Err(err(abi::MPI_ERR_ARG, format!("null {what} argument")))
+    } else {
+        Ok(())
+    }
+}
+
 /// Copy `s` into a C string buffer of `cap` bytes, NUL-terminated.
 pub(crate) unsafe fn write_cstr(
     dst: *mut c_char,
@@ -351,14 +488,29 @@ pub(crate) unsafe fn write_cstr(
     s: &str,
     len: *mut c_int,
 ) -> MpiResult<()> {
+    // SAFETY: forwarded from the caller.
+    let n = unsafe { copy_cstr(dst, cap, s) }?;
+    // SAFETY: output argument.
+    unsafe { out(len, n as c_int) }
+}
+
+/// Copy at most `cap - 1` bytes of `s` and a NUL to `dst`; the bytes
+/// copied.
+///
+/// # Safety
+/// A non-null `dst` addresses `cap` writable bytes (MPI contract).
+pub(crate) unsafe fn copy_cstr(dst: *mut c_char, cap: usize, s: &str) -> MpiResult<usize> {
     if dst.is_null() {
         return Err(err(abi::MPI_ERR_ARG, "null string argument"));
     }
+    if cap == 0 {
+        return Ok(0);
+    }
     let n = s.len().min(cap - 1);
-    // SAFETY: the caller's buffer holds `cap` bytes (MPI_MAX_* contract).
+    // SAFETY: the caller's buffer holds `cap` bytes.
     unsafe {
         std::ptr::copy_nonoverlapping(s.as_ptr().cast(), dst, n);
         dst.add(n).write(0);
-        out(len, n as c_int)
     }
+    Ok(n)
 }

@@ -104,8 +104,12 @@ type SessionErrhandlerFn = unsafe extern "C" fn(*mut MPI_Session, *mut c_int, ..
 /// before initialization, so kept outside the runtime.
 static SESSION_ERRHANDLERS: Mutex<Vec<SessionErrhandlerFn>> = Mutex::new(Vec::new());
 
+/// Session handlers' indices start here, so their handles never name a
+/// communicator's user handler (`MPI_Comm_create_errhandler`).
+const FIRST_SESSION_ERRHANDLER: usize = 1 << 20;
+
 fn user_errhandler(h: MPI_Errhandler) -> Option<SessionErrhandlerFn> {
-    let i = abi::direct_index(Kind::Errhandler, h)?;
+    let i = abi::direct_index(Kind::Errhandler, h)?.checked_sub(FIRST_SESSION_ERRHANDLER)?;
     let table = SESSION_ERRHANDLERS
         .lock()
         .unwrap_or_else(|p| p.into_inner());
@@ -173,7 +177,7 @@ fn run(
         Target::Handler(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
     };
     let Some(user) = user_errhandler(handler) else {
-        return raise_on(rt, name, handler, e);
+        return raise_on(rt, name, handler, abi::MPI_COMM_NULL, e).finish();
     };
     drop(state);
     let mut code = e.class;
@@ -503,7 +507,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     table.push(f);
-    let h = abi::direct_handle(Kind::Errhandler, table.len() - 1);
+    let h = abi::direct_handle(Kind::Errhandler, FIRST_SESSION_ERRHANDLER + table.len() - 1);
     // SAFETY: non-null output argument.
     unsafe { out(errhandler, h) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }

@@ -312,22 +312,11 @@ unsupported! {
 }
 
 pub(super) const PROTOTYPES: &[&str] = &[
-    "int MPI_Comm_get_parent(MPI_Comm *parent)",
     "int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)",
     "int MPI_Free_mem(void *base)",
     "MPI_Fint MPI_File_c2f(MPI_File file)",
     "MPI_File MPI_File_f2c(MPI_Fint file)",
 ];
-
-/// MPI-4.0 §11.8 (`MPI_COMM_GET_PARENT`): the parent of a process that was not spawned is
-/// `MPI_COMM_NULL`, and no process of this library is spawned.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_get_parent", abi::MPI_COMM_WORLD, |_| {
-        // SAFETY: output argument.
-        unsafe { out(parent, abi::MPI_COMM_NULL) }
-    })
-}
 
 /// Whether `h` names an info object (or is `MPI_INFO_NULL`).
 fn check_info(h: MPI_Info) -> MpiResult<()> {

@@ -1,0 +1,227 @@
+//! Attribute caching (MPI-4.0 §7.7): keyvals with their copy and delete
+//! callbacks, and the attributes cached on datatypes (a communicator keeps
+//! its own in [`super::Comm::attrs`]).
+//!
+//! The callbacks are the application's C functions; the entry layer calls
+//! them without the library lock (they may call MPI themselves), so this
+//! module only hands out what is to be called.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+
+use super::table::Table;
+use super::{MpiError, MpiResult};
+use crate::abi;
+
+/// `MPI_Comm_copy_attr_function` / `MPI_Type_copy_attr_function` (the
+/// handle is an `int` in the MPICH ABI).
+pub type CopyFn =
+    unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+
+/// `MPI_Comm_delete_attr_function` / `MPI_Type_delete_attr_function`.
+pub type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// What kind of object a keyval caches attributes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Object {
+    Comm,
+    Datatype,
+}
+
+/// A key for attributes, with its callbacks.
+#[derive(Clone, Copy, Debug)]
+pub struct Keyval {
+    pub object: Object,
+    pub copy: Option<CopyFn>,
+    pub delete: Option<DeleteFn>,
+    /// The application's `extra_state` pointer, passed to the callbacks.
+    pub extra: usize,
+    /// Freed by the application: no longer usable for new attributes,
+    /// but attributes already set keep it (MPI-4.0 §7.7.2).
+    pub freed: bool,
+}
+
+/// One cached attribute: keyval slot and the application's value (a
+/// pointer-sized word).
+pub type Attr = (usize, usize);
+
+/// The predefined attributes of `MPI_COMM_WORLD` (MPI-4.0 §9.1.1), each
+/// behind a stable address: `MPI_Comm_get_attr` hands out pointers to
+/// them, which stay valid (cells) when `MPI_LASTUSEDCODE` changes.
+#[derive(Debug)]
+pub struct Predefined {
+    values: Box<[Cell<c_int>; 7]>,
+}
+
+const PREDEFINED_KEYS: [c_int; 7] = [
+    abi::MPI_TAG_UB,
+    abi::MPI_HOST,
+    abi::MPI_IO,
+    abi::MPI_WTIME_IS_GLOBAL,
+    abi::MPI_UNIVERSE_SIZE,
+    abi::MPI_LASTUSEDCODE,
+    abi::MPI_APPNUM,
+];
+
+impl Predefined {
+    pub fn new(job_size: c_int) -> Self {
+        Self {
+            values: Box::new(
+                [
+                    0x7fff_ffff, // the lower 32 bits of an engine tag
+                    abi::MPI_PROC_NULL,
+                    abi::MPI_ANY_SOURCE,
+                    0,
+                    job_size,
+                    abi::MPI_ERR_LASTCODE,
+                    0,
+                ]
+                .map(Cell::new),
+            ),
+        }
+    }
+
+    /// Whether `keyval` is a predefined attribute key.
+    pub fn is_predefined(keyval: c_int) -> bool {
+        PREDEFINED_KEYS.contains(&keyval)
+    }
+
+    /// The address of the value of predefined key `keyval`.
+    pub fn get(&self, keyval: c_int) -> Option<*const c_int> {
+        let i = PREDEFINED_KEYS.iter().position(|&k| k == keyval)?;
+        Some(self.values[i].as_ptr().cast_const())
+    }
+
+    pub fn set_last_used_code(&self, code: c_int) {
+        self.values[5].set(code);
+    }
+}
+
+/// Every keyval and the attributes cached on datatypes.
+#[derive(Debug)]
+pub struct Attrs {
+    keyvals: Table<Keyval>,
+    /// Attributes of each datatype, by datatype handle: the datatype code
+    /// drops a handle's entry when the datatype is freed.
+    pub types: HashMap<c_int, Vec<Attr>>,
+    pub predefined: Predefined,
+}
+
+impl Attrs {
+    pub fn new(job_size: c_int) -> Self {
+        Self {
+            keyvals: Table::new(0),
+            types: HashMap::new(),
+            predefined: Predefined::new(job_size),
+        }
+    }
+
+    pub fn create_keyval(&mut self, kv: Keyval) -> usize {
+        self.keyvals.insert(kv)
+    }
+
+    /// The keyval in `slot`, which must be for `object`; a freed keyval is
+    /// found only with `allow_freed` (to run callbacks of existing
+    /// attributes).
+    pub fn keyval(&self, slot: usize, object: Object, allow_freed: bool) -> MpiResult<Keyval> {
+        match self.keyvals.get(slot) {
+            Some(kv) if kv.object == object && (allow_freed || !kv.freed) => Ok(*kv),
+            Some(kv) if kv.object != object => Err(MpiError::new(
+                abi::MPI_ERR_KEYVAL,
+                format!("keyval is for {:?} attributes, not {object:?}", kv.object),
+            )),
+            _ => Err(MpiError::new(abi::MPI_ERR_KEYVAL, "invalid keyval")),
+        }
+    }
+
+    /// Mark a keyval freed (its slot is never reused, so attributes that
+    /// still use it stay valid).
+    pub fn free_keyval(&mut self, slot: usize, object: Object) -> MpiResult<()> {
+        self.keyval(slot, object, false)?;
+        if let Some(kv) = self.keyvals.get_mut(slot) {
+            kv.freed = true;
+        }
+        Ok(())
+    }
+}
+
+/// The value cached under `kv` in `attrs`.
+pub fn lookup(attrs: &[Attr], kv: usize) -> Option<usize> {
+    attrs.iter().find(|a| a.0 == kv).map(|a| a.1)
+}
+
+/// Set `kv` to `value` in `attrs`, keeping its place if it exists.
+pub fn store(attrs: &mut Vec<Attr>, kv: usize, value: usize) {
+    match attrs.iter_mut().find(|a| a.0 == kv) {
+        Some(a) => a.1 = value,
+        None => attrs.push((kv, value)),
+    }
+}
+
+/// Remove `kv` from `attrs`; whether it was there.
+pub fn remove(attrs: &mut Vec<Attr>, kv: usize) -> bool {
+    let n = attrs.len();
+    attrs.retain(|a| a.0 != kv);
+    attrs.len() != n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keyval(object: Object) -> Keyval {
+        Keyval {
+            object,
+            copy: None,
+            delete: None,
+            extra: 0,
+            freed: false,
+        }
+    }
+
+    #[test]
+    fn attributes_keep_their_order_and_are_replaced_in_place() {
+        let mut a = Vec::new();
+        store(&mut a, 3, 30);
+        store(&mut a, 1, 10);
+        store(&mut a, 3, 31);
+        assert_eq!(a, [(3, 31), (1, 10)]);
+        assert_eq!(lookup(&a, 1), Some(10));
+        assert!(remove(&mut a, 3));
+        assert!(!remove(&mut a, 3));
+        assert_eq!(lookup(&a, 3), None);
+    }
+
+    #[test]
+    fn a_freed_keyval_serves_existing_attributes_only() {
+        let mut attrs = Attrs::new(4);
+        let k = attrs.create_keyval(keyval(Object::Comm));
+        assert!(attrs.keyval(k, Object::Comm, false).is_ok());
+        let wrong = attrs.keyval(k, Object::Datatype, true).unwrap_err();
+        assert_eq!(wrong.class, abi::MPI_ERR_KEYVAL);
+        attrs.free_keyval(k, Object::Comm).unwrap();
+        assert!(attrs.keyval(k, Object::Comm, false).is_err());
+        assert!(attrs.keyval(k, Object::Comm, true).is_ok());
+        assert!(attrs.free_keyval(k, Object::Comm).is_err(), "freed twice");
+        let other = attrs.create_keyval(keyval(Object::Datatype));
+        assert_ne!(other, k, "a freed keyval's slot is not reused");
+    }
+
+    #[test]
+    fn predefined_attributes_have_stable_addresses() {
+        let p = Predefined::new(8);
+        let tag_ub = p.get(abi::MPI_TAG_UB).unwrap();
+        let last = p.get(abi::MPI_LASTUSEDCODE).unwrap();
+        p.set_last_used_code(abi::MPI_ERR_LASTCODE + 3);
+        assert_eq!(p.get(abi::MPI_LASTUSEDCODE), Some(last));
+        // SAFETY: the pointers address `p`'s boxed values, alive here.
+        unsafe {
+            assert_eq!(*tag_ub, 0x7fff_ffff);
+            assert_eq!(*last, abi::MPI_ERR_LASTCODE + 3);
+            assert_eq!(*p.get(abi::MPI_UNIVERSE_SIZE).unwrap(), 8);
+        }
+        assert!(Predefined::is_predefined(abi::MPI_APPNUM));
+        assert!(p.get(abi::MPI_KEYVAL_INVALID).is_none());
+    }
+}

@@ -1,0 +1,372 @@
+//! Communicators (MPI-4.0 chapter 7): members, context ids, and what is
+//! attached to them (name, error handler, info hints, attributes,
+//! topology); the collective operations that create them.
+//!
+//! Context ids: a communicator owns an even id for point-to-point traffic
+//! and the next one for its collectives. A new communicator's id is the
+//! largest "next free id" among the processes that create it, so ids stay
+//! unique at every process; communicators with disjoint members (the parts
+//! of a split) may share an id, which is harmless since messages match on
+//! their sender too.
+
+use std::collections::HashMap;
+
+use shm_engine::{Source, TagMatch};
+
+use super::attr::Attr;
+use super::info::Info;
+use super::topo::Topology;
+use super::{MpiError, MpiResult, Runtime, SELF};
+use crate::abi::{self, MPI_Errhandler};
+
+/// Tag of the exchange in `MPI_Comm_split`, on the parent's collective
+/// context (the collectives of `coll` use small tags).
+const SPLIT: i32 = 0x4000_0000;
+
+/// Tag of the exchange in [`Runtime::comm_split_node`].
+const SPLIT_NODE: u32 = 0x4000_0002;
+
+/// Tag of [`Runtime::allgather_var`], on the parent's collective context.
+const EXCHANGE: u32 = 0x4000_0001;
+
+/// Bit set on the application's tag for the context agreement of
+/// `MPI_Comm_create_group` (application tags are non-negative).
+const CREATE_GROUP: u32 = 0x8000_0000;
+
+/// A communicator: who is in it, in rank order, and its context ids.
+#[derive(Debug)]
+pub struct Comm {
+    /// Job rank (engine process id) of each member.
+    pub members: Vec<u32>,
+    /// Member index of each job rank in the communicator.
+    pub rank_of: HashMap<u32, i32>,
+    /// This process's rank in the communicator.
+    pub rank: i32,
+    /// Even context id: point-to-point; `ctx + 1`: collectives.
+    pub ctx: u32,
+    pub errhandler: MPI_Errhandler,
+    /// Set by `MPI_Comm_set_name` (MPI-4.0 §7.8).
+    pub name: Option<String>,
+    /// Info hints given at creation or by `MPI_Comm_set_info`.
+    pub info: Info,
+    /// Cached attributes, in the order they were first set.
+    pub attrs: Vec<Attr>,
+    pub topo: Option<Topology>,
+}
+
+impl Comm {
+    /// A communicator of `members`, among which is `me`.
+    pub fn new(members: Vec<u32>, me: u32, ctx: u32) -> Self {
+        let rank_of: HashMap<u32, i32> = members
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (w, i as i32))
+            .collect();
+        Self {
+            rank: rank_of[&me],
+            members,
+            rank_of,
+            ctx,
+            errhandler: abi::MPI_ERRORS_ARE_FATAL,
+            name: None,
+            info: Info::default(),
+            attrs: Vec::new(),
+            topo: None,
+        }
+    }
+
+    pub fn size(&self) -> i32 {
+        self.members.len() as i32
+    }
+
+    /// The engine tag of MPI tag `tag` (>= 0) in context `ctx`.
+    pub fn tag(ctx: u32, tag: i32) -> u64 {
+        u64::from(ctx) << 32 | u64::from(tag as u32)
+    }
+
+    /// The engine matcher for `tag` (or `MPI_ANY_TAG`) in context `ctx`.
+    pub fn tag_match(ctx: u32, tag: i32) -> TagMatch {
+        if tag == abi::MPI_ANY_TAG {
+            TagMatch::masked(u64::from(ctx) << 32, 0xffff_ffff << 32)
+        } else {
+            TagMatch::exact(Self::tag(ctx, tag))
+        }
+    }
+
+    /// The engine source for rank `src` (or `MPI_ANY_SOURCE`).
+    pub fn source(&self, src: i32) -> Source {
+        if src == abi::MPI_ANY_SOURCE {
+            Source::Any
+        } else {
+            Source::Rank(self.members[src as usize])
+        }
+    }
+}
+
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+impl Runtime {
+    /// Store a new communicator; returns its slot. Slots are not reused:
+    /// a request still pending on a freed communicator (MPI-4.0 §7.4.3
+    /// lets it complete) must never find another communicator there.
+    pub fn add_comm(&mut self, c: Comm) -> usize {
+        self.comms.push(Some(c));
+        self.comms.len() - 1
+    }
+
+    /// Store `c` in predefined communicator slot `slot` (`WORLD`, `SELF`),
+    /// or in a new slot.
+    pub fn place_comm(&mut self, c: Comm, slot: Option<usize>) -> usize {
+        match slot {
+            Some(s) => {
+                self.comms[s] = Some(c);
+                s
+            }
+            None => self.add_comm(c),
+        }
+    }
+
+    /// A communicator of `members` (which include this process) with
+    /// context `ctx`, inheriting `parent`'s error handler (MPI-4.0 §9.3).
+    fn derive(&mut self, parent: usize, members: Vec<u32>, ctx: u32) -> MpiResult<usize> {
+        let errhandler = self.comm(parent)?.errhandler;
+        let mut c = Comm::new(members, self.ep.rank(), ctx);
+        c.errhandler = errhandler;
+        Ok(self.add_comm(c))
+    }
+
+    /// Collective over `parent`: a new communicator with the same members,
+    /// topology and info hints, and fresh context ids agreed by all of
+    /// them (MPI-4.0 §7.4.2; attributes are the entry layer's business,
+    /// since copying them calls the application).
+    pub fn comm_dup(&mut self, parent: usize) -> MpiResult<usize> {
+        let ctx = self.agree_ctx(parent)?;
+        let p = self.comm(parent)?;
+        let (members, topo, info) = (p.members.clone(), p.topo.clone(), p.info.clone());
+        let slot = self.derive(parent, members, ctx)?;
+        let c = self.comm_mut(slot)?;
+        c.topo = topo;
+        c.info = info;
+        Ok(slot)
+    }
+
+    /// The smallest context id free at every member of `parent`.
+    pub fn agree_ctx(&mut self, parent: usize) -> MpiResult<u32> {
+        let mut buf = self.next_ctx.to_ne_bytes();
+        crate::coll::allreduce_max_u32(self, parent, &mut buf)?;
+        self.take_ctx(u32::from_ne_bytes(buf))
+    }
+
+    /// Use `ctx` (agreed, at least this process's next free id).
+    fn take_ctx(&mut self, ctx: u32) -> MpiResult<u32> {
+        // Ids from `BOOT_CTX_BASE` on are the sessions' agreement contexts.
+        if ctx >= super::session::BOOT_CTX_BASE - 2 {
+            return Err(MpiError::new(abi::MPI_ERR_INTERN, "context ids exhausted"));
+        }
+        self.next_ctx = ctx + 2;
+        Ok(ctx)
+    }
+
+    pub fn comm_free(&mut self, slot: usize) -> MpiResult<()> {
+        if slot <= SELF {
+            return Err(MpiError::new(
+                abi::MPI_ERR_COMM,
+                "predefined communicators cannot be freed",
+            ));
+        }
+        self.comm(slot)?;
+        self.comms[slot] = None;
+        Ok(())
+    }
+
+    /// Every member's `mine` (all of one length), in rank order: a ring
+    /// over `members` (where this process is `members[me]`) with `tag` on
+    /// collective context `ctx`.
+    fn allgather_among(
+        &mut self,
+        members: &[u32],
+        me: usize,
+        ctx: u32,
+        tag: u32,
+        mine: &[u8],
+    ) -> MpiResult<Vec<u8>> {
+        let (n, len) = (members.len(), mine.len());
+        let mut all = vec![0u8; n * len];
+        all[me * len..(me + 1) * len].copy_from_slice(mine);
+        let engine_tag = u64::from(ctx) << 32 | u64::from(tag);
+        let (right, left) = (members[(me + 1) % n], members[(me + n - 1) % n]);
+        let mut incoming = vec![0u8; len];
+        for step in 0..n.saturating_sub(1) {
+            let send_block = (me + n - step) % n;
+            let recv_block = (me + n - step - 1) % n;
+            // SAFETY: `incoming` outlives the request, waited for below.
+            let r = unsafe {
+                self.ep.irecv_raw(
+                    Source::Rank(left),
+                    TagMatch::exact(engine_tag),
+                    incoming.as_mut_ptr(),
+                    len,
+                )?
+            };
+            let sent = self.ep.send(
+                right,
+                engine_tag,
+                &all[send_block * len..(send_block + 1) * len],
+            );
+            if let Err(e) = sent {
+                // The engine cannot cancel the posted receive, which may
+                // still land in `incoming`: keep that memory alive.
+                std::mem::forget(incoming);
+                return Err(e.into());
+            }
+            self.ep.wait(r)?;
+            all[recv_block * len..(recv_block + 1) * len].copy_from_slice(&incoming);
+        }
+        Ok(all)
+    }
+
+    /// Collective over `comm`: every member's `mine` (of any length), in
+    /// rank order.
+    pub fn allgather_var(&mut self, comm: usize, mine: &[u8]) -> MpiResult<Vec<Vec<u8>>> {
+        let c = self.comm(comm)?;
+        let (members, me, ctx) = (c.members.clone(), c.rank as usize, c.ctx + 1);
+        let lens = self.allgather_among(
+            &members,
+            me,
+            ctx,
+            EXCHANGE,
+            &(mine.len() as u32).to_ne_bytes(),
+        )?;
+        let lens: Vec<usize> = (0..members.len())
+            .map(|i| u32_at(&lens, 4 * i) as usize)
+            .collect();
+        let width = lens.iter().copied().max().unwrap_or(0);
+        let mut padded = mine.to_vec();
+        padded.resize(width, 0);
+        let all = self.allgather_among(&members, me, ctx, EXCHANGE, &padded)?;
+        Ok(lens
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| all[i * width..i * width + n].to_vec())
+            .collect())
+    }
+
+    /// `MPI_Comm_split` (MPI-4.0 §7.4.2): collective over `parent`; the
+    /// members of this process's `color` ordered by `(key, parent rank)`,
+    /// or `None` for `MPI_UNDEFINED`.
+    pub fn comm_split(&mut self, parent: usize, color: i32, key: i32) -> MpiResult<Option<usize>> {
+        let p = self.comm(parent)?;
+        let (members, me, ctx) = (p.members.clone(), p.rank as usize, p.ctx + 1);
+        let mine: Vec<u8> = [color as u32, key as u32, self.ep.rank(), self.next_ctx]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        let all = self.allgather_among(&members, me, ctx, SPLIT as u32, &mine)?;
+        let rows: Vec<[u32; 4]> = all
+            .chunks_exact(16)
+            .map(|b| [u32_at(b, 0), u32_at(b, 4), u32_at(b, 8), u32_at(b, 12)])
+            .collect();
+        let agreed = rows.iter().map(|r| r[3]).max().unwrap_or(self.next_ctx);
+        let new_ctx = self.take_ctx(agreed)?;
+        if color == abi::MPI_UNDEFINED {
+            return Ok(None);
+        }
+        let mut mates: Vec<(i32, usize, u32)> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r[0] as i32 == color)
+            .map(|(i, r)| (r[1] as i32, i, r[2]))
+            .collect();
+        mates.sort_unstable();
+        let members = mates.into_iter().map(|(_, _, pid)| pid).collect();
+        self.derive(parent, members, new_ctx).map(Some)
+    }
+
+    /// `MPI_Comm_split_type` by node (MPI-4.0 §7.4.2): the members of
+    /// `parent` on this process's node (the bootstrap's node map names
+    /// them), ordered by `(key, parent rank)`; `None` where `take_part` is
+    /// false. Collective over those members only, so no message leaves
+    /// the node.
+    pub fn comm_split_node(
+        &mut self,
+        parent: usize,
+        key: i32,
+        take_part: bool,
+    ) -> MpiResult<Option<usize>> {
+        let node = self.ep.node();
+        let me = self.ep.rank();
+        let p = self.comm(parent)?;
+        let (all, ctx) = (p.members.clone(), p.ctx + 1);
+        let boot = self.ep.bootstrap();
+        let local: Vec<u32> = all
+            .into_iter()
+            .filter(|&pid| boot.node_of(pid) == node)
+            .collect();
+        let idx = local.iter().position(|&p| p == me).ok_or_else(|| {
+            MpiError::new(abi::MPI_ERR_INTERN, "this process is not on its own node")
+        })?;
+        let mine: Vec<u8> = [u32::from(take_part), key as u32, self.next_ctx]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        let rows = self.allgather_among(&local, idx, ctx, SPLIT_NODE, &mine)?;
+        let rows: Vec<[u32; 3]> = rows
+            .chunks_exact(12)
+            .map(|b| [u32_at(b, 0), u32_at(b, 4), u32_at(b, 8)])
+            .collect();
+        let agreed = rows.iter().map(|r| r[2]).max().unwrap_or(self.next_ctx);
+        let new_ctx = self.take_ctx(agreed)?;
+        if !take_part {
+            return Ok(None);
+        }
+        let mut mates: Vec<(i32, usize, u32)> = rows
+            .iter()
+            .zip(&local)
+            .enumerate()
+            .filter(|(_, (r, _))| r[0] != 0)
+            .map(|(i, (r, &pid))| (r[1] as i32, i, pid))
+            .collect();
+        mates.sort_unstable();
+        let members = mates.into_iter().map(|(_, _, pid)| pid).collect();
+        self.derive(parent, members, new_ctx).map(Some)
+    }
+
+    /// Collective over `parent`: a communicator of `members` (a subset of
+    /// the parent) if this process is among them, `None` otherwise
+    /// (`MPI_Comm_create`, topology constructors). Processes in the new
+    /// communicator pass the same `members`.
+    pub fn comm_create(&mut self, parent: usize, members: Vec<u32>) -> MpiResult<Option<usize>> {
+        let ctx = self.agree_ctx(parent)?;
+        if !members.contains(&self.ep.rank()) {
+            return Ok(None);
+        }
+        self.derive(parent, members, ctx).map(Some)
+    }
+
+    /// `MPI_Comm_create_group` (MPI-4.0 §7.4.2): collective over `members`
+    /// only (a subset of `parent` that includes this process), which
+    /// agree on a context id among themselves with `tag`.
+    pub fn comm_create_group(
+        &mut self,
+        parent: usize,
+        members: Vec<u32>,
+        tag: i32,
+    ) -> MpiResult<usize> {
+        let me = self.ep.rank();
+        let idx = members
+            .iter()
+            .position(|&p| p == me)
+            .ok_or_else(|| MpiError::new(abi::MPI_ERR_GROUP, "the caller is not in the group"))?;
+        let ctx = self.comm(parent)?.ctx + 1;
+        let next = self.next_ctx.to_ne_bytes();
+        let all = self.allgather_among(&members, idx, ctx, CREATE_GROUP | tag as u32, &next)?;
+        let agreed = (0..members.len())
+            .map(|i| u32_at(&all, 4 * i))
+            .max()
+            .unwrap_or(self.next_ctx);
+        let ctx = self.take_ctx(agreed)?;
+        self.derive(parent, members, ctx)
+    }
+}

@@ -1,0 +1,276 @@
+//! Process topologies (MPI-4.0 chapter 8): Cartesian grids, graphs and
+//! distributed graphs, kept in the communicator they describe. The library
+//! never reorders ranks: rank `r` of a topology is rank `r` of its parent.
+
+use super::{MpiError, MpiResult};
+use crate::abi;
+
+/// A communicator's virtual topology.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// A Cartesian grid, row-major (the last dimension varies fastest).
+    Cart(Cart),
+    /// A graph every member knows entirely (MPI-4.0 §8.5.3): node `i`'s
+    /// neighbours are `edges[index[i-1]..index[i]]`.
+    Graph { index: Vec<i32>, edges: Vec<i32> },
+    /// This process's edges of a distributed graph (MPI-4.0 §8.5.4).
+    DistGraph(DistGraph),
+}
+
+impl Topology {
+    /// `MPI_CART`, `MPI_GRAPH` or `MPI_DIST_GRAPH`.
+    pub fn kind(&self) -> i32 {
+        match self {
+            Topology::Cart(_) => abi::MPI_CART,
+            Topology::Graph { .. } => abi::MPI_GRAPH,
+            Topology::DistGraph(_) => abi::MPI_DIST_GRAPH,
+        }
+    }
+}
+
+/// The incoming and outgoing edges of this process in a distributed graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DistGraph {
+    pub sources: Vec<i32>,
+    pub source_weights: Vec<i32>,
+    pub destinations: Vec<i32>,
+    pub dest_weights: Vec<i32>,
+    pub weighted: bool,
+}
+
+/// A Cartesian grid's shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cart {
+    pub dims: Vec<i32>,
+    pub periods: Vec<bool>,
+}
+
+fn dims_error(msg: impl Into<String>) -> MpiError {
+    MpiError::new(abi::MPI_ERR_DIMS, msg)
+}
+
+impl Cart {
+    /// A grid of `dims` (each > 0); `MPI_ERR_DIMS` otherwise.
+    pub fn new(dims: &[i32], periods: Vec<bool>) -> MpiResult<Self> {
+        if let Some(d) = dims.iter().find(|&&d| d <= 0) {
+            return Err(dims_error(format!("grid dimension {d} is not positive")));
+        }
+        Ok(Self {
+            dims: dims.to_vec(),
+            periods,
+        })
+    }
+
+    /// Number of grid points (`None` on overflow).
+    pub fn size(&self) -> Option<i32> {
+        self.dims
+            .iter()
+            .try_fold(1i32, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// The coordinates of `rank` (which is below `size()`).
+    pub fn coords(&self, rank: i32) -> Vec<i32> {
+        let mut c = vec![0; self.dims.len()];
+        let mut r = rank;
+        for (i, &d) in self.dims.iter().enumerate().rev() {
+            c[i] = r % d;
+            r /= d;
+        }
+        c
+    }
+
+    /// The rank at `coords`, wrapping periodic dimensions; `None` when a
+    /// coordinate of a non-periodic dimension is off the grid.
+    pub fn rank(&self, coords: &[i32]) -> Option<i32> {
+        let mut r = 0i32;
+        for ((&c, &d), &p) in coords.iter().zip(&self.dims).zip(&self.periods) {
+            let c = if p {
+                c.rem_euclid(d)
+            } else if (0..d).contains(&c) {
+                c
+            } else {
+                return None;
+            };
+            r = r * d + c;
+        }
+        Some(r)
+    }
+
+    /// `(source, dest)` of a shift by `disp` along `dim` seen from `rank`
+    /// (MPI-4.0 §8.5.6): `MPI_PROC_NULL` off a non-periodic edge.
+    pub fn shift(&self, rank: i32, dim: usize, disp: i32) -> (i32, i32) {
+        let at = |delta: i32| {
+            let mut c = self.coords(rank);
+            c[dim] = c[dim].saturating_add(delta);
+            self.rank(&c).unwrap_or(abi::MPI_PROC_NULL)
+        };
+        (at(disp.saturating_neg()), at(disp))
+    }
+
+    /// The ranks of the sub-grid through `rank` that keeps the dimensions
+    /// with `remain[i]`, in rank order, and that sub-grid's shape.
+    pub fn sub(&self, rank: i32, remain: &[bool]) -> (Vec<i32>, Cart) {
+        let mine = self.coords(rank);
+        let n = self.size().unwrap_or(0);
+        let members = (0..n)
+            .filter(|&r| {
+                let c = self.coords(r);
+                (0..c.len()).all(|i| remain[i] || c[i] == mine[i])
+            })
+            .collect();
+        let keep = |v: &[i32]| -> Vec<i32> {
+            v.iter()
+                .zip(remain)
+                .filter(|(_, k)| **k)
+                .map(|(x, _)| *x)
+                .collect()
+        };
+        let periods = self
+            .periods
+            .iter()
+            .zip(remain)
+            .filter(|(_, k)| **k)
+            .map(|(p, _)| *p)
+            .collect();
+        (
+            members,
+            Cart {
+                dims: keep(&self.dims),
+                periods,
+            },
+        )
+    }
+}
+
+/// Fill the zero entries of `dims` so that the product of all is `nnodes`,
+/// as balanced as possible and non-increasing (MPI-4.0 §8.5.2): prime
+/// factors of what is left, largest first, each to the smallest free
+/// dimension.
+pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
+    if nnodes < 0 {
+        return Err(MpiError::new(
+            abi::MPI_ERR_ARG,
+            format!("negative number of nodes {nnodes}"),
+        ));
+    }
+    if let Some(d) = dims.iter().find(|&&d| d < 0) {
+        return Err(dims_error(format!("negative dimension {d}")));
+    }
+    if nnodes == 0 {
+        return Err(dims_error("cannot spread 0 nodes over a grid"));
+    }
+    // The product of the fixed dimensions, or a number above `nnodes`.
+    let limit = i64::from(nnodes);
+    let fixed = dims
+        .iter()
+        .filter(|&&d| d > 0)
+        .try_fold(1i64, |acc, &d| {
+            Some(acc * i64::from(d)).filter(|&p| p <= limit)
+        })
+        .unwrap_or(limit + 1);
+    let free: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == 0).collect();
+    if i64::from(nnodes) % fixed != 0 {
+        return Err(dims_error(format!(
+            "{nnodes} nodes are not a multiple of the fixed dimensions' product {fixed}"
+        )));
+    }
+    let mut rest = (i64::from(nnodes) / fixed) as i32;
+    if free.is_empty() {
+        return if rest == 1 {
+            Ok(())
+        } else {
+            Err(dims_error(format!(
+                "the dimensions' product {fixed} is not {nnodes}"
+            )))
+        };
+    }
+    let mut factors = Vec::new();
+    let mut p = 2;
+    while p * p <= rest {
+        while rest % p == 0 {
+            factors.push(p);
+            rest /= p;
+        }
+        p += 1;
+    }
+    if rest > 1 {
+        factors.push(rest);
+    }
+    let mut out = vec![1i32; free.len()];
+    for f in factors.into_iter().rev() {
+        let smallest = (0..out.len()).min_by_key(|&i| out[i]).unwrap_or(0);
+        out[smallest] *= f;
+    }
+    out.sort_unstable_by(|a, b| b.cmp(a));
+    for (i, v) in free.into_iter().zip(out) {
+        dims[i] = v;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(n: i32, mut d: Vec<i32>) -> MpiResult<Vec<i32>> {
+        dims_create(n, &mut d).map(|()| d)
+    }
+
+    #[test]
+    fn dims_create_balances_and_sorts() {
+        assert_eq!(dims(6, vec![0, 0]).unwrap(), [3, 2]);
+        assert_eq!(dims(7, vec![0, 0]).unwrap(), [7, 1]);
+        assert_eq!(dims(8, vec![0, 0, 0]).unwrap(), [2, 2, 2]);
+        assert_eq!(dims(16, vec![0, 0, 0]).unwrap(), [4, 2, 2]);
+        assert_eq!(dims(12, vec![0, 0]).unwrap(), [4, 3]);
+        assert_eq!(dims(6, vec![0, 3, 0]).unwrap(), [2, 3, 1]);
+        assert_eq!(dims(1, vec![0, 0]).unwrap(), [1, 1]);
+        assert_eq!(dims(4, vec![2, 2]).unwrap(), [2, 2]);
+        assert_eq!(dims(7, vec![0, 3]).unwrap_err().class, abi::MPI_ERR_DIMS);
+        assert_eq!(dims(4, vec![-1, 0]).unwrap_err().class, abi::MPI_ERR_DIMS);
+        assert_eq!(dims(4, vec![2, 3]).unwrap_err().class, abi::MPI_ERR_DIMS);
+        let huge = vec![i32::MAX, i32::MAX, i32::MAX, 0];
+        assert_eq!(dims(8, huge).unwrap_err().class, abi::MPI_ERR_DIMS);
+    }
+
+    #[test]
+    fn cart_rank_and_coords_are_row_major_and_wrap_periodic_dims() {
+        let c = Cart::new(&[2, 3], vec![false, true]).unwrap();
+        assert_eq!(c.size(), Some(6));
+        for r in 0..6 {
+            assert_eq!(c.rank(&c.coords(r)), Some(r));
+        }
+        assert_eq!(c.coords(4), [1, 1]);
+        assert_eq!(c.rank(&[1, -1]), Some(5));
+        assert_eq!(c.rank(&[1, 3]), Some(3));
+        assert_eq!(c.rank(&[2, 0]), None);
+        assert_eq!(
+            Cart::new(&[2, 0], vec![false; 2]).unwrap_err().class,
+            abi::MPI_ERR_DIMS
+        );
+    }
+
+    #[test]
+    fn cart_shift_gives_proc_null_off_non_periodic_edges() {
+        let c = Cart::new(&[2, 3], vec![false, true]).unwrap();
+        // Rank 0 is (0, 0).
+        assert_eq!(c.shift(0, 0, 1), (abi::MPI_PROC_NULL, 3));
+        assert_eq!(c.shift(3, 0, 1), (0, abi::MPI_PROC_NULL));
+        assert_eq!(c.shift(0, 1, 1), (2, 1));
+        assert_eq!(c.shift(0, 1, -2), (2, 1));
+    }
+
+    #[test]
+    fn cart_sub_keeps_rows_or_columns() {
+        let c = Cart::new(&[2, 3], vec![false, true]).unwrap();
+        let (row, shape) = c.sub(4, &[false, true]);
+        assert_eq!(row, [3, 4, 5]);
+        assert_eq!(shape, Cart::new(&[3], vec![true]).unwrap());
+        let (col, shape) = c.sub(4, &[true, false]);
+        assert_eq!(col, [1, 4]);
+        assert_eq!(shape.dims, [2]);
+        let (me, shape) = c.sub(4, &[false, false]);
+        assert_eq!(me, [4]);
+        assert!(shape.dims.is_empty());
+    }
+}

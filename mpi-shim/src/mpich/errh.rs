@@ -1,0 +1,208 @@
+//! Error handlers, classes, codes and strings (MPI-4.0 §9.3–§9.5): user
+//! error handlers on communicators and user error classes and codes.
+//! Predefined codes are their own classes.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use super::*;
+use crate::core::errh::CommErrhFn;
+use crate::core::is_predefined_class;
+
+pub(super) const PROTOTYPES: &[&str] = &[
+    "int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)",
+    "int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)",
+    "int MPI_Errhandler_free(MPI_Errhandler *errhandler)",
+    "int MPI_Errhandler_create(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)",
+    "int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)",
+    "int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler)",
+    "int MPI_Add_error_class(int *errorclass)",
+    "int MPI_Add_error_code(int errorclass, int *errorcode)",
+    "int MPI_Add_error_string(int errorcode, const char *string)",
+    "int MPI_Error_class(int errorcode, int *errorclass)",
+    "int MPI_Error_string(int errorcode, char *string, int *resultlen)",
+];
+
+fn is_predefined_handler(h: MPI_Errhandler) -> bool {
+    matches!(
+        h,
+        abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT
+    )
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_create_errhandler(
+    comm_errhandler_fn: Option<CommErrhFn>,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    call("MPI_Comm_create_errhandler", abi::MPI_COMM_WORLD, |rt| {
+        let f = comm_errhandler_fn
+            .ok_or_else(|| err(abi::MPI_ERR_ARG, "null error handler function"))?;
+        nonnull(errhandler, "errhandler")?;
+        let slot = rt.errors.create_handler(f);
+        // SAFETY: output argument, checked non-null.
+        unsafe { out(errhandler, abi::direct_handle(Kind::Errhandler, slot)) }
+    })
+}
+
+/// The MPI-1 name of `MPI_Comm_create_errhandler` (MPICH still exports it).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_create(
+    comm_errhandler_fn: Option<CommErrhFn>,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    // SAFETY: forwarded output argument.
+    unsafe { MPI_Comm_create_errhandler(comm_errhandler_fn, errhandler) }
+}
+
+/// The MPI-1 name of `MPI_Comm_set_errhandler`.
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    super::comm::MPI_Comm_set_errhandler(comm, errhandler)
+}
+
+/// The MPI-1 name of `MPI_Comm_get_errhandler`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_get(
+    comm: MPI_Comm,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    // SAFETY: forwarded output argument.
+    unsafe { super::comm::MPI_Comm_get_errhandler(comm, errhandler) }
+}
+
+/// Invoke `comm`'s error handler on `errorcode`; `MPI_SUCCESS` once a
+/// handler that returns has run (MPI-4.0 §9.3.6).
+#[unsafe(no_mangle)]
+pub extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    let name = "MPI_Comm_call_errhandler";
+    let text = locked(name, |rt| {
+        rt.comm(comm_slot(comm)?)?;
+        Ok(rt
+            .errors
+            .string(errorcode)
+            .map_or_else(|| format!("error code {errorcode}"), str::to_owned))
+    });
+    match text {
+        Ok(text) => {
+            let _ = fail(name, comm, err(errorcode, text));
+            abi::MPI_SUCCESS
+        }
+        Err(e) => fail(name, comm, e),
+    }
+}
+
+/// Predefined handlers may be freed (nothing happens); a user handler
+/// stays in use by the communicators it is set on.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+    call("MPI_Errhandler_free", abi::MPI_COMM_WORLD, |rt| {
+        nonnull(errhandler, "errhandler")?;
+        // SAFETY: non-null pointer to the caller's handle.
+        let h = unsafe { *errhandler };
+        let user =
+            abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.free_handler(i));
+        if !user && !is_predefined_handler(h) {
+            return Err(err(
+                abi::MPI_ERR_ARG,
+                format!("invalid error handler {h:#x}"),
+            ));
+        }
+        // SAFETY: as above.
+        unsafe { out(errhandler, abi::MPI_ERRHANDLER_NULL) }
+    })
+}
+
+/// Keep `MPI_LASTUSEDCODE` in step with the codes added.
+fn added(rt: &mut Runtime, code: c_int) -> c_int {
+    let last = rt.errors.last_used();
+    rt.attrs.predefined.set_last_used_code(last);
+    code
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    call("MPI_Add_error_class", abi::MPI_COMM_WORLD, |rt| {
+        nonnull(errorclass, "errorclass")?;
+        let class = rt.errors.add_class()?;
+        let class = added(rt, class);
+        // SAFETY: output argument, checked non-null.
+        unsafe { out(errorclass, class) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    call("MPI_Add_error_code", abi::MPI_COMM_WORLD, |rt| {
+        nonnull(errorcode, "errorcode")?;
+        let code = rt.errors.add_code(errorclass)?;
+        let code = added(rt, code);
+        // SAFETY: output argument, checked non-null.
+        unsafe { out(errorcode, code) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    call("MPI_Add_error_string", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: a NUL-terminated string (MPI contract).
+        let text = unsafe { read_cstr(string, abi::MPI_ERR_ARG, "string") }?;
+        if text.len() >= abi::MPI_MAX_ERROR_STRING as usize {
+            return Err(err(
+                abi::MPI_ERR_ARG,
+                format!("error string of {} characters", text.len()),
+            ));
+        }
+        rt.errors.set_string(errorcode, &text)
+    })
+}
+
+/// What the running library knows about user code `code`, if anything
+/// (user codes exist only between `MPI_Init` and `MPI_Finalize`).
+fn user_code<T>(f: impl FnOnce(&core::errh::Errors) -> Option<T>) -> Option<T> {
+    match &*core::state() {
+        core::Library::Running(rt) => f(&rt.errors),
+        _ => None,
+    }
+}
+
+/// Callable at any time, like `MPI_Error_string`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    let class = if is_predefined_class(errorcode) {
+        Some(errorcode)
+    } else {
+        user_code(|e| e.class_of(errorcode))
+    };
+    let Some(class) = class else {
+        return fail(
+            "MPI_Error_class",
+            abi::MPI_COMM_WORLD,
+            err(abi::MPI_ERR_ARG, format!("invalid error code {errorcode}")),
+        );
+    };
+    // SAFETY: output argument.
+    match unsafe { out(errorclass, class) } {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(e) => fail("MPI_Error_class", abi::MPI_COMM_WORLD, e),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Error_string(
+    errorcode: c_int,
+    string: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    let text = if is_predefined_class(errorcode) {
+        core::class_name(errorcode).to_owned()
+    } else {
+        user_code(|e| e.string(errorcode).map(str::to_owned))
+            .unwrap_or_else(|| format!("unknown error code {errorcode}"))
+    };
+    let cap = abi::MPI_MAX_ERROR_STRING as usize;
+    // SAFETY: MPI_MAX_ERROR_STRING bytes at `string`.
+    match unsafe { write_cstr(string, cap, &text, resultlen) } {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(e) => fail("MPI_Error_string", abi::MPI_COMM_WORLD, e),
+    }
+}
