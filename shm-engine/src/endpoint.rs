@@ -224,7 +224,6 @@ pub struct Endpoint {
     /// Peers whose ring had more than one visit's worth of cells.
     revisit: Vec<u32>,
     flagged: Vec<u32>,
-    _server: Option<FdServer>,
     seg: NodeSegment,
     boot: Box<dyn Bootstrap>,
 }
@@ -256,7 +255,6 @@ impl Endpoint {
         let me = local_of[rank as usize].expect("this process is on its own node");
         let nlocal = locals.len() as u32;
 
-        let mut server = None;
         let seg = if me == 0 {
             let seg = NodeSegment::create(Geometry {
                 nlocal,
@@ -264,12 +262,22 @@ impl Endpoint {
                 staging_slots: cfg.staging_slots,
                 staging_slot_size: cfg.staging_slot_size,
             })?;
-            if nlocal > 1 {
+            let server = if nlocal > 1 {
                 let (s, name) = FdServer::start(&seg, nlocal - 1)?;
                 boot.put(&key(node), &name)?;
-                server = Some(s);
-            }
+                Some(s)
+            } else {
+                None
+            };
             boot.fence()?;
+            // Every local peer fetches the segment right after the fence.
+            // Wait for them: a creator that returned and exited at once
+            // would take the descriptor server with it, and a peer still
+            // connecting would fail. (A peer that dies instead makes the
+            // launcher end the job.)
+            if let Some(s) = server {
+                s.finish();
+            }
             seg
         } else {
             boot.fence()?;
@@ -336,7 +344,6 @@ impl Endpoint {
             blocked: Vec::new(),
             revisit: Vec::new(),
             flagged: Vec::new(),
-            _server: server,
             seg,
             boot,
         })

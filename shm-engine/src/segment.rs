@@ -310,6 +310,14 @@ impl FdServer {
         ))
     }
 
+    /// Wait until every peer has received the descriptor (or the server
+    /// failed), then stop serving.
+    pub fn finish(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
     /// Connect to the server named `name` and receive the segment.
     pub fn fetch(name: &[u8]) -> Result<NodeSegment, SegmentError> {
         let addr = SocketAddr::from_abstract_name(name).map_err(os("abstract socket address"))?;
