@@ -43,6 +43,9 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])",
     "int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)",
     "int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)",
+    "int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)",
+    "int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)",
+    "int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)",
     "int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)",
     "int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm)",
     "int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm)",
@@ -1099,6 +1102,87 @@ pub unsafe extern "C" fn MPI_Type_match_size(
         // SAFETY: output argument.
         unsafe { out(datatype, found) }
     })
+}
+
+/// The first of `kinds` (a predefined type, the largest decimal
+/// precision and exponent range it holds) that has at least precision `p`
+/// and range `r` (`MPI_UNDEFINED`: any).
+fn f90_type(
+    name: &str,
+    kinds: &[(MPI_Datatype, c_int, c_int)],
+    p: c_int,
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call(name, abi::MPI_COMM_WORLD, |_| {
+        let wanted = |x: c_int, have: c_int| x == abi::MPI_UNDEFINED || (0..=have).contains(&x);
+        let (t, _, _) = kinds
+            .iter()
+            .copied()
+            .find(|&(_, hp, hr)| wanted(p, hp) && wanted(r, hr))
+            .ok_or_else(|| {
+                err(
+                    abi::MPI_ERR_ARG,
+                    format!("no Fortran type holds precision {p} and range {r}"),
+                )
+            })?;
+        // SAFETY: output argument.
+        unsafe { out(newtype, t) }
+    })
+}
+
+/// MPI-4.0 §19.1.9: the `INTEGER` kind with at least `r` decimal digits,
+/// as the predefined sized type of that kind.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_f90_integer(
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let kinds = [
+        (abi::MPI_INTEGER1, 0, 2),
+        (abi::MPI_INTEGER2, 0, 4),
+        (abi::MPI_INTEGER4, 0, 9),
+        (abi::MPI_INTEGER8, 0, 18),
+    ];
+    f90_type(
+        "MPI_Type_create_f90_integer",
+        &kinds,
+        abi::MPI_UNDEFINED,
+        r,
+        newtype,
+    )
+}
+
+/// MPI-4.0 §19.1.9: the `REAL` kind with precision `p` and range `r`
+/// (IEEE single, double and quadruple precision).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_f90_real(
+    p: c_int,
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let kinds = [
+        (abi::MPI_REAL4, 6, 37),
+        (abi::MPI_REAL8, 15, 307),
+        (abi::MPI_REAL16, 33, 4931),
+    ];
+    f90_type("MPI_Type_create_f90_real", &kinds, p, r, newtype)
+}
+
+/// MPI-4.0 §19.1.9: the `COMPLEX` kind whose parts have precision `p` and
+/// range `r`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_f90_complex(
+    p: c_int,
+    r: c_int,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let kinds = [
+        (abi::MPI_COMPLEX8, 6, 37),
+        (abi::MPI_COMPLEX16, 15, 307),
+        (abi::MPI_COMPLEX32, 33, 4931),
+    ];
+    f90_type("MPI_Type_create_f90_complex", &kinds, p, r, newtype)
 }
 
 // ---------------------------------------------------------------------

@@ -63,6 +63,14 @@ static void predefined(void) {
     OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &m));
     OK(MPI_Type_size(m, &msize));
     CHECK(msize == 4, "match_size integer 4: %d", msize);
+    /* Fortran 90 kinds by precision and range. */
+    OK(MPI_Type_create_f90_integer(5, &m));
+    OK(MPI_Type_size(m, &msize));
+    CHECK(msize == 4, "f90 integer of 5 digits: %d bytes", msize);
+    OK(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &m));
+    CHECK(m == MPI_REAL8, "f90 real of precision 10");
+    OK(MPI_Type_create_f90_complex(6, 37, &m));
+    CHECK(m == MPI_COMPLEX8, "f90 complex of precision 6");
     /* A pair type travels with its padding skipped. */
     struct { double d; int i; } out[3], in[3];
     for (int k = 0; k < 3; k++) out[k].d = rank + k * 0.5, out[k].i = rank * 10 + k;
@@ -585,6 +593,8 @@ int main(int argc, char **argv) {
     report_library();
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Datatype f90;
+    CHECK(MPI_Type_create_f90_integer(40, &f90) == MPI_ERR_ARG, "f90 integer of 40 digits");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     next = (rank + 1) % size;
