@@ -338,6 +338,8 @@ typedef struct MPI_Status {
     int MPI_ERROR;
 } MPI_Status;
 
+typedef void (MPI_User_function)(void *, void *, int *, MPI_Datatype *);
+
 ";
 
 const HEADER_END: &str = "

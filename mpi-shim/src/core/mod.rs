@@ -104,6 +104,9 @@ pub struct Comm {
     /// Even context id: point-to-point; `ctx + 1`: collectives.
     pub ctx: u32,
     pub errhandler: MPI_Errhandler,
+    /// Collective calls made on this communicator so far: every member
+    /// numbers them alike (the engine tag of a collective carries it).
+    pub coll_seq: u32,
 }
 
 impl Comm {
@@ -119,6 +122,7 @@ impl Comm {
             rank_of,
             ctx,
             errhandler: abi::MPI_ERRORS_ARE_FATAL,
+            coll_seq: 0,
         }
     }
 
@@ -164,6 +168,8 @@ pub enum Req {
         staged: Option<Staged>,
     },
     Done(abi::MPI_Status),
+    /// A nonblocking collective: its schedule (see `crate::coll`).
+    Coll(Box<crate::coll::Schedule>),
 }
 
 /// The packed copy of a non-contiguous message.
@@ -194,6 +200,8 @@ pub struct Runtime {
     free_reqs: Vec<usize>,
     /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
     pub groups: table::Table<group::Group>,
+    /// Operations made by `MPI_Op_create`.
+    pub ops: table::Table<crate::ops::UserOp>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
     pub thread_level: i32,
@@ -223,6 +231,7 @@ impl Runtime {
                 g.set(0, group::Group::default());
                 g
             },
+            ops: table::Table::new(0),
             next_ctx: 4,
             thread_level,
             main_thread: std::thread::current().id(),
@@ -303,6 +312,8 @@ impl Runtime {
         match self.reqs.get(i).and_then(Option::as_ref) {
             Some(Req::Done(_)) => Ok(true),
             Some(Req::Engine { req, .. }) => Ok(self.ep.test(req)),
+            // Collectives: see `progress_colls`.
+            Some(Req::Coll(_)) => Ok(self.coll_done(i)),
             None => Err(MpiError::new(abi::MPI_ERR_REQUEST, "invalid request")),
         }
     }
@@ -311,6 +322,8 @@ impl Runtime {
     pub fn wait_req(&mut self, i: usize) -> MpiResult<abi::MPI_Status> {
         match self.take_req(i)? {
             Req::Done(st) => Ok(st),
+            // Collectives: see `wait_coll`.
+            Req::Coll(s) => self.wait_coll(s),
             Req::Engine { req, comm, staged } => {
                 let res = self.ep.wait(req);
                 if let (Ok(done), Some(Staged::Recv(u))) = (&res, &staged) {
@@ -353,6 +366,70 @@ impl Runtime {
                 res.map_err(|e: MpiError| e.on(comm))
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Nonblocking collectives (MPI-4.0 §6.12): requests holding a schedule.
+
+impl Runtime {
+    /// Advance every outstanding collective schedule (MPI-4.0 §6.12: a
+    /// collective makes progress whenever any request is waited for or
+    /// tested, whichever order they are completed in). Returns whether
+    /// anything happened and whether any collective is outstanding.
+    pub fn progress_colls(&mut self) -> (bool, bool) {
+        let (mut did, mut any) = (false, false);
+        for r in self.reqs.iter_mut().flatten() {
+            if let Req::Coll(s) = r {
+                did |= s.advance(&mut self.ep);
+                any = true;
+            }
+        }
+        (did, any)
+    }
+
+    /// Whether collective request `i` has completed.
+    fn coll_done(&mut self, i: usize) -> bool {
+        self.progress_colls();
+        matches!(&self.reqs[i], Some(Req::Coll(s)) if s.is_done())
+    }
+
+    /// Run schedule `s` to its end, progressing the other outstanding
+    /// collectives meanwhile (another process may wait for them first).
+    pub fn wait_coll(&mut self, mut s: Box<crate::coll::Schedule>) -> MpiResult<abi::MPI_Status> {
+        let mut idle = 0u32;
+        loop {
+            let mine = s.advance(&mut self.ep);
+            if s.is_done() {
+                break;
+            }
+            let (others, any) = self.progress_colls();
+            if !any {
+                // Nothing else to progress: sleep in the engine.
+                s.block(&mut self.ep);
+            } else if mine || others || self.ep.progress() {
+                idle = 0;
+            } else {
+                idle += 1;
+                backoff(idle);
+            }
+        }
+        let comm = s.comm;
+        s.result()
+            .map(|()| abi::MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0))
+            .map_err(|e| e.on(comm))
+    }
+}
+
+/// Waiting with several schedules to progress: spin, then yield the core,
+/// then nap briefly (oversubscribed jobs share cores).
+fn backoff(idle: u32) {
+    if idle < 64 {
+        std::hint::spin_loop();
+    } else if idle < 4096 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(20));
     }
 }
 

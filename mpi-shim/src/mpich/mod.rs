@@ -125,8 +125,7 @@ pub(crate) unsafe fn out<T>(ptr: *mut T, value: T) -> MpiResult<()> {
 
 /// The datatype behind handle `dt`.
 pub(crate) fn datatype(_rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
-    let (size, elem) = ops::predefined(dt)?;
-    Ok(Arc::new(Datatype::basic(size, elem)))
+    Ok(Arc::new(ops::predefined_type(dt)?))
 }
 
 /// `count` elements of a datatype at `ptr`: a message buffer as the
