@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{Run, assert_code, hydra, launch, mpiexec};
 
 const WATCHDOG: Duration = Duration::from_secs(120);
-const PROGRAMS: [&str; 3] = ["p2p", "coll", "errors"];
+const PROGRAMS: [&str; 4] = ["p2p", "coll", "colls", "errors"];
 
 fn prefix() -> PathBuf {
     let p = std::env::var_os("TESSEL_PREFIX").map_or_else(
