@@ -150,7 +150,7 @@ unsafe fn blocks(
     rt: &Runtime,
     buf: *const c_void,
     counts: &[c_int],
-    displs: &[c_int],
+    displs: &[isize],
     dt: MPI_Datatype,
 ) -> MpiResult<Vec<UserBuf>> {
     let extent = super::datatype(rt, dt)?.extent;
@@ -158,7 +158,7 @@ unsafe fn blocks(
         .iter()
         .zip(displs)
         // SAFETY: the caller's promise about the blocks.
-        .map(|(&c, &d)| unsafe { block(rt, buf, d as isize * extent, c, dt) })
+        .map(|(&c, &d)| unsafe { block(rt, buf, d.wrapping_mul(extent), c, dt) })
         .collect()
 }
 
@@ -186,6 +186,13 @@ unsafe fn ints(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<c_int>> {
     Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
 }
 
+/// `n` displacements from an argument array.
+unsafe fn displacements(p: *const c_int, n: usize) -> MpiResult<Vec<isize>> {
+    // SAFETY: forwarded from the caller.
+    let d = unsafe { ints(p, n, "displacement")? };
+    Ok(d.into_iter().map(|d| d as isize).collect())
+}
+
 /// `n` datatype handles from an argument array.
 unsafe fn types(p: *const MPI_Datatype, n: usize) -> MpiResult<Vec<MPI_Datatype>> {
     if p.is_null() {
@@ -202,12 +209,12 @@ fn in_place_error(what: &str) -> MpiError {
     )
 }
 
-/// `count` copies of `c`, displaced by `c` each (the regular collectives
-/// as their `v` forms).
-fn regular(c: c_int, n: usize) -> (Vec<c_int>, Vec<c_int>) {
+/// `n` counts of `c`, displaced by `c` each (the regular collectives as
+/// their `v` forms).
+fn regular(c: c_int, n: usize) -> (Vec<c_int>, Vec<isize>) {
     (
         vec![c; n],
-        (0..n as c_int).map(|r| r.wrapping_mul(c)).collect(),
+        (0..n as isize).map(|r| r * c as isize).collect(),
     )
 }
 
@@ -397,7 +404,7 @@ unsafe fn gather_any(
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     counts: &[c_int],
-    displs: &[c_int],
+    displs: &[isize],
     recvtype: MPI_Datatype,
 ) -> MpiResult<Schedule> {
     let c = rt.comm(slot)?;
@@ -487,12 +494,7 @@ unsafe fn gatherv(
     let root = check_root(rt.comm(slot)?, root)?;
     let (counts, displs) = if me == root {
         // SAFETY: the root's arrays have `n` entries.
-        unsafe {
-            (
-                ints(recvcounts, n, "count")?,
-                ints(displs, n, "displacement")?,
-            )
-        }
+        unsafe { (ints(recvcounts, n, "count")?, displacements(displs, n)?) }
     } else {
         (Vec::new(), Vec::new())
     };
@@ -513,7 +515,7 @@ unsafe fn scatter_any(
     root: usize,
     sendbuf: *const c_void,
     counts: &[c_int],
-    displs: &[c_int],
+    displs: &[isize],
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: c_int,
@@ -606,12 +608,7 @@ unsafe fn scatterv(
     let root = check_root(rt.comm(slot)?, root)?;
     let (counts, displs) = if me == root {
         // SAFETY: the root's arrays have `n` entries.
-        unsafe {
-            (
-                ints(sendcounts, n, "count")?,
-                ints(displs, n, "displacement")?,
-            )
-        }
+        unsafe { (ints(sendcounts, n, "count")?, displacements(displs, n)?) }
     } else {
         (Vec::new(), Vec::new())
     };
@@ -633,7 +630,7 @@ unsafe fn allgather_any(
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     counts: &[c_int],
-    displs: &[c_int],
+    displs: &[isize],
     recvtype: MPI_Datatype,
 ) -> MpiResult<Schedule> {
     let me = rt.comm(slot)?.rank as usize;
@@ -703,12 +700,7 @@ unsafe fn allgatherv(
 ) -> MpiResult<Schedule> {
     let (slot, _, n) = comm_info(rt, comm)?;
     // SAFETY: the arrays have `n` entries.
-    let (counts, displs) = unsafe {
-        (
-            ints(recvcounts, n, "count")?,
-            ints(displs, n, "displacement")?,
-        )
-    };
+    let (counts, displs) = unsafe { (ints(recvcounts, n, "count")?, displacements(displs, n)?) };
     // SAFETY: forwarded from the caller.
     unsafe {
         allgather_any(
@@ -733,14 +725,14 @@ impl Side {
         rt: &Runtime,
         buf: *const c_void,
         counts: Vec<c_int>,
-        displs: &[c_int],
+        displs: &[isize],
         dt: MPI_Datatype,
     ) -> MpiResult<Self> {
         let extent = super::datatype(rt, dt)?.extent;
         Ok(Self {
             buf,
             types: vec![dt; counts.len()],
-            displs: displs.iter().map(|&d| d as isize * extent).collect(),
+            displs: displs.iter().map(|&d| d.wrapping_mul(extent)).collect(),
             counts,
         })
     }
@@ -834,7 +826,7 @@ unsafe fn alltoallv(
             rt,
             recvbuf,
             ints(recvcounts, n, "count")?,
-            &ints(rdispls, n, "displacement")?,
+            &displacements(rdispls, n)?,
             recvtype,
         )?
     };
@@ -847,7 +839,7 @@ unsafe fn alltoallv(
                 rt,
                 sendbuf,
                 ints(sendcounts, n, "count")?,
-                &ints(sdispls, n, "displacement")?,
+                &displacements(sdispls, n)?,
                 sendtype,
             )?
         })
@@ -870,10 +862,7 @@ unsafe fn side_w(
         Ok(Side {
             buf,
             counts: ints(counts, n, "count")?,
-            displs: ints(displs, n, "displacement")?
-                .into_iter()
-                .map(|d| d as isize)
-                .collect(),
+            displs: displacements(displs, n)?,
             types: types(dts, n)?,
         })
     }

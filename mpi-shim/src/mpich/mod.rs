@@ -152,6 +152,9 @@ impl UserBuf {
         if count < 0 {
             return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
         }
+        if abi::is_in_place(buf) {
+            return Err(err(abi::MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid here"));
+        }
         let dt = datatype(rt, dt)?;
         let len = dt
             .bytes(count as usize)

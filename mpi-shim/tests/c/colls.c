@@ -412,6 +412,43 @@ static void test_scan(void) {
     }
 }
 
+/* Send and receive datatypes differ with matching signatures; a
+ * non-contiguous type (MPI_DOUBLE_INT: 12 bytes of data in 16) leaves the
+ * padding alone. */
+static void test_mixed_types(void) {
+    int four[4], pairs[4] = {-1, -1, -1, -1};
+    for (int root = 0; root < size; root++) {
+        for (int i = 0; i < 4; i++) four[i] = root * 10 + i;
+        if (rank == root)
+            RUN(MPI_Bcast, MPI_Ibcast, four, 4, MPI_INT, root, MPI_COMM_WORLD);
+        else
+            RUN(MPI_Bcast, MPI_Ibcast, pairs, 2, MPI_2INT, root, MPI_COMM_WORLD);
+        if (rank != root)
+            for (int i = 0; i < 4; i++) CHECK(pairs[i] == root * 10 + i, "bcast int as 2int");
+    }
+    int two[2] = {rank, -rank};
+    struct { int v, i; } all[64];
+    RUN(MPI_Allgather, MPI_Iallgather, two, 2, MPI_INT, all, 1, MPI_2INT, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++) CHECK(all[r].v == r && all[r].i == -r, "allgather int as 2int");
+
+    typedef struct { double v; int i; } di;
+    static di mine[2], got[2 * 64];
+    mine[0] = (di){rank / 4.0, rank}, mine[1] = (di){-rank, 2 * rank};
+    for (int root = 0; root < size; root++) {
+        memset(got, 0xab, sizeof got);
+        RUN(MPI_Gather, MPI_Igather, mine, 2, MPI_DOUBLE_INT, got, 2, MPI_DOUBLE_INT, root, MPI_COMM_WORLD);
+        if (rank != root) continue;
+        for (int r = 0; r < size; r++) {
+            CHECK(got[2 * r].v == r / 4.0 && got[2 * r].i == r, "gather double_int");
+            CHECK(got[2 * r + 1].v == -r && got[2 * r + 1].i == 2 * r, "gather double_int");
+            for (int k = 0; k < 2; k++) {
+                unsigned char *pad = (unsigned char *)&got[2 * r + k] + 12;
+                CHECK(pad[0] == 0xab && pad[3] == 0xab, "gather wrote the padding of a double_int");
+            }
+        }
+    }
+}
+
 /* Several nonblocking collectives at once, on two communicators,
  * completed in a different order at even and odd ranks. */
 static void test_outstanding(void) {
@@ -447,6 +484,31 @@ static void test_outstanding(void) {
     for (int i = 0; i < 3000; i++) CHECK(bc[i] == i && arr[i] == size * (size - 1) / 2, "outstanding");
     for (int r = 0; r < size; r++) CHECK(ag[r] == 3 * r, "outstanding allgather");
     CHECK(sc[0] == 3 * rank * (rank + 1) / 2, "outstanding scan");
+    /* The same collective several times at once: only the call numbers
+     * tell their messages apart. */
+    enum { M = 4 };
+    static int in[M][3000], res[M][3000];
+    int lens[M] = {1, 3000, 2, 700};
+    for (int k = 0; k < M; k++) {
+        for (int i = 0; i < lens[k]; i++) in[k][i] = (k + 1) * rank + i;
+        MPI_Iallreduce(in[k], res[k], lens[k], MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req[k]);
+    }
+    for (int k = 0; k < M; k++) {
+        int j = rank % 2 ? M - 1 - k : (k + rank) % M;
+        CHECK(MPI_Wait(&req[j], MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait");
+    }
+    for (int k = 0; k < M; k++)
+        for (int i = 0; i < lens[k]; i++)
+            CHECK(res[k][i] == (k + 1) * size * (size - 1) / 2 + size * i, "concurrent allreduce %d", k);
+    for (int k = 0; k < M; k++) {
+        int root = (k * 3) % size;
+        for (int i = 0; i < lens[k]; i++) in[k][i] = rank == root ? k * 100 + i : -1;
+        MPI_Ibcast(in[k], lens[k], MPI_INT, root, MPI_COMM_WORLD, &req[k]);
+    }
+    for (int k = M - 1; k >= 0; k--) MPI_Wait(&req[rank % 2 ? k : M - 1 - k], MPI_STATUS_IGNORE);
+    for (int k = 0; k < M; k++)
+        for (int i = 0; i < lens[k]; i++) CHECK(in[k][i] == k * 100 + i, "concurrent bcast %d", k);
+
     /* Blocking collectives interleaved with a nonblocking one. */
     int x = rank, y = -1;
     MPI_Request r;
@@ -488,6 +550,11 @@ static void test_errors(void) {
     CHECK(class_of(MPI_Barrier(MPI_COMM_NULL)) == MPI_ERR_COMM, "comm");
     CHECK(r == MPI_REQUEST_NULL, "failed call made a request");
     CHECK(class_of(MPI_Reduce_local(MPI_IN_PLACE, &y, 1, MPI_INT, MPI_SUM)) == MPI_ERR_BUFFER, "in place");
+    CHECK(class_of(MPI_Bcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD)) == MPI_ERR_BUFFER, "in place");
+    CHECK(class_of(MPI_Allreduce(&x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_BUFFER,
+          "in place");
+    CHECK(class_of(MPI_Alltoall(&x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD)) == MPI_ERR_BUFFER,
+          "in place");
     MPI_Op op = MPI_SUM;
     CHECK(class_of(MPI_Op_free(&op)) == MPI_ERR_OP, "free predefined op");
     /* Failed calls did not count: collectives still match up. */
@@ -517,6 +584,7 @@ int main(int argc, char **argv) {
         test_reduce_scatter();
         test_scan();
         test_user_ops();
+        test_mixed_types();
     }
     test_outstanding();
     test_errors();
