@@ -137,6 +137,7 @@ impl Builder {
                 next: 0,
                 pending: Vec::new(),
                 error: None,
+                stopped: false,
             },
         }
     }
@@ -247,7 +248,11 @@ pub struct Schedule {
     next: usize,
     /// Engine requests of the round in flight (`None` once finished).
     pending: Vec<Option<Request>>,
+    /// The first error; the schedule still runs to its end after a
+    /// truncated message (so that the other processes do not wait for
+    /// this one forever), and stops after any other.
     error: Option<MpiError>,
+    stopped: bool,
 }
 
 impl Schedule {
@@ -263,7 +268,7 @@ impl Schedule {
     /// Whether every step has run (or an error stopped the schedule and
     /// nothing is in flight).
     pub fn is_done(&self) -> bool {
-        self.pending.is_empty() && (self.next == self.steps.len() || self.error.is_some())
+        self.pending.is_empty() && (self.next == self.steps.len() || self.stopped)
     }
 
     /// The outcome, once [`Schedule::is_done`].
@@ -297,7 +302,7 @@ impl Schedule {
             }
             did = true;
             if let Err(e) = self.start_step(ep) {
-                self.error.get_or_insert(e);
+                self.fail(e, true);
             }
         }
     }
@@ -311,9 +316,25 @@ impl Schedule {
     }
 
     fn finished(&mut self, r: Result<shm_engine::Completion, shm_engine::Error>) {
-        if let Err(e) = r {
-            self.error.get_or_insert(e.into());
-        }
+        let e = match r {
+            Ok(_) => return,
+            Err(shm_engine::Error::Truncated {
+                incoming, capacity, ..
+            }) => MpiError::new(
+                crate::abi::MPI_ERR_TRUNCATE,
+                format!(
+                    "a process sent {incoming} bytes where this one expects {capacity}: \
+                     the send and receive type signatures differ"
+                ),
+            ),
+            Err(e) => return self.fail(e.into(), true),
+        };
+        self.fail(e, false);
+    }
+
+    fn fail(&mut self, e: MpiError, stop: bool) {
+        self.error.get_or_insert(e);
+        self.stopped |= stop;
     }
 
     /// Post the round at `next`, or run the local step there (and move

@@ -555,6 +555,16 @@ static void test_errors(void) {
           "in place");
     CHECK(class_of(MPI_Alltoall(&x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD)) == MPI_ERR_BUFFER,
           "in place");
+    /* Signatures that differ: the processes that receive from the root
+     * learn of the truncation, and nobody waits forever. */
+    for (int root = 0; root < size; root++) {
+        int two[2] = {1, 2};
+        int rc = MPI_Bcast(two, rank == root ? 2 : 1, MPI_INT, root, MPI_COMM_WORLD);
+        int truncated = rc != MPI_SUCCESS && class_of(rc) == MPI_ERR_TRUNCATE, any;
+        CHECK(rc == MPI_SUCCESS || truncated, "truncated bcast: %d", rc);
+        MPI_Allreduce(&truncated, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        CHECK(any == (size > 1), "nobody saw the truncation");
+    }
     MPI_Op op = MPI_SUM;
     CHECK(class_of(MPI_Op_free(&op)) == MPI_ERR_OP, "free predefined op");
     /* Failed calls did not count: collectives still match up. */
