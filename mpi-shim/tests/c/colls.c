@@ -4,6 +4,7 @@
  * completed in different orders at different ranks, user operations
  * (commutative and not), MINLOC/MAXLOC on the pair types, Reduce_local,
  * and error classes under MPI_ERRORS_RETURN. */
+#include <complex.h>
 #include <string.h>
 #include "check.h"
 
@@ -104,6 +105,16 @@ static void test_allreduce(void) {
     long double ld = rank + 0.5L, ldr;
     RUN(MPI_Allreduce, MPI_Iallreduce, &ld, &ldr, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     CHECK(ldr == size * size / 2.0L, "long double sum %Lf", ldr);
+#ifdef MPI_C_DOUBLE_COMPLEX /* MPICH's header names the complex types */
+    double _Complex z = rank + 2.0 * I, zr;
+    RUN(MPI_Allreduce, MPI_Iallreduce, &z, &zr, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(creal(zr) == size * (size - 1) / 2 && cimag(zr) == 2 * size, "complex sum");
+    float _Complex w = I, wr;
+    RUN(MPI_Allreduce, MPI_Iallreduce, &w, &wr, 1, MPI_C_FLOAT_COMPLEX, MPI_PROD, MPI_COMM_WORLD);
+    float _Complex want = 1;
+    for (int r = 0; r < size; r++) want *= I;
+    CHECK(wr == want, "complex product");
+#endif
 }
 
 /* MINLOC / MAXLOC on every pair type: ties go to the lower index. */
