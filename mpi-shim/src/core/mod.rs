@@ -309,11 +309,12 @@ impl Runtime {
 
     /// Whether request `i` has completed (progressing the engine once).
     pub fn req_done(&mut self, i: usize) -> MpiResult<bool> {
+        // Collectives progress whatever request is tested (MPI-4.0 §6.12).
+        self.progress_colls();
         match self.reqs.get(i).and_then(Option::as_ref) {
             Some(Req::Done(_)) => Ok(true),
             Some(Req::Engine { req, .. }) => Ok(self.ep.test(req)),
-            // Collectives: see `progress_colls`.
-            Some(Req::Coll(_)) => Ok(self.coll_done(i)),
+            Some(Req::Coll(s)) => Ok(s.is_done()),
             None => Err(MpiError::new(abi::MPI_ERR_REQUEST, "invalid request")),
         }
     }
@@ -325,7 +326,8 @@ impl Runtime {
             // Collectives: see `wait_coll`.
             Req::Coll(s) => self.wait_coll(s),
             Req::Engine { req, comm, staged } => {
-                let res = self.ep.wait(req);
+                // Progresses collectives too (see `wait_engine`).
+                let res = self.wait_engine(req);
                 if let (Ok(done), Some(Staged::Recv(u))) = (&res, &staged) {
                     // SAFETY: the receive's elements stay valid until its
                     // request completes (MPI contract); this is completion.
@@ -388,10 +390,26 @@ impl Runtime {
         (did, any)
     }
 
-    /// Whether collective request `i` has completed.
-    fn coll_done(&mut self, i: usize) -> bool {
-        self.progress_colls();
-        matches!(&self.reqs[i], Some(Req::Coll(s)) if s.is_done())
+    /// Wait for engine request `req`, progressing the outstanding
+    /// collectives meanwhile: another process may need this one's next
+    /// round of a collective before it sends what `req` waits for.
+    fn wait_engine(
+        &mut self,
+        req: shm_engine::Request,
+    ) -> Result<shm_engine::Completion, shm_engine::Error> {
+        let mut idle = 0u32;
+        loop {
+            let (did, any) = self.progress_colls();
+            if !any || self.ep.test(&req) {
+                return self.ep.wait(req);
+            }
+            if did {
+                idle = 0;
+            } else {
+                idle += 1;
+                backoff(idle);
+            }
+        }
     }
 
     /// Run schedule `s` to its end, progressing the other outstanding

@@ -6,6 +6,7 @@
  * and error classes under MPI_ERRORS_RETURN. */
 #include <complex.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 static int rank, size;
@@ -519,6 +520,27 @@ static void test_outstanding(void) {
     for (int k = M - 1; k >= 0; k--) MPI_Wait(&req[rank % 2 ? k : M - 1 - k], MPI_STATUS_IGNORE);
     for (int k = 0; k < M; k++)
         for (int i = 0; i < lens[k]; i++) CHECK(in[k][i] == k * 100 + i, "concurrent bcast %d", k);
+
+    /* A nonblocking collective progresses while its process waits for a
+     * message that another process sends only after the collective: in
+     * the dissemination barrier, rank 2 waits for rank 0's second round,
+     * which rank 0 can only send once the others have entered. */
+    if (size > 1) {
+        int msg = -1, sender = size > 2 ? 2 : 1;
+        MPI_Request bar, rcv;
+        if (rank != 0) usleep(20000); /* rank 0 starts first */
+        MPI_Ibarrier(MPI_COMM_WORLD, &bar);
+        if (rank == 0) {
+            MPI_Irecv(&msg, 1, MPI_INT, sender, 5, MPI_COMM_WORLD, &rcv);
+            MPI_Wait(&rcv, MPI_STATUS_IGNORE);
+            MPI_Wait(&bar, MPI_STATUS_IGNORE);
+            CHECK(msg == 55, "message after the barrier");
+        } else {
+            MPI_Wait(&bar, MPI_STATUS_IGNORE);
+            msg = 55;
+            if (rank == sender) MPI_Send(&msg, 1, MPI_INT, 0, 5, MPI_COMM_WORLD);
+        }
+    }
 
     /* Blocking collectives interleaved with a nonblocking one. */
     int x = rank, y = -1;
