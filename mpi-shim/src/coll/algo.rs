@@ -343,10 +343,70 @@ fn rabenseifner(
     }
 }
 
-/// Linear gather (TRG05 §4.3 uses a binomial tree for short messages; on
-/// shared memory the root's receives run concurrently): every rank sends
-/// `own` to `root`, which receives rank `r`'s part into `parts[r]`
-/// (`parts` matters at the root only; its own part is not received).
+/// The number of relative ranks in the binomial subtree of `vr`.
+fn subtree(vr: usize, n: usize) -> usize {
+    binomial_parent(vr, n).map_or(n, |(_, m)| m.min(n - vr))
+}
+
+/// Binomial-tree gather of `blk`-byte blocks (TRG05 §4.3): each process
+/// collects its subtree's blocks, in relative-rank order, and sends them
+/// to its parent in one message. Returns, at the root, where rank `r`'s
+/// block ends up, for every `r` (`own` may be empty at the root).
+pub fn gather(b: &mut Builder, root: usize, own: Span, blk: usize) -> Vec<Span> {
+    let n = b.size;
+    let vr = (b.rank + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let tmp = b.buf(subtree(vr, n) * blk);
+    b.copy(own, tmp.sub(0, blk));
+    b.phase(GATHER);
+    for (child, m) in binomial_children(vr, n) {
+        let k = m.min(n - child);
+        b.recv(real(child), tmp.sub((child - vr) * blk, k * blk));
+    }
+    b.end_round();
+    match binomial_parent(vr, n) {
+        Some((parent, _)) => {
+            b.send(real(parent), tmp);
+            b.end_round();
+            Vec::new()
+        }
+        None => (0..n)
+            .map(|r| tmp.sub((r + n - root) % n * blk, blk))
+            .collect(),
+    }
+}
+
+/// Binomial-tree scatter of `blk`-byte blocks, the mirror of [`gather`]:
+/// the root's `parts` (by rank) travel down the tree, each process
+/// keeping its own block and forwarding its children's subtrees. Returns
+/// where this process's block ends up.
+pub fn scatter(b: &mut Builder, root: usize, parts: &[Span], blk: usize) -> Span {
+    let n = b.size;
+    let vr = (b.rank + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let tmp = b.buf(subtree(vr, n) * blk);
+    if vr == 0 {
+        for (r, &part) in parts.iter().enumerate() {
+            b.copy(part, tmp.sub((r + n - root) % n * blk, blk));
+        }
+    }
+    b.phase(SCATTER);
+    if let Some((parent, _)) = binomial_parent(vr, n) {
+        b.recv(real(parent), tmp);
+        b.end_round();
+    }
+    for (child, m) in binomial_children(vr, n) {
+        let k = m.min(n - child);
+        b.send(real(child), tmp.sub((child - vr) * blk, k * blk));
+    }
+    b.end_round();
+    tmp.sub(0, blk)
+}
+
+/// Linear gather, for blocks of different sizes (`MPI_Gatherv`): every
+/// rank sends `own` to `root`, which receives rank `r`'s part into
+/// `parts[r]` (`parts` matters at the root only; its own part is not
+/// received). On shared memory the root's receives run concurrently.
 pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     b.phase(GATHER);
     if b.rank == root {
@@ -361,7 +421,7 @@ pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     b.end_round();
 }
 
-/// Linear scatter, the mirror of [`gatherv`]: the root sends `parts[r]`
+/// Linear scatter (`MPI_Scatterv`), the mirror of [`gatherv`]: the root sends `parts[r]`
 /// to rank `r`, which receives it into `own`.
 pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     b.phase(SCATTER);

@@ -302,6 +302,51 @@ fn gather_scatter_allgather_alltoall_move_every_block() {
     }
 }
 
+#[test]
+fn binomial_gather_and_scatter_from_every_root() {
+    for n in SIZES {
+        for blk in [0, 3] {
+            let want: Vec<u8> = (0..n).flat_map(|r| block(r, 0, blk)).collect();
+            for root in 0..n {
+                let outs = run(n, n * blk, None, |b| {
+                    let own = b.input(block(b.rank, 0, blk));
+                    let parts = algo::gather(b, root, own, blk);
+                    if b.rank != root {
+                        assert!(parts.is_empty());
+                        return None;
+                    }
+                    // Collect the parts, in rank order, into one span.
+                    let all = b.buf(n * blk);
+                    for (r, &p) in parts.iter().enumerate() {
+                        b.copy(p, all.sub(r * blk, blk));
+                    }
+                    Some(all)
+                });
+                assert!(outs[root] == want, "gather n {n} blk {blk} root {root}");
+                let outs = run(n, blk, None, |b| {
+                    let all = b.input(if b.rank == root {
+                        want.clone()
+                    } else {
+                        Vec::new()
+                    });
+                    let parts = if b.rank == root {
+                        split(all, &vec![blk; n])
+                    } else {
+                        Vec::new()
+                    };
+                    Some(algo::scatter(b, root, &parts, blk))
+                });
+                for (r, o) in outs.iter().enumerate() {
+                    assert!(
+                        *o == block(r, 0, blk),
+                        "scatter n {n} blk {blk} root {root}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn split(span: Span, lens: &[usize]) -> Vec<Span> {
     let mut off = 0;
     lens.iter()

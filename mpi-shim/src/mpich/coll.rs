@@ -394,7 +394,8 @@ unsafe fn allreduce(
 collective!(MPI_Allreduce, MPI_Iallreduce, allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op));
 
 /// Gather and gatherv (MPI-4.0 §6.5): `counts`/`displs` matter at the
-/// root only.
+/// root only; `regular` (gather) blocks all have one size, which the
+/// binomial tree needs.
 unsafe fn gather_any(
     rt: &mut Runtime,
     slot: usize,
@@ -406,6 +407,7 @@ unsafe fn gather_any(
     counts: &[c_int],
     displs: &[isize],
     recvtype: MPI_Datatype,
+    regular: bool,
 ) -> MpiResult<Schedule> {
     let c = rt.comm(slot)?;
     let me = c.rank as usize;
@@ -426,10 +428,16 @@ unsafe fn gather_any(
         Vec::new()
     };
     let mut b = builder(rt, slot)?;
+    let blk = outs.first().map_or(own.len(), |u| u.len);
     let own = b.input(own);
-    let all = b.buf(outs.iter().map(|u| u.len).sum());
-    let parts = split(all, outs.iter().map(|u| u.len));
-    algo::gatherv(&mut b, root, own, &parts);
+    let parts = if regular {
+        algo::gather(&mut b, root, own, blk)
+    } else {
+        let all = b.buf(outs.iter().map(|u| u.len).sum());
+        let parts = split(all, outs.iter().map(|u| u.len));
+        algo::gatherv(&mut b, root, own, &parts);
+        parts
+    };
     for (r, ub) in outs.iter().enumerate() {
         if r == me && in_place {
             continue;
@@ -472,7 +480,7 @@ unsafe fn gather(
     // SAFETY: forwarded from the caller.
     unsafe {
         gather_any(
-            rt, slot, root, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
+            rt, slot, root, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype, true,
         )
     }
 }
@@ -502,13 +510,14 @@ unsafe fn gatherv(
     unsafe {
         gather_any(
             rt, slot, root, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
+            false,
         )
     }
 }
 collective!(MPI_Gatherv, MPI_Igatherv, gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int));
 
 /// Scatter and scatterv (MPI-4.0 §6.6): `counts`/`displs` matter at the
-/// root only.
+/// root only; `regular` as for [`gather_any`].
 unsafe fn scatter_any(
     rt: &mut Runtime,
     slot: usize,
@@ -520,6 +529,7 @@ unsafe fn scatter_any(
     recvbuf: *mut c_void,
     recvcount: c_int,
     recvtype: MPI_Datatype,
+    regular: bool,
 ) -> MpiResult<Schedule> {
     let me = rt.comm(slot)?.rank as usize;
     let in_place = abi::is_in_place(recvbuf);
@@ -552,12 +562,19 @@ unsafe fn scatter_any(
         .map(|(r, u)| if r == me && in_place { 0 } else { u.len });
     let all = b.input(data);
     let parts = split(all, lens);
-    let own = if me == root {
-        parts[me]
+    let own_len = out.as_ref().map_or(0, |u| u.len);
+    let own = if regular {
+        let blk = ins.iter().map(|u| u.len).max().unwrap_or(own_len);
+        algo::scatter(&mut b, root, &parts, blk)
     } else {
-        b.buf(out.as_ref().map_or(0, |u| u.len))
+        let own = if me == root {
+            parts[me]
+        } else {
+            b.buf(own_len)
+        };
+        algo::scatterv(&mut b, root, own, &parts);
+        own
     };
-    algo::scatterv(&mut b, root, own, &parts);
     if let Some(ub) = out {
         let k = b.sink(sink(&ub));
         b.unpack(own, k);
@@ -586,7 +603,7 @@ unsafe fn scatter(
     // SAFETY: forwarded from the caller.
     unsafe {
         scatter_any(
-            rt, slot, root, sendbuf, &counts, &displs, sendtype, recvbuf, recvcount, recvtype,
+            rt, slot, root, sendbuf, &counts, &displs, sendtype, recvbuf, recvcount, recvtype, true,
         )
     }
 }
@@ -616,6 +633,7 @@ unsafe fn scatterv(
     unsafe {
         scatter_any(
             rt, slot, root, sendbuf, &counts, &displs, sendtype, recvbuf, recvcount, recvtype,
+            false,
         )
     }
 }
