@@ -202,6 +202,9 @@ pub struct Runtime {
     pub groups: table::Table<group::Group>,
     /// Operations made by `MPI_Op_create`.
     pub ops: table::Table<crate::ops::UserOp>,
+    /// Request slots that may hold a nonblocking collective (see
+    /// `progress_colls`).
+    coll_slots: Vec<usize>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
     pub thread_level: i32,
@@ -232,6 +235,7 @@ impl Runtime {
                 g
             },
             ops: table::Table::new(0),
+            coll_slots: Vec::new(),
             next_ctx: 4,
             thread_level,
             main_thread: std::thread::current().id(),
@@ -380,14 +384,25 @@ impl Runtime {
     /// tested, whichever order they are completed in). Returns whether
     /// anything happened and whether any collective is outstanding.
     pub fn progress_colls(&mut self) -> (bool, bool) {
-        let (mut did, mut any) = (false, false);
-        for r in self.reqs.iter_mut().flatten() {
-            if let Req::Coll(s) = r {
+        let reqs = &self.reqs;
+        self.coll_slots
+            .retain(|&i| matches!(reqs.get(i), Some(Some(Req::Coll(_)))));
+        let mut did = false;
+        for &i in &self.coll_slots {
+            if let Some(Some(Req::Coll(s))) = self.reqs.get_mut(i) {
                 did |= s.advance(&mut self.ep);
-                any = true;
             }
         }
-        (did, any)
+        (did, !self.coll_slots.is_empty())
+    }
+
+    /// Store a started nonblocking collective as a request.
+    pub fn add_coll(&mut self, s: Box<crate::coll::Schedule>) -> usize {
+        let i = self.add_req(Req::Coll(s));
+        if !self.coll_slots.contains(&i) {
+            self.coll_slots.push(i);
+        }
+        i
     }
 
     /// Wait for engine request `req`, progressing the outstanding

@@ -85,7 +85,7 @@ unsafe fn nonblocking(
         }
         let mut s = build(rt)?;
         s.advance(&mut rt.ep);
-        let i = rt.add_req(Req::Coll(Box::new(s)));
+        let i = rt.add_coll(Box::new(s));
         // SAFETY: non-null output argument.
         unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
     })
