@@ -2,11 +2,11 @@
 //! calling process. They move packed bytes in the schedule's buffers; the
 //! entry layer packs the application's data in and unpacks results out.
 //!
-//! Source of every algorithm: R. Thakur, R. Rabenseifner and W. Gropp,
-//! "Optimization of collective communication operations in MPICH",
-//! International Journal of High Performance Computing Applications
-//! 19(1), 2005 (cited below as "TRG05"), with the index arithmetic of
-//! MPICH's implementations of it.
+//! Source of the algorithms (unless a doc comment names another):
+//! R. Thakur, R. Rabenseifner and W. Gropp, "Optimization of collective
+//! communication operations in MPICH", International Journal of High
+//! Performance Computing Applications 19(1), 2005 (cited below as
+//! "TRG05"), with the index arithmetic of MPICH's implementations.
 //!
 //! Ranks: `vr` is a rank relative to the root (`(rank - root) mod n`);
 //! `real(vr)` maps it back. Reductions keep MPI's order (the result is
@@ -37,8 +37,8 @@ pub fn pof2_floor(n: usize) -> usize {
     1 << (usize::BITS - 1 - n.leading_zeros())
 }
 
-/// Dissemination barrier (TRG05 §4.1; Hensgen, Finkel and Manber 1988):
-/// in round `k` send to `rank + 2^k` and receive from `rank - 2^k`;
+/// Dissemination barrier (Hensgen, Finkel and Manber 1988; MPICH's
+/// barrier): in round `k` send to `rank + 2^k` and receive from `rank - 2^k`;
 /// ceil(log2 n) rounds of empty messages.
 pub fn barrier(b: &mut Builder) {
     b.phase(BARRIER);
@@ -54,7 +54,7 @@ pub fn barrier(b: &mut Builder) {
 }
 
 /// Broadcast `data` (full at the root) from `root`: a binomial tree for
-/// short messages, scatter then ring allgather (van de Geijn, TRG05 §4.2)
+/// short messages, scatter then ring allgather (van de Geijn, TRG05)
 /// for long ones.
 pub fn bcast(b: &mut Builder, data: Span, root: usize) {
     if b.size == 1 {
@@ -90,7 +90,7 @@ fn binomial_children(vr: usize, n: usize) -> impl Iterator<Item = (usize, usize)
         .map(move |m| (vr + m, m))
 }
 
-/// Binomial-tree broadcast (TRG05 §4.2): receive from the parent, then
+/// Binomial-tree broadcast (TRG05): receive from the parent, then
 /// send to each child.
 fn bcast_binomial(b: &mut Builder, data: Span, root: usize) {
     b.phase(BCAST);
@@ -107,7 +107,7 @@ fn bcast_binomial(b: &mut Builder, data: Span, root: usize) {
     b.end_round();
 }
 
-/// Van de Geijn broadcast (TRG05 §4.2): a binomial scatter leaves chunk
+/// Van de Geijn broadcast (TRG05): a binomial scatter leaves chunk
 /// `vr` (of `ceil(len / n)` bytes) at relative rank `vr`, then a ring
 /// allgather circulates the chunks.
 fn bcast_scatter_ring(b: &mut Builder, data: Span, root: usize) {
@@ -142,7 +142,7 @@ fn bcast_scatter_ring(b: &mut Builder, data: Span, root: usize) {
     }
 }
 
-/// Binomial-tree reduction of every process's `acc` (TRG05 §4.4); the
+/// Binomial-tree reduction of every process's `acc` (TRG05); the
 /// result is left in `acc` at `root` (elsewhere `acc` is scratch). With a
 /// non-commutative operation the tree is rooted at rank 0, whose ranges
 /// are in rank order, and rank 0 forwards the result to `root`.
@@ -184,7 +184,7 @@ pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
 /// Allreduce of `acc` in place (elements of `elem` bytes): recursive
 /// doubling for short data or non-commutative operations, Rabenseifner's
 /// reduce-scatter (recursive halving) + allgather (recursive doubling)
-/// for long data (TRG05 §4.5). A non-power-of-two `n` first folds the
+/// for long data (TRG05). A non-power-of-two `n` first folds the
 /// first `2 * (n - p)` ranks pairwise onto their odd members, so that `p`
 /// (the largest power of two below `n`) ranks run the algorithm, and
 /// unfolds at the end.
@@ -264,7 +264,7 @@ impl Fold {
     }
 }
 
-/// Rabenseifner's allreduce among the `p` new ranks (TRG05 §4.5, MPICH's
+/// Rabenseifner's allreduce among the `p` new ranks (TRG05, MPICH's
 /// `MPIR_Allreduce_intra_reduce_scatter_allgather`): the elements are cut
 /// into `p` blocks; recursive halving leaves block `nr` reduced at new
 /// rank `nr`, recursive doubling gathers the blocks back.
@@ -348,7 +348,7 @@ fn subtree(vr: usize, n: usize) -> usize {
     binomial_parent(vr, n).map_or(n, |(_, m)| m.min(n - vr))
 }
 
-/// Binomial-tree gather of `blk`-byte blocks (TRG05 §4.3): each process
+/// Binomial-tree gather of `blk`-byte blocks (TRG05): each process
 /// collects its subtree's blocks, in relative-rank order, and sends them
 /// to its parent in one message. Returns, at the root, where rank `r`'s
 /// block ends up, for every `r` (`own` may be empty at the root).
@@ -440,7 +440,7 @@ pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
 /// Allgather of `blocks` (block `r` from rank `r`; the blocks lie end to
 /// end in one buffer, rank order; this rank's is filled): recursive
 /// doubling when `n` is a power of two and the total is short, the ring
-/// otherwise (TRG05 §4.6).
+/// otherwise (TRG05).
 pub fn allgatherv(b: &mut Builder, blocks: &[Span]) {
     let n = b.size;
     if n == 1 {
@@ -477,7 +477,7 @@ pub fn allgatherv(b: &mut Builder, blocks: &[Span]) {
     }
 }
 
-/// Pairwise-exchange all-to-all (TRG05 §4.7): in step `i` send to
+/// Pairwise-exchange all-to-all (TRG05): in step `i` send to
 /// `rank + i` and receive from `rank - i`; this rank's own block is
 /// copied.
 pub fn alltoallv(b: &mut Builder, sends: &[Span], recvs: &[Span]) {
