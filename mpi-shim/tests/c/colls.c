@@ -553,6 +553,19 @@ static void test_outstanding(void) {
     MPI_Comm_free(&dup);
 }
 
+/* A one-process communicator: every collective is a local copy. */
+static void test_self(void) {
+    int x[3] = {rank, 1, 2}, y[3] = {-1, -1, -1};
+    RUN(MPI_Allreduce, MPI_Iallreduce, x, y, 3, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+    CHECK(y[0] == rank && y[2] == 2, "self allreduce");
+    RUN(MPI_Alltoall, MPI_Ialltoall, x, 3, MPI_INT, y, 3, MPI_INT, MPI_COMM_SELF);
+    CHECK(y[0] == rank && y[1] == 1, "self alltoall");
+    RUN(MPI_Exscan, MPI_Iexscan, x, y, 3, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+    RUN(MPI_Gather, MPI_Igather, x, 2, MPI_INT, y, 2, MPI_INT, 0, MPI_COMM_SELF);
+    CHECK(y[0] == rank && y[1] == 1, "self gather");
+    RUN(MPI_Barrier, MPI_Ibarrier, MPI_COMM_SELF);
+}
+
 static int class_of(int rc) {
     int cls;
     MPI_Error_class(rc, &cls);
@@ -628,6 +641,7 @@ int main(int argc, char **argv) {
         test_scan();
         test_user_ops();
         test_mixed_types();
+        test_self();
     }
     test_outstanding();
     test_errors();
