@@ -7,6 +7,13 @@
 //! returns it as a request. Arguments are checked before the schedule
 //! takes the communicator's next collective number, so a call that fails
 //! its checks does not count.
+//!
+//! # Safety
+//! Every `unsafe fn` here takes the application's pointers as the
+//! standard describes them (a buffer holds its `count` elements, an array
+//! has an entry per rank, an output pointer is writable) and needs exactly
+//! that; nonblocking forms also need the buffers left alone until the
+//! request completes (MPI-4.0 §6.12).
 
 // MPI's collective signatures are long; the schedule compilers mirror them.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
