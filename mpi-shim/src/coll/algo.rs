@@ -31,6 +31,7 @@ const SCATTER: u16 = 10;
 const ALLGATHER: u16 = 11;
 const ALLTOALL: u16 = 12;
 const SCAN: u16 = 13;
+const REDUCE_SCATTER: u16 = 14;
 
 /// The largest power of two not above `n` (n >= 1).
 pub fn pof2_floor(n: usize) -> usize {
@@ -494,20 +495,30 @@ pub fn alltoallv(b: &mut Builder, sends: &[Span], recvs: &[Span]) {
     }
 }
 
-/// Reduce-scatter: reduce the whole vector `acc` to rank 0 (binomial,
-/// order-preserving), which scatters the blocks. Returns where this
-/// rank's block ends up. `counts` are the blocks' lengths in bytes.
+/// Reduce-scatter of `acc` (block `r`, `counts[r]` bytes, for rank
+/// `r`); returns where this rank's reduced block ends up. A commutative
+/// operation uses pairwise exchange (TRG05): in step `i` send block
+/// `rank + i` to its owner, receive this rank's block from `rank - i` and
+/// fold it in. A non-commutative one reduces the whole vector to rank 0
+/// (binomial, order-preserving), which scatters the blocks.
 pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize]) -> Span {
-    reduce(b, acc, 0);
-    let mut parts = Vec::with_capacity(counts.len());
-    let mut off = 0;
-    for &c in counts {
-        parts.push(acc.sub(off, c));
-        off += c;
+    let (n, me) = (b.size, b.rank);
+    let parts = acc.split(counts.iter().copied());
+    if b.op().is_none_or(|o| o.commutative()) {
+        b.phase(REDUCE_SCATTER);
+        let got = b.buf(counts[me]);
+        for i in 1..n {
+            let (to, from) = ((me + i) % n, (me + n - i) % n);
+            b.send(to, parts[to]);
+            b.recv(from, got);
+            b.end_round();
+            b.reduce(got, parts[me], true);
+        }
+    } else {
+        reduce(b, acc, 0);
+        scatterv(b, 0, parts[me], &parts);
     }
-    let own = parts[b.rank];
-    scatterv(b, 0, own, &parts);
-    own
+    parts[me]
 }
 
 /// Inclusive (`result` = this rank's prefix) or exclusive (`result` = the

@@ -54,6 +54,17 @@ impl Span {
             len,
         }
     }
+
+    /// Consecutive sub-spans with the given lengths, from the start.
+    pub fn split(self, lens: impl IntoIterator<Item = usize>) -> Vec<Span> {
+        let mut off = 0;
+        lens.into_iter()
+            .map(|l| {
+                off += l;
+                self.sub(off - l, l)
+            })
+            .collect()
+    }
 }
 
 /// `count` elements of `dt` at `dst` in the application's memory: where a

@@ -199,6 +199,25 @@ fn non_commutative_reductions_keep_rank_order() {
 }
 
 #[test]
+fn non_commutative_reduce_scatter_keeps_rank_order() {
+    let op = matmul_op();
+    for n in SIZES {
+        let counts: Vec<usize> = (0..n).map(|r| 16 * (r % 3)).collect();
+        let total: usize = counts.iter().sum::<usize>() / 16;
+        let outs = run(n, 32, Some(&op), |b| {
+            let acc = b.input(matrices(b.rank, total));
+            Some(algo::reduce_scatter(b, acc, &counts))
+        });
+        let mut k = 0;
+        for (r, o) in outs.iter().enumerate() {
+            let want = ints((k..k + counts[r] / 16).flat_map(|j| product(0..n, j)));
+            assert!(o[..counts[r]] == want, "n {n} rank {r}");
+            k += counts[r] / 16;
+        }
+    }
+}
+
+#[test]
 fn scan_and_exscan_are_prefixes_in_rank_order() {
     let op = matmul_op();
     for n in SIZES {
@@ -239,7 +258,7 @@ fn gather_scatter_allgather_alltoall_move_every_block() {
                 let outs = run(n, total, None, |b| {
                     let own = b.input(block(b.rank, 0, len(b.rank)));
                     let all = b.buf(total);
-                    let parts = split(all, &lens);
+                    let parts = all.split(lens.iter().copied());
                     if b.rank == root {
                         b.copy(own, parts[root]);
                     }
@@ -254,7 +273,7 @@ fn gather_scatter_allgather_alltoall_move_every_block() {
                     } else {
                         vec![0; total]
                     });
-                    let parts = split(all, &lens);
+                    let parts = all.split(lens.iter().copied());
                     let own = if me == root {
                         parts[me]
                     } else {
@@ -272,7 +291,7 @@ fn gather_scatter_allgather_alltoall_move_every_block() {
             }
             let outs = run(n, total, None, |b| {
                 let all = b.buf(total);
-                let parts = split(all, &lens);
+                let parts = all.split(lens.iter().copied());
                 let own = b.input(block(b.rank, 0, len(b.rank)));
                 b.copy(own, parts[b.rank]);
                 algo::allgatherv(b, &parts);
@@ -290,7 +309,11 @@ fn gather_scatter_allgather_alltoall_move_every_block() {
             let in_lens: Vec<usize> = (0..n).map(|from| pair(from, me)).collect();
             let sent = b.input((0..n).flat_map(|to| block(me, to, pair(me, to))).collect());
             let got = b.buf(in_lens.iter().sum());
-            algo::alltoallv(b, &split(sent, &out_lens), &split(got, &in_lens));
+            algo::alltoallv(
+                b,
+                &sent.split(out_lens.iter().copied()),
+                &got.split(in_lens.iter().copied()),
+            );
             Some(got)
         });
         for (me, o) in outs.iter().enumerate() {
@@ -330,7 +353,7 @@ fn binomial_gather_and_scatter_from_every_root() {
                         Vec::new()
                     });
                     let parts = if b.rank == root {
-                        split(all, &vec![blk; n])
+                        all.split(vec![blk; n])
                     } else {
                         Vec::new()
                     };
@@ -345,16 +368,6 @@ fn binomial_gather_and_scatter_from_every_root() {
             }
         }
     }
-}
-
-fn split(span: Span, lens: &[usize]) -> Vec<Span> {
-    let mut off = 0;
-    lens.iter()
-        .map(|&l| {
-            off += l;
-            span.sub(off - l, l)
-        })
-        .collect()
 }
 
 #[test]

@@ -19,7 +19,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 use super::*;
-use crate::coll::{Builder, Schedule, Sink, Span, algo};
+use crate::coll::{Builder, Schedule, Sink, algo};
 use crate::ops::{Reduction, UserFn, UserOp};
 
 pub(super) const PROTOTYPES: &[&str] = &[
@@ -441,7 +441,7 @@ unsafe fn gather_any(
         algo::gather(&mut b, root, own, blk)
     } else {
         let all = b.buf(outs.iter().map(|u| u.len).sum());
-        let parts = split(all, outs.iter().map(|u| u.len));
+        let parts = all.split(outs.iter().map(|u| u.len));
         algo::gatherv(&mut b, root, own, &parts);
         parts
     };
@@ -453,17 +453,6 @@ unsafe fn gather_any(
         b.unpack(if r == me { own } else { parts[r] }, k);
     }
     Ok(b.finish())
-}
-
-/// Consecutive spans of `span` with the given lengths.
-fn split(span: Span, lens: impl Iterator<Item = usize>) -> Vec<Span> {
-    let mut off = 0;
-    lens.map(|l| {
-        let s = span.sub(off, l);
-        off += l;
-        s
-    })
-    .collect()
 }
 
 unsafe fn gather(
@@ -568,7 +557,7 @@ unsafe fn scatter_any(
         .enumerate()
         .map(|(r, u)| if r == me && in_place { 0 } else { u.len });
     let all = b.input(data);
-    let parts = split(all, lens);
+    let parts = all.split(lens);
     let own_len = out.as_ref().map_or(0, |u| u.len);
     let own = if regular {
         let blk = ins.iter().map(|u| u.len).max().unwrap_or(own_len);
@@ -678,7 +667,7 @@ unsafe fn allgather_any(
     own.resize(outs[me].len, 0);
     let mut b = builder(rt, slot)?;
     let all = b.buf(outs.iter().map(|u| u.len).sum());
-    let parts = split(all, outs.iter().map(|u| u.len));
+    let parts = all.split(outs.iter().map(|u| u.len));
     let mine = b.input(own);
     b.copy(mine, parts[me]);
     algo::allgatherv(&mut b, &parts);
@@ -797,9 +786,9 @@ unsafe fn alltoall_any(
     }
     let mut b = builder(rt, slot)?;
     let sent = b.input(data);
-    let sends = split(sent, ins.iter().map(|u| u.len));
+    let sends = sent.split(ins.iter().map(|u| u.len));
     let got = b.buf(outs.iter().map(|u| u.len).sum());
-    let recvs = split(got, outs.iter().map(|u| u.len));
+    let recvs = got.split(outs.iter().map(|u| u.len));
     algo::alltoallv(&mut b, &sends, &recvs);
     for (r, ub) in outs.iter().enumerate() {
         let k = b.sink(sink(ub));
