@@ -39,6 +39,9 @@ pub enum Elem {
     C64,
     /// `MPI_C_BOOL`, `MPI_CXX_BOOL`: logical operations only.
     Bool,
+    /// Fortran's 4-byte `LOGICAL` (`MPI_LOGICAL`): logical operations
+    /// only; true is 1.
+    Logical,
     /// `MPI_BYTE`: bitwise operations only.
     Byte,
     /// A value-and-index pair type: `MPI_MINLOC`/`MPI_MAXLOC` only.
@@ -72,26 +75,15 @@ impl Pair {
         }
     }
 
-    /// The datatype: value at offset 0, `int` at the next multiple of 4
-    /// (of 16 for `long double`), extent rounded up to the struct's
-    /// alignment. `{double; int}` has size 12 and extent 16.
-    pub fn datatype(self) -> Datatype {
-        let v = self.value_size();
-        let align = v.max(4);
-        let index_at = v.next_multiple_of(4);
-        let extent = (index_at + 4).next_multiple_of(align);
-        let blocks = if index_at == v {
-            vec![(0, v + 4)]
-        } else {
-            vec![(0, v), (index_at as isize, 4)]
-        };
-        Datatype {
-            size: v + 4,
-            lb: 0,
-            extent: extent as isize,
-            blocks,
-            elem: Some(Elem::Pair(self)),
-        }
+    /// Where the `int` lies in the C struct: after the value, aligned.
+    pub fn index_offset(self) -> usize {
+        self.value_size().next_multiple_of(4)
+    }
+
+    /// The C struct's size: `{double; int}` has 12 bytes of data and
+    /// extent 16.
+    pub fn extent(self) -> usize {
+        (self.index_offset() + 4).next_multiple_of(self.value_size().max(4))
     }
 }
 
@@ -101,60 +93,84 @@ const C_FLOAT_COMPLEX: MPI_Datatype = 0x4c00_0840;
 const C_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1041;
 const C_LONG_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_2042;
 const CXX_BOOL: MPI_Datatype = 0x4c00_0133;
+const CXX_FLOAT_COMPLEX: MPI_Datatype = 0x4c00_0834;
+const CXX_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1035;
+const CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_2036;
+// Fortran's types, as C sees them (gfortran's layouts).
+const INTEGER: MPI_Datatype = 0x4c00_041b;
+const INTEGER1: MPI_Datatype = 0x4c00_012d;
+const INTEGER2: MPI_Datatype = 0x4c00_022f;
+const INTEGER4: MPI_Datatype = 0x4c00_0430;
+const INTEGER8: MPI_Datatype = 0x4c00_0831;
+const REAL: MPI_Datatype = 0x4c00_041c;
+const REAL4: MPI_Datatype = 0x4c00_0427;
+const REAL8: MPI_Datatype = 0x4c00_0829;
+const REAL16: MPI_Datatype = 0x4c00_102b;
+const DOUBLE_PRECISION: MPI_Datatype = 0x4c00_081f;
+const LOGICAL: MPI_Datatype = 0x4c00_041d;
+const COMPLEX: MPI_Datatype = 0x4c00_081e;
+const DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1022;
+const COMPLEX8: MPI_Datatype = 0x4c00_0828;
+const COMPLEX16: MPI_Datatype = 0x4c00_102a;
+const COMPLEX32: MPI_Datatype = 0x4c00_202c;
+const CHARACTER: MPI_Datatype = 0x4c00_011a;
+const TWO_INTEGER: MPI_Datatype = 0x4c00_0820;
 
-/// The predefined datatype behind handle `dt`.
-pub fn predefined_type(dt: MPI_Datatype) -> MpiResult<Datatype> {
+/// Size in bytes (of data) and element kind of a predefined datatype.
+pub fn predefined(dt: MPI_Datatype) -> MpiResult<(usize, Elem)> {
     let pair = match dt {
         abi::MPI_FLOAT_INT => Some(Pair::FloatInt),
         abi::MPI_DOUBLE_INT => Some(Pair::DoubleInt),
         abi::MPI_LONG_INT => Some(Pair::LongInt),
-        abi::MPI_2INT => Some(Pair::TwoInt),
+        abi::MPI_2INT | TWO_INTEGER => Some(Pair::TwoInt),
         abi::MPI_SHORT_INT => Some(Pair::ShortInt),
         abi::MPI_LONG_DOUBLE_INT => Some(Pair::LongDoubleInt),
         _ => None,
     };
     if let Some(p) = pair {
-        return Ok(p.datatype());
+        return Ok((p.value_size() + 4, Elem::Pair(p)));
     }
     let elem = basic_elem(dt)
         .ok_or_else(|| MpiError::new(abi::MPI_ERR_TYPE, format!("invalid datatype {dt:#x}")))?;
     // Predefined handles carry their size in bits 8-15.
-    Ok(Datatype::basic(((dt as u32 >> 8) & 0xff) as usize, elem))
+    Ok((((dt as u32 >> 8) & 0xff) as usize, elem))
 }
 
 /// The element kind of a predefined datatype other than a pair type.
 fn basic_elem(dt: MPI_Datatype) -> Option<Elem> {
     use Elem::*;
     Some(match dt {
-        abi::MPI_CHAR | abi::MPI_SIGNED_CHAR | abi::MPI_INT8_T => I8,
+        abi::MPI_CHAR | abi::MPI_SIGNED_CHAR | abi::MPI_INT8_T | INTEGER1 => I8,
         abi::MPI_UNSIGNED_CHAR | abi::MPI_UINT8_T => U8,
-        abi::MPI_SHORT | abi::MPI_INT16_T => I16,
+        abi::MPI_SHORT | abi::MPI_INT16_T | INTEGER2 => I16,
         abi::MPI_UNSIGNED_SHORT | abi::MPI_UINT16_T => U16,
-        abi::MPI_INT | abi::MPI_INT32_T | abi::MPI_WCHAR => I32,
+        abi::MPI_INT | abi::MPI_INT32_T | abi::MPI_WCHAR | INTEGER | INTEGER4 => I32,
         abi::MPI_UNSIGNED | abi::MPI_UINT32_T => U32,
         abi::MPI_LONG
         | abi::MPI_LONG_LONG_INT
         | abi::MPI_INT64_T
         | abi::MPI_AINT
         | abi::MPI_OFFSET
-        | abi::MPI_COUNT => I64,
+        | abi::MPI_COUNT
+        | INTEGER8 => I64,
         abi::MPI_UNSIGNED_LONG | abi::MPI_UNSIGNED_LONG_LONG | abi::MPI_UINT64_T => U64,
-        abi::MPI_FLOAT => F32,
-        abi::MPI_DOUBLE => F64,
+        abi::MPI_FLOAT | REAL | REAL4 => F32,
+        abi::MPI_DOUBLE | DOUBLE_PRECISION | REAL8 => F64,
         abi::MPI_LONG_DOUBLE => LongDouble,
-        C_FLOAT_COMPLEX => C32,
-        C_DOUBLE_COMPLEX => C64,
+        C_FLOAT_COMPLEX | CXX_FLOAT_COMPLEX | COMPLEX | COMPLEX8 => C32,
+        C_DOUBLE_COMPLEX | CXX_DOUBLE_COMPLEX | DOUBLE_COMPLEX | COMPLEX16 => C64,
         abi::MPI_C_BOOL | CXX_BOOL => Bool,
+        LOGICAL => Logical,
         abi::MPI_BYTE => Byte,
-        abi::MPI_PACKED | C_LONG_DOUBLE_COMPLEX => Opaque,
+        // Quad precision and its complex: no hardware here computes them.
+        abi::MPI_PACKED
+        | CHARACTER
+        | REAL16
+        | COMPLEX32
+        | C_LONG_DOUBLE_COMPLEX
+        | CXX_LONG_DOUBLE_COMPLEX => Opaque,
         _ => return None,
     })
-}
-
-/// Size in bytes and element kind of a predefined datatype.
-pub fn predefined(dt: MPI_Datatype) -> MpiResult<(usize, Elem)> {
-    let t = predefined_type(dt)?;
-    Ok((t.size, t.elem.unwrap_or(Elem::Opaque)))
 }
 
 /// A number as packed bytes hold it (native byte order).
@@ -273,6 +289,12 @@ pub fn kernel(op: MPI_Op, elem: Elem) -> Option<Kernel> {
             abi::MPI_LAND => k!(u8, |x, y| ((x != 0) && (y != 0)) as u8),
             abi::MPI_LOR => k!(u8, |x, y| ((x != 0) || (y != 0)) as u8),
             abi::MPI_LXOR => k!(u8, |x, y| ((x != 0) != (y != 0)) as u8),
+            _ => return None,
+        },
+        Logical => match op {
+            abi::MPI_LAND => k!(i32, |x, y| ((x != 0) && (y != 0)) as i32),
+            abi::MPI_LOR => k!(i32, |x, y| ((x != 0) || (y != 0)) as i32),
+            abi::MPI_LXOR => k!(i32, |x, y| ((x != 0) != (y != 0)) as i32),
             _ => return None,
         },
         Byte => match op {
@@ -609,14 +631,21 @@ mod tests {
     fn sizes_and_layouts_come_from_the_handles() {
         assert_eq!(predefined(abi::MPI_DOUBLE).unwrap(), (8, Elem::F64));
         assert_eq!(predefined(abi::MPI_SHORT).unwrap(), (2, Elem::I16));
-        let di = predefined_type(abi::MPI_DOUBLE_INT).unwrap();
-        assert_eq!((di.size, di.extent), (12, 16));
-        let si = predefined_type(abi::MPI_SHORT_INT).unwrap();
-        assert_eq!((si.size, si.extent, si.blocks.len()), (6, 8, 2));
-        let ldi = predefined_type(abi::MPI_LONG_DOUBLE_INT).unwrap();
-        assert_eq!((ldi.size, ldi.extent), (20, 32));
-        assert_eq!(predefined_type(abi::MPI_2INT).unwrap().extent, 8);
-        assert_eq!(predefined_type(abi::MPI_FLOAT_INT).unwrap().extent, 8);
+        assert_eq!(
+            predefined(abi::MPI_LONG_DOUBLE).unwrap(),
+            (16, Elem::LongDouble)
+        );
+        assert_eq!(predefined(C_DOUBLE_COMPLEX).unwrap(), (16, Elem::C64));
+        let pair = |h| match predefined(h).unwrap() {
+            (size, Elem::Pair(p)) => (size, p.index_offset(), p.extent()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(pair(abi::MPI_DOUBLE_INT), (12, 8, 16));
+        assert_eq!(pair(abi::MPI_SHORT_INT), (6, 4, 8));
+        assert_eq!(pair(abi::MPI_LONG_DOUBLE_INT), (20, 16, 32));
+        assert_eq!(pair(abi::MPI_2INT), (8, 4, 8));
+        assert_eq!(pair(abi::MPI_FLOAT_INT), (8, 4, 8));
+        assert_eq!(pair(abi::MPI_LONG_INT), (12, 8, 16));
         assert_eq!(
             predefined(abi::MPI_DATATYPE_NULL).unwrap_err().class,
             abi::MPI_ERR_TYPE
@@ -743,6 +772,16 @@ mod tests {
         );
         assert!(check(abi::MPI_SUM, Elem::Bool).is_err());
         assert!(check(abi::MPI_LAND, Elem::Byte).is_err());
+        assert_eq!(
+            run(abi::MPI_LOR, Elem::Logical, &[0, 7], &[0, 0]),
+            bytes(&[0, 1])
+        );
+        assert!(check(abi::MPI_SUM, Elem::Logical).is_err());
+        // Fortran's types reduce like their C counterparts.
+        assert_eq!(predefined(INTEGER).unwrap(), (4, Elem::I32));
+        assert_eq!(predefined(DOUBLE_PRECISION).unwrap(), (8, Elem::F64));
+        assert_eq!(predefined(DOUBLE_COMPLEX).unwrap(), (16, Elem::C64));
+        assert_eq!(predefined(REAL16).unwrap(), (16, Elem::Opaque));
     }
 
     fn pair(p: Pair, value: &[u8], index: i32) -> Vec<u8> {
@@ -880,13 +919,9 @@ mod tests {
         r.apply(&bytes(&[1, 4]), &mut acc);
         assert_eq!(acc, bytes(&[12, 43]));
         // Strided: one int out of every two (extent 8); packed data.
-        let strided = Arc::new(Datatype {
-            size: 4,
-            lb: 0,
-            extent: 8,
-            blocks: vec![(0, 4)],
-            elem: Some(Elem::I32),
-        });
+        let mut strided = Datatype::basic(4, Elem::I32);
+        strided.extent = 8;
+        let strided = Arc::new(strided);
         let r = Reduction::User {
             op,
             handle: abi::MPI_BYTE,

@@ -125,7 +125,16 @@ pub(crate) unsafe fn out<T>(ptr: *mut T, value: T) -> MpiResult<()> {
 
 /// The datatype behind handle `dt`.
 pub(crate) fn datatype(_rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
-    Ok(Arc::new(ops::predefined_type(dt)?))
+    let (size, elem) = ops::predefined(dt)?;
+    let mut t = Datatype::basic(size, elem);
+    if let ops::Elem::Pair(p) = elem {
+        // `{value; int}` as a C struct lays it out (MPI-4.0 §6.9.4).
+        t.extent = p.extent() as isize;
+        if p.index_offset() != p.value_size() {
+            t.blocks = vec![(0, p.value_size()), (p.index_offset() as isize, 4)];
+        }
+    }
+    Ok(Arc::new(t))
 }
 
 /// `count` elements of a datatype at `ptr`: a message buffer as the
