@@ -15,7 +15,8 @@
 //! Tags: a collective's messages carry the communicator's collective
 //! context in the upper 32 engine-tag bits and, below, the collective's
 //! sequence number on the communicator ([`SEQ_BITS`] bits) above a
-//! per-algorithm phase ([`PHASE_BITS`] bits). The engine keeps messages of
+//! per-algorithm phase ([`PHASE_BITS`] bits); the top two bits stay
+//! clear. The engine keeps messages of
 //! one sender and tag in order and every process runs its rounds in order,
 //! so within a phase messages between two processes match in the order
 //! they were sent.
@@ -30,8 +31,11 @@ use crate::ops::Reduction;
 
 /// Bits of the engine tag holding the algorithm's phase.
 pub const PHASE_BITS: u32 = 12;
-/// Bits holding the collective's sequence number (it wraps).
-pub const SEQ_BITS: u32 = 32 - PHASE_BITS;
+/// Bits holding the collective's sequence number (it wraps). Together
+/// with the phase they keep collective tags below `0x4000_0000`: tags
+/// from there up on a collective context are left to other collective
+/// exchanges of the library (communicator creation).
+pub const SEQ_BITS: u32 = 30 - PHASE_BITS;
 
 /// A buffer of the schedule.
 pub type BufId = usize;

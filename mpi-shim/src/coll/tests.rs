@@ -400,4 +400,5 @@ fn engine_tags_separate_calls_and_phases() {
     // Context in the upper half; the sequence number wraps.
     assert_eq!(tag(0, 1) >> 32, 5);
     assert_eq!(tag(1 << super::sched::SEQ_BITS, 1), tag(0, 1));
+    assert!(tag(u32::MAX, (1 << super::sched::PHASE_BITS) - 1) as u32 <= 0x3fff_ffff);
 }
