@@ -32,10 +32,11 @@ use crate::ops::{Elem, Reduction};
 /// Where the algorithm families switch, in bytes of one process's data.
 ///
 /// MPICH's defaults (12 KiB for broadcast, 2 KiB for allreduce, 80 KiB
-/// for allgather) are tuned for networks, where latency dominates sooner;
-/// on shared memory a message costs a copy, and the logarithmic
-/// algorithms stay ahead up to a few tens of KiB. Messages of a few KiB
-/// run the short-message algorithms and messages of a MiB the long ones.
+/// for allgather) are tuned for networks. These values are a first guess
+/// for shared memory, not yet measured on this engine: messages of a few
+/// KiB run the short-message algorithms and messages of a MiB the long
+/// ones. Gather and scatter always use binomial trees, their `v` forms
+/// and all-to-all have one algorithm each.
 #[derive(Clone, Copy, Debug)]
 pub struct Tuning {
     /// Broadcast: binomial tree below, scatter + ring allgather above.
