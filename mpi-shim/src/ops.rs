@@ -1,7 +1,22 @@
-//! Predefined datatypes (sizes and element kinds) and the predefined
-//! reduction operations on them.
+//! Reduction operations (MPI-4.0 §6.9): the predefined operations on the
+//! datatypes each applies to (§6.9.2), `MPI_MINLOC`/`MPI_MAXLOC` on the
+//! pair types (§6.9.4), and user-defined operations (§6.9.5).
+//!
+//! Every operation works on *packed* data: `count` elements of a datatype
+//! laid end to end, `size` bytes each. A predefined operation applies
+//! element-wise to the basic elements (so a derived datatype whose basic
+//! elements are all of one kind reduces like that kind); a user function
+//! sees the data in the datatype's own memory layout, so non-contiguous
+//! data is unpacked around the call.
+//!
+//! The convention is MPI's: `inout[i] = input[i] op inout[i]`.
+
+use std::cmp::Ordering;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use crate::abi::{self, MPI_Datatype, MPI_Op};
+use crate::core::datatype::Datatype;
 use crate::core::{MpiError, MpiResult};
 
 /// What a predefined datatype holds, as far as reductions care.
@@ -17,157 +32,620 @@ pub enum Elem {
     U64,
     F32,
     F64,
-    /// `MPI_C_BOOL`: logical operations only.
+    /// x87 80-bit extended precision, stored in 16 bytes.
+    LongDouble,
+    /// `float _Complex`, `double _Complex`.
+    C32,
+    C64,
+    /// `MPI_C_BOOL`, `MPI_CXX_BOOL`: logical operations only.
     Bool,
+    /// Fortran's 4-byte `LOGICAL` (`MPI_LOGICAL`): logical operations
+    /// only; true is 1.
+    Logical,
     /// `MPI_BYTE`: bitwise operations only.
     Byte,
-    /// Sendable, but no predefined operation applies (`long double`,
-    /// pair types, `MPI_PACKED`).
+    /// A value-and-index pair type: `MPI_MINLOC`/`MPI_MAXLOC` only.
+    Pair(Pair),
+    /// Sendable, but no predefined operation applies (`MPI_PACKED`,
+    /// `long double _Complex`).
     Opaque,
 }
 
-/// Size in bytes and element kind of a predefined datatype.
+/// The pair types of MPI-4.0 §6.9.4, laid out as the C structs
+/// `{ value; int index; }`. Packed, a pair is the value's bytes followed
+/// by the index's four.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pair {
+    FloatInt,
+    DoubleInt,
+    LongInt,
+    TwoInt,
+    ShortInt,
+    LongDoubleInt,
+}
+
+impl Pair {
+    /// Bytes of the value (its data, before the index).
+    pub fn value_size(self) -> usize {
+        match self {
+            Pair::ShortInt => 2,
+            Pair::FloatInt | Pair::TwoInt => 4,
+            Pair::DoubleInt | Pair::LongInt => 8,
+            Pair::LongDoubleInt => 16,
+        }
+    }
+
+    /// Where the `int` lies in the C struct: after the value, aligned.
+    pub fn index_offset(self) -> usize {
+        self.value_size().next_multiple_of(4)
+    }
+
+    /// The C struct's size: `{double; int}` has 12 bytes of data and
+    /// extent 16.
+    pub fn extent(self) -> usize {
+        (self.index_offset() + 4).next_multiple_of(self.value_size().max(4))
+    }
+}
+
+// Handles MPICH's header gives these types; the table in `abi` may not
+// name them yet.
+const C_FLOAT_COMPLEX: MPI_Datatype = 0x4c00_0840;
+const C_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1041;
+const C_LONG_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_2042;
+const CXX_BOOL: MPI_Datatype = 0x4c00_0133;
+const CXX_FLOAT_COMPLEX: MPI_Datatype = 0x4c00_0834;
+const CXX_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1035;
+const CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_2036;
+// Fortran's types, as C sees them (gfortran's layouts).
+const INTEGER: MPI_Datatype = 0x4c00_041b;
+const INTEGER1: MPI_Datatype = 0x4c00_012d;
+const INTEGER2: MPI_Datatype = 0x4c00_022f;
+const INTEGER4: MPI_Datatype = 0x4c00_0430;
+const INTEGER8: MPI_Datatype = 0x4c00_0831;
+const REAL: MPI_Datatype = 0x4c00_041c;
+const REAL4: MPI_Datatype = 0x4c00_0427;
+const REAL8: MPI_Datatype = 0x4c00_0829;
+const REAL16: MPI_Datatype = 0x4c00_102b;
+const DOUBLE_PRECISION: MPI_Datatype = 0x4c00_081f;
+const LOGICAL: MPI_Datatype = 0x4c00_041d;
+const COMPLEX: MPI_Datatype = 0x4c00_081e;
+const DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1022;
+const COMPLEX8: MPI_Datatype = 0x4c00_0828;
+const COMPLEX16: MPI_Datatype = 0x4c00_102a;
+const COMPLEX32: MPI_Datatype = 0x4c00_202c;
+const CHARACTER: MPI_Datatype = 0x4c00_011a;
+const TWO_INTEGER: MPI_Datatype = 0x4c00_0820;
+
+/// Size in bytes (of data) and element kind of a predefined datatype.
 pub fn predefined(dt: MPI_Datatype) -> MpiResult<(usize, Elem)> {
+    let pair = match dt {
+        abi::MPI_FLOAT_INT => Some(Pair::FloatInt),
+        abi::MPI_DOUBLE_INT => Some(Pair::DoubleInt),
+        abi::MPI_LONG_INT => Some(Pair::LongInt),
+        abi::MPI_2INT | TWO_INTEGER => Some(Pair::TwoInt),
+        abi::MPI_SHORT_INT => Some(Pair::ShortInt),
+        abi::MPI_LONG_DOUBLE_INT => Some(Pair::LongDoubleInt),
+        _ => None,
+    };
+    if let Some(p) = pair {
+        return Ok((p.value_size() + 4, Elem::Pair(p)));
+    }
+    let elem = basic_elem(dt)
+        .ok_or_else(|| MpiError::new(abi::MPI_ERR_TYPE, format!("invalid datatype {dt:#x}")))?;
+    // Predefined handles carry their size in bits 8-15.
+    Ok((((dt as u32 >> 8) & 0xff) as usize, elem))
+}
+
+/// The element kind of a predefined datatype other than a pair type.
+fn basic_elem(dt: MPI_Datatype) -> Option<Elem> {
     use Elem::*;
-    let elem = match dt {
-        abi::MPI_CHAR | abi::MPI_SIGNED_CHAR | abi::MPI_INT8_T => I8,
+    Some(match dt {
+        abi::MPI_CHAR | abi::MPI_SIGNED_CHAR | abi::MPI_INT8_T | INTEGER1 => I8,
         abi::MPI_UNSIGNED_CHAR | abi::MPI_UINT8_T => U8,
-        abi::MPI_SHORT | abi::MPI_INT16_T => I16,
+        abi::MPI_SHORT | abi::MPI_INT16_T | INTEGER2 => I16,
         abi::MPI_UNSIGNED_SHORT | abi::MPI_UINT16_T => U16,
-        abi::MPI_INT | abi::MPI_INT32_T | abi::MPI_WCHAR => I32,
+        abi::MPI_INT | abi::MPI_INT32_T | abi::MPI_WCHAR | INTEGER | INTEGER4 => I32,
         abi::MPI_UNSIGNED | abi::MPI_UINT32_T => U32,
         abi::MPI_LONG
         | abi::MPI_LONG_LONG_INT
         | abi::MPI_INT64_T
         | abi::MPI_AINT
         | abi::MPI_OFFSET
-        | abi::MPI_COUNT => I64,
+        | abi::MPI_COUNT
+        | INTEGER8 => I64,
         abi::MPI_UNSIGNED_LONG | abi::MPI_UNSIGNED_LONG_LONG | abi::MPI_UINT64_T => U64,
-        abi::MPI_FLOAT => F32,
-        abi::MPI_DOUBLE => F64,
-        abi::MPI_C_BOOL => Bool,
+        abi::MPI_FLOAT | REAL | REAL4 => F32,
+        abi::MPI_DOUBLE | DOUBLE_PRECISION | REAL8 => F64,
+        abi::MPI_LONG_DOUBLE => LongDouble,
+        C_FLOAT_COMPLEX | CXX_FLOAT_COMPLEX | COMPLEX | COMPLEX8 => C32,
+        C_DOUBLE_COMPLEX | CXX_DOUBLE_COMPLEX | DOUBLE_COMPLEX | COMPLEX16 => C64,
+        abi::MPI_C_BOOL | CXX_BOOL => Bool,
+        LOGICAL => Logical,
         abi::MPI_BYTE => Byte,
-        abi::MPI_LONG_DOUBLE | abi::MPI_PACKED | abi::MPI_2INT => Opaque,
-        // Pair types have MPICH's "direct" handles, so no size bits.
-        abi::MPI_FLOAT_INT | abi::MPI_SHORT_INT => return Ok((8, Opaque)),
-        abi::MPI_DOUBLE_INT | abi::MPI_LONG_INT => return Ok((16, Opaque)),
-        abi::MPI_LONG_DOUBLE_INT => return Ok((32, Opaque)),
-        _ => {
-            return Err(MpiError::new(
-                abi::MPI_ERR_TYPE,
-                format!("invalid datatype {dt:#x}"),
-            ));
+        // Quad precision and its complex: no hardware here computes them.
+        abi::MPI_PACKED
+        | CHARACTER
+        | REAL16
+        | COMPLEX32
+        | C_LONG_DOUBLE_COMPLEX
+        | CXX_LONG_DOUBLE_COMPLEX => Opaque,
+        _ => return None,
+    })
+}
+
+/// A number as packed bytes hold it (native byte order).
+trait Num: Copy {
+    const N: usize;
+    fn get(b: &[u8]) -> Self;
+    fn put(self, b: &mut [u8]);
+}
+
+macro_rules! num {
+    ($($ty:ty),*) => {$(
+        impl Num for $ty {
+            const N: usize = size_of::<$ty>();
+            fn get(b: &[u8]) -> Self {
+                <$ty>::from_ne_bytes(b.try_into().expect("element-sized chunk"))
+            }
+            fn put(self, b: &mut [u8]) {
+                b.copy_from_slice(&self.to_ne_bytes());
+            }
         }
+    )*};
+}
+num!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+/// Complex numbers: (re, im) pairs.
+impl<T: Num> Num for (T, T) {
+    const N: usize = 2 * T::N;
+    fn get(b: &[u8]) -> Self {
+        (T::get(&b[..T::N]), T::get(&b[T::N..]))
+    }
+    fn put(self, b: &mut [u8]) {
+        self.0.put(&mut b[..T::N]);
+        self.1.put(&mut b[T::N..]);
+    }
+}
+
+/// `inout[i] = f(input[i], inout[i])` over whole elements.
+fn fold<T: Num>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) {
+    for (x, y) in input.chunks_exact(T::N).zip(inout.chunks_exact_mut(T::N)) {
+        f(T::get(x), T::get(y)).put(y);
+    }
+}
+
+/// The element-wise body of a predefined operation on one kind.
+pub type Kernel = fn(&[u8], &mut [u8]);
+
+macro_rules! k {
+    ($ty:ty, |$x:ident, $y:ident| $e:expr) => {
+        (|a: &[u8], b: &mut [u8]| fold::<$ty>(a, b, |$x, $y| $e)) as Kernel
     };
-    // Predefined handles carry their size in bits 8-15.
-    Ok((((dt as u32 >> 8) & 0xff) as usize, elem))
 }
 
-macro_rules! fold {
-    ($ty:ty, $a:expr, $b:expr, $f:expr) => {{
-        const N: usize = size_of::<$ty>();
-        for (x, y) in $a.chunks_exact(N).zip($b.chunks_exact_mut(N)) {
-            let x = <$ty>::from_ne_bytes(x.try_into().unwrap());
-            let yv = <$ty>::from_ne_bytes((&*y).try_into().unwrap());
-            let f: fn($ty, $ty) -> $ty = $f;
-            y.copy_from_slice(&f(x, yv).to_ne_bytes());
-        }
-    }};
-}
-
-macro_rules! int_ops {
-    ($ty:ty, $op:expr, $a:expr, $b:expr) => {
+macro_rules! int_kernel {
+    ($ty:ty, $op:expr) => {
         match $op {
-            abi::MPI_SUM => fold!($ty, $a, $b, |x, y| x.wrapping_add(y)),
-            abi::MPI_PROD => fold!($ty, $a, $b, |x, y| x.wrapping_mul(y)),
-            abi::MPI_MAX => fold!($ty, $a, $b, |x, y| x.max(y)),
-            abi::MPI_MIN => fold!($ty, $a, $b, |x, y| x.min(y)),
-            abi::MPI_LAND => fold!($ty, $a, $b, |x, y| ((x != 0) && (y != 0)) as $ty),
-            abi::MPI_LOR => fold!($ty, $a, $b, |x, y| ((x != 0) || (y != 0)) as $ty),
-            abi::MPI_LXOR => fold!($ty, $a, $b, |x, y| ((x != 0) != (y != 0)) as $ty),
-            abi::MPI_BAND => fold!($ty, $a, $b, |x, y| x & y),
-            abi::MPI_BOR => fold!($ty, $a, $b, |x, y| x | y),
-            abi::MPI_BXOR => fold!($ty, $a, $b, |x, y| x ^ y),
-            op => return Err(bad_op(op, "integer")),
+            abi::MPI_SUM => k!($ty, |x, y| x.wrapping_add(y)),
+            abi::MPI_PROD => k!($ty, |x, y| x.wrapping_mul(y)),
+            abi::MPI_MAX => k!($ty, |x, y| x.max(y)),
+            abi::MPI_MIN => k!($ty, |x, y| x.min(y)),
+            abi::MPI_LAND => k!($ty, |x, y| ((x != 0) && (y != 0)) as $ty),
+            abi::MPI_LOR => k!($ty, |x, y| ((x != 0) || (y != 0)) as $ty),
+            abi::MPI_LXOR => k!($ty, |x, y| ((x != 0) != (y != 0)) as $ty),
+            abi::MPI_BAND => k!($ty, |x, y| x & y),
+            abi::MPI_BOR => k!($ty, |x, y| x | y),
+            abi::MPI_BXOR => k!($ty, |x, y| x ^ y),
+            _ => return None,
         }
     };
 }
 
-macro_rules! float_ops {
-    ($ty:ty, $op:expr, $a:expr, $b:expr) => {
+macro_rules! float_kernel {
+    ($ty:ty, $op:expr) => {
         match $op {
-            abi::MPI_SUM => fold!($ty, $a, $b, |x, y| x + y),
-            abi::MPI_PROD => fold!($ty, $a, $b, |x, y| x * y),
-            abi::MPI_MAX => fold!($ty, $a, $b, |x, y| if x > y { x } else { y }),
-            abi::MPI_MIN => fold!($ty, $a, $b, |x, y| if x < y { x } else { y }),
-            op => return Err(bad_op(op, "floating-point")),
+            abi::MPI_SUM => k!($ty, |x, y| x + y),
+            abi::MPI_PROD => k!($ty, |x, y| x * y),
+            abi::MPI_MAX => k!($ty, |x, y| if x > y { x } else { y }),
+            abi::MPI_MIN => k!($ty, |x, y| if x < y { x } else { y }),
+            _ => return None,
         }
     };
 }
 
-fn bad_op(op: MPI_Op, what: &str) -> MpiError {
-    MpiError::new(
-        abi::MPI_ERR_OP,
-        format!("operation {op:#x} is not defined on {what} datatypes"),
-    )
+macro_rules! complex_kernel {
+    ($ty:ty, $op:expr) => {
+        match $op {
+            abi::MPI_SUM => k!(($ty, $ty), |x, y| (x.0 + y.0, x.1 + y.1)),
+            abi::MPI_PROD => k!(($ty, $ty), |x, y| (
+                x.0 * y.0 - x.1 * y.1,
+                x.0 * y.1 + x.1 * y.0
+            )),
+            _ => return None,
+        }
+    };
 }
 
-/// Check that `op` applies to `elem`, without computing anything.
-pub fn check(op: MPI_Op, elem: Elem) -> MpiResult<()> {
-    apply(op, elem, &[], &mut [])
+/// The kernel of predefined `op` on `elem`, if `op` applies to it
+/// (MPI-4.0 §6.9.2). `MPI_REPLACE` and `MPI_NO_OP` belong to one-sided
+/// communication and apply to nothing here.
+pub fn kernel(op: MPI_Op, elem: Elem) -> Option<Kernel> {
+    use Elem::*;
+    Some(match elem {
+        I8 => int_kernel!(i8, op),
+        I16 => int_kernel!(i16, op),
+        I32 => int_kernel!(i32, op),
+        I64 => int_kernel!(i64, op),
+        U8 => int_kernel!(u8, op),
+        U16 => int_kernel!(u16, op),
+        U32 => int_kernel!(u32, op),
+        U64 => int_kernel!(u64, op),
+        F32 => float_kernel!(f32, op),
+        F64 => float_kernel!(f64, op),
+        C32 => complex_kernel!(f32, op),
+        C64 => complex_kernel!(f64, op),
+        LongDouble => return long_double_kernel(op),
+        Bool => match op {
+            abi::MPI_LAND => k!(u8, |x, y| ((x != 0) && (y != 0)) as u8),
+            abi::MPI_LOR => k!(u8, |x, y| ((x != 0) || (y != 0)) as u8),
+            abi::MPI_LXOR => k!(u8, |x, y| ((x != 0) != (y != 0)) as u8),
+            _ => return None,
+        },
+        Logical => match op {
+            abi::MPI_LAND => k!(i32, |x, y| ((x != 0) && (y != 0)) as i32),
+            abi::MPI_LOR => k!(i32, |x, y| ((x != 0) || (y != 0)) as i32),
+            abi::MPI_LXOR => k!(i32, |x, y| ((x != 0) != (y != 0)) as i32),
+            _ => return None,
+        },
+        Byte => match op {
+            abi::MPI_BAND => k!(u8, |x, y| x & y),
+            abi::MPI_BOR => k!(u8, |x, y| x | y),
+            abi::MPI_BXOR => k!(u8, |x, y| x ^ y),
+            _ => return None,
+        },
+        Pair(p) => return loc_kernel(op, p),
+        Opaque => return None,
+    })
+}
+
+fn loc_kernel(op: MPI_Op, p: Pair) -> Option<Kernel> {
+    let max = match op {
+        abi::MPI_MAXLOC => true,
+        abi::MPI_MINLOC => false,
+        _ => return None,
+    };
+    macro_rules! pick {
+        ($($p:ident),*) => {
+            match (p, max) {
+                $(
+                    (Pair::$p, true) => (|a: &[u8], b: &mut [u8]| loc(Pair::$p, true, a, b)) as Kernel,
+                    (Pair::$p, false) => (|a: &[u8], b: &mut [u8]| loc(Pair::$p, false, a, b)) as Kernel,
+                )*
+            }
+        };
+    }
+    Some(pick!(
+        FloatInt,
+        DoubleInt,
+        LongInt,
+        TwoInt,
+        ShortInt,
+        LongDoubleInt
+    ))
+}
+
+/// Compare two pair values of kind `p`. Unordered floats (NaN) compare
+/// equal, so the lower index wins.
+fn cmp_value(p: Pair, a: &[u8], b: &[u8]) -> Ordering {
+    fn by<T: Num + PartialOrd>(a: &[u8], b: &[u8]) -> Ordering {
+        T::get(a).partial_cmp(&T::get(b)).unwrap_or(Ordering::Equal)
+    }
+    match p {
+        Pair::FloatInt => by::<f32>(a, b),
+        Pair::DoubleInt => by::<f64>(a, b),
+        Pair::LongInt => by::<i64>(a, b),
+        Pair::TwoInt => by::<i32>(a, b),
+        Pair::ShortInt => by::<i16>(a, b),
+        Pair::LongDoubleInt => f80_key(a).cmp(&f80_key(b)),
+    }
+}
+
+/// `MPI_MAXLOC` (`max`) or `MPI_MINLOC` on packed pairs (MPI-4.0 §6.9.4):
+/// the better value with its index; on a tie, the lower index.
+fn loc(p: Pair, max: bool, input: &[u8], inout: &mut [u8]) {
+    let v = p.value_size();
+    for (x, y) in input.chunks_exact(v + 4).zip(inout.chunks_exact_mut(v + 4)) {
+        let ord = cmp_value(p, &x[..v], &y[..v]);
+        match if max { ord } else { ord.reverse() } {
+            Ordering::Greater => y.copy_from_slice(x),
+            Ordering::Equal => {
+                if i32::get(&x[v..]) < i32::get(&y[v..]) {
+                    y[v..].copy_from_slice(&x[v..]);
+                }
+            }
+            Ordering::Less => {}
+        }
+    }
+}
+
+/// An order-preserving integer key of an x87 80-bit value (its first 10
+/// bytes): the magnitude bits, negated for negative values. Equal for
+/// +0 and -0.
+fn f80_key(b: &[u8]) -> i128 {
+    let mut raw = [0u8; 16];
+    raw[..10].copy_from_slice(&b[..10]);
+    let bits = u128::from_le_bytes(raw);
+    let magnitude = (bits & ((1 << 79) - 1)) as i128;
+    if bits >> 79 & 1 == 1 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+fn long_double_kernel(op: MPI_Op) -> Option<Kernel> {
+    fn pick(a: &[u8], b: &mut [u8], max: bool) {
+        for (x, y) in a.chunks_exact(16).zip(b.chunks_exact_mut(16)) {
+            let x_wins = if max {
+                f80_key(x) > f80_key(y)
+            } else {
+                f80_key(x) < f80_key(y)
+            };
+            if x_wins {
+                y.copy_from_slice(x);
+            }
+        }
+    }
+    Some(match op {
+        abi::MPI_MAX => |a, b| pick(a, b, true),
+        abi::MPI_MIN => |a, b| pick(a, b, false),
+        #[cfg(target_arch = "x86_64")]
+        abi::MPI_SUM => |a, b| x87::fold(a, b, false),
+        #[cfg(target_arch = "x86_64")]
+        abi::MPI_PROD => |a, b| x87::fold(a, b, true),
+        _ => return None,
+    })
+}
+
+/// Arithmetic on `long double` with the x87 unit, the only hardware that
+/// computes in its format.
+#[cfg(target_arch = "x86_64")]
+mod x87 {
+    use std::arch::asm;
+
+    /// `y = x + y` (or `x * y`) for every 16-byte element.
+    pub(super) fn fold(input: &[u8], inout: &mut [u8], prod: bool) {
+        for (x, y) in input.chunks_exact(16).zip(inout.chunks_exact_mut(16)) {
+            let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+            // SAFETY: `xp` and `yp` address 16 bytes each (chunks), of
+            // which the instructions read 10 and write 10 at `yp`. The
+            // x87 stack is empty between calls (System V ABI); the two
+            // registers used are declared clobbered.
+            unsafe {
+                if prod {
+                    asm!(
+                        "fld tbyte ptr [{x}]",
+                        "fld tbyte ptr [{y}]",
+                        "fmulp",
+                        "fstp tbyte ptr [{y}]",
+                        x = in(reg) xp,
+                        y = in(reg) yp,
+                        out("st(0)") _,
+                        out("st(1)") _,
+                        options(nostack),
+                    );
+                } else {
+                    asm!(
+                        "fld tbyte ptr [{x}]",
+                        "fld tbyte ptr [{y}]",
+                        "faddp",
+                        "fstp tbyte ptr [{y}]",
+                        x = in(reg) xp,
+                        y = in(reg) yp,
+                        out("st(0)") _,
+                        out("st(1)") _,
+                        options(nostack),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn bad_op(op: MPI_Op, why: &str) -> MpiError {
+    MpiError::new(abi::MPI_ERR_OP, format!("operation {op:#x} {why}"))
+}
+
+/// Check that predefined `op` applies to `elem`, without computing.
+pub fn check(op: MPI_Op, elem: Elem) -> MpiResult<Kernel> {
+    match op {
+        abi::MPI_REPLACE | abi::MPI_NO_OP => Err(bad_op(
+            op,
+            "(MPI_REPLACE / MPI_NO_OP) is for one-sided communication only",
+        )),
+        abi::MPI_MAX..=abi::MPI_MAXLOC => {
+            kernel(op, elem).ok_or_else(|| bad_op(op, &format!("is not defined on {elem:?} data")))
+        }
+        _ => Err(bad_op(op, "is not a valid operation")),
+    }
 }
 
 /// `inout[i] = input[i] op inout[i]` for every element. Integer
 /// arithmetic wraps, as in C.
 pub fn apply(op: MPI_Op, elem: Elem, input: &[u8], inout: &mut [u8]) -> MpiResult<()> {
-    use Elem::*;
-    if !(0x5800_0001..=0x5800_000e).contains(&op) {
-        return Err(MpiError::new(
-            abi::MPI_ERR_OP,
-            format!("invalid operation {op:#x}"),
-        ));
-    }
-    match elem {
-        I8 => int_ops!(i8, op, input, inout),
-        I16 => int_ops!(i16, op, input, inout),
-        I32 => int_ops!(i32, op, input, inout),
-        I64 => int_ops!(i64, op, input, inout),
-        U8 => int_ops!(u8, op, input, inout),
-        U16 => int_ops!(u16, op, input, inout),
-        U32 => int_ops!(u32, op, input, inout),
-        U64 => int_ops!(u64, op, input, inout),
-        F32 => float_ops!(f32, op, input, inout),
-        F64 => float_ops!(f64, op, input, inout),
-        Bool => match op {
-            abi::MPI_LAND => fold!(u8, input, inout, |x, y| ((x != 0) && (y != 0)) as u8),
-            abi::MPI_LOR => fold!(u8, input, inout, |x, y| ((x != 0) || (y != 0)) as u8),
-            abi::MPI_LXOR => fold!(u8, input, inout, |x, y| ((x != 0) != (y != 0)) as u8),
-            _ => return Err(bad_op(op, "logical")),
-        },
-        Byte => match op {
-            abi::MPI_BAND => fold!(u8, input, inout, |x, y| x & y),
-            abi::MPI_BOR => fold!(u8, input, inout, |x, y| x | y),
-            abi::MPI_BXOR => fold!(u8, input, inout, |x, y| x ^ y),
-            _ => return Err(bad_op(op, "byte")),
-        },
-        Opaque => return Err(bad_op(op, "this")),
-    }
+    check(op, elem)?(input, inout);
     Ok(())
+}
+
+/// `MPI_User_function`: `(invec, inoutvec, len, datatype)`.
+pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
+
+/// An operation made by `MPI_Op_create` (MPI-4.0 §6.9.5).
+#[derive(Clone, Copy, Debug)]
+pub struct UserOp {
+    pub f: UserFn,
+    pub commute: bool,
+}
+
+/// An operation bound to the datatype it reduces: what a collective
+/// carries from its start to its last step.
+#[derive(Clone, Debug)]
+pub enum Reduction {
+    Predefined(Kernel),
+    User {
+        op: UserOp,
+        /// The handle the application passed, given back to its function.
+        handle: MPI_Datatype,
+        dt: Arc<Datatype>,
+    },
+}
+
+impl Reduction {
+    /// Predefined `op` on datatype `dt` (element-wise on its basic
+    /// elements, which must all be of one kind).
+    pub fn predefined(op: MPI_Op, dt: &Datatype) -> MpiResult<Self> {
+        let elem = dt.elem.ok_or_else(|| {
+            bad_op(
+                op,
+                "cannot reduce a datatype that mixes basic types (MPI-4.0 §6.9.2)",
+            )
+        })?;
+        check(op, elem).map(Reduction::Predefined)
+    }
+
+    /// Whether operands may be swapped (every predefined operation).
+    pub fn commutative(&self) -> bool {
+        match self {
+            Reduction::Predefined(_) => true,
+            Reduction::User { op, .. } => op.commute,
+        }
+    }
+
+    /// `inout = input op inout` on packed data.
+    pub fn apply(&self, input: &[u8], inout: &mut [u8]) {
+        match self {
+            Reduction::Predefined(k) => k(input, inout),
+            Reduction::User { op, handle, dt } => {
+                debug_assert_eq!(input.len(), inout.len());
+                if dt.size == 0 || inout.is_empty() {
+                    return;
+                }
+                let count = inout.len() / dt.size;
+                if dt.is_contiguous() {
+                    // SAFETY: both slices hold `count` packed elements,
+                    // which for a contiguous type is its memory layout;
+                    // the function reads `invec` only (MPI-4.0 §6.9.5).
+                    unsafe {
+                        call_user(
+                            op.f,
+                            input.as_ptr().cast_mut(),
+                            inout.as_mut_ptr(),
+                            count,
+                            *handle,
+                        )
+                    };
+                } else {
+                    user_strided(op.f, *handle, dt, count, input, inout);
+                }
+            }
+        }
+    }
+}
+
+/// Call `f` on `count` elements.
+///
+/// # Safety
+/// `invec` and `inoutvec` address `count` elements of the datatype
+/// `handle` names, in its memory layout.
+unsafe fn call_user(
+    f: UserFn,
+    invec: *mut u8,
+    inoutvec: *mut u8,
+    count: usize,
+    handle: MPI_Datatype,
+) {
+    let mut len = count as c_int;
+    let mut dt = handle;
+    // SAFETY: forwarded from the caller; `len` and `dt` are live locals.
+    unsafe { f(invec.cast(), inoutvec.cast(), &mut len, &mut dt) };
+}
+
+/// A user function on non-contiguous data: unpack both operands into the
+/// datatype's layout, call, pack the result back.
+fn user_strided(
+    f: UserFn,
+    handle: MPI_Datatype,
+    dt: &Datatype,
+    count: usize,
+    input: &[u8],
+    inout: &mut [u8],
+) {
+    // The bytes `count` elements touch, relative to the buffer address.
+    let lo_blk = dt.blocks.iter().map(|b| b.0).min().unwrap_or(0);
+    let hi_blk = dt
+        .blocks
+        .iter()
+        .map(|b| b.0 + b.1 as isize)
+        .max()
+        .unwrap_or(0);
+    let last = (count as isize - 1) * dt.extent;
+    let lo = lo_blk + last.min(0);
+    let hi = hi_blk + last.max(0);
+    let span = (hi - lo) as usize;
+    let mut a = vec![0u8; span];
+    let mut b = vec![0u8; span];
+    // Buffer addresses such that `addr + lo` is the scratch's start.
+    let (pa, pb) = (
+        a.as_mut_ptr().wrapping_offset(-lo),
+        b.as_mut_ptr().wrapping_offset(-lo),
+    );
+    // SAFETY: every block of every element lies in `lo..hi` from `pa` /
+    // `pb`, that is inside the scratch vectors.
+    unsafe {
+        dt.unpack(input, count, pa);
+        dt.unpack(inout, count, pb);
+        call_user(f, pa, pb, count, handle);
+        dt.pack(pb, count, inout);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ints(v: &[i32]) -> Vec<u8> {
-        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    fn bytes<T: Num>(v: &[T]) -> Vec<u8> {
+        let mut out = vec![0u8; v.len() * T::N];
+        for (x, c) in v.iter().zip(out.chunks_exact_mut(T::N)) {
+            x.put(c);
+        }
+        out
+    }
+
+    fn run<T: Num>(op: MPI_Op, elem: Elem, a: &[T], b: &[T]) -> Vec<u8> {
+        let mut acc = bytes(b);
+        apply(op, elem, &bytes(a), &mut acc).unwrap();
+        acc
     }
 
     #[test]
-    fn sizes_come_from_the_handles() {
+    fn sizes_and_layouts_come_from_the_handles() {
         assert_eq!(predefined(abi::MPI_DOUBLE).unwrap(), (8, Elem::F64));
         assert_eq!(predefined(abi::MPI_SHORT).unwrap(), (2, Elem::I16));
-        assert_eq!(predefined(abi::MPI_DOUBLE_INT).unwrap().0, 16);
+        assert_eq!(
+            predefined(abi::MPI_LONG_DOUBLE).unwrap(),
+            (16, Elem::LongDouble)
+        );
+        assert_eq!(predefined(C_DOUBLE_COMPLEX).unwrap(), (16, Elem::C64));
+        let pair = |h| match predefined(h).unwrap() {
+            (size, Elem::Pair(p)) => (size, p.index_offset(), p.extent()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(pair(abi::MPI_DOUBLE_INT), (12, 8, 16));
+        assert_eq!(pair(abi::MPI_SHORT_INT), (6, 4, 8));
+        assert_eq!(pair(abi::MPI_LONG_DOUBLE_INT), (20, 16, 32));
+        assert_eq!(pair(abi::MPI_2INT), (8, 4, 8));
+        assert_eq!(pair(abi::MPI_FLOAT_INT), (8, 4, 8));
+        assert_eq!(pair(abi::MPI_LONG_INT), (12, 8, 16));
         assert_eq!(
             predefined(abi::MPI_DATATYPE_NULL).unwrap_err().class,
             abi::MPI_ERR_TYPE
@@ -176,31 +654,281 @@ mod tests {
 
     #[test]
     fn integer_operations() {
-        let mut acc = ints(&[1, 5, -3]);
-        apply(abi::MPI_SUM, Elem::I32, &ints(&[2, 2, 2]), &mut acc).unwrap();
-        assert_eq!(acc, ints(&[3, 7, -1]));
-        apply(abi::MPI_MAX, Elem::I32, &ints(&[4, 0, 0]), &mut acc).unwrap();
-        assert_eq!(acc, ints(&[4, 7, 0]));
-        apply(abi::MPI_BXOR, Elem::I32, &ints(&[4, 7, 1]), &mut acc).unwrap();
-        assert_eq!(acc, ints(&[0, 0, 1]));
-        apply(abi::MPI_LOR, Elem::I32, &ints(&[0, 9, 0]), &mut acc).unwrap();
-        assert_eq!(acc, ints(&[0, 1, 1]));
+        let i = Elem::I32;
+        assert_eq!(
+            run(abi::MPI_SUM, i, &[2, 2, 2], &[1, 5, -3]),
+            bytes(&[3, 7, -1])
+        );
+        assert_eq!(
+            run(abi::MPI_PROD, i, &[2, -2, i32::MAX], &[3, 5, 2]),
+            bytes(&[6, -10, -2])
+        );
+        assert_eq!(
+            run(abi::MPI_MAX, i, &[4, 0, 0], &[3, 7, -1]),
+            bytes(&[4, 7, 0])
+        );
+        assert_eq!(
+            run(abi::MPI_MIN, i, &[4, 0, 0], &[3, 7, -1]),
+            bytes(&[3, 0, -1])
+        );
+        assert_eq!(run(abi::MPI_BAND, i, &[6, 3], &[3, 5]), bytes(&[2, 1]));
+        assert_eq!(run(abi::MPI_BOR, i, &[6, 3], &[3, 5]), bytes(&[7, 7]));
+        assert_eq!(run(abi::MPI_BXOR, i, &[6, 3], &[3, 5]), bytes(&[5, 6]));
+        assert_eq!(
+            run(abi::MPI_LAND, i, &[0, 9, 2], &[1, 0, 5]),
+            bytes(&[0, 0, 1])
+        );
+        assert_eq!(
+            run(abi::MPI_LOR, i, &[0, 9, 0], &[1, 0, 0]),
+            bytes(&[1, 1, 0])
+        );
+        assert_eq!(
+            run(abi::MPI_LXOR, i, &[0, 9, 2], &[1, 0, 5]),
+            bytes(&[1, 1, 0])
+        );
+        assert_eq!(run(abi::MPI_MAX, Elem::U8, &[200u8], &[100u8]), vec![200]);
+        assert_eq!(
+            run(abi::MPI_MIN, Elem::I8, &[-100i8], &[100i8]),
+            bytes(&[-100i8])
+        );
+        assert_eq!(
+            run(abi::MPI_SUM, Elem::U64, &[u64::MAX], &[2u64]),
+            bytes(&[1u64])
+        );
+        assert_eq!(
+            run(abi::MPI_MAX, Elem::I16, &[-1i16], &[-2i16]),
+            bytes(&[-1i16])
+        );
+    }
+
+    #[test]
+    fn floating_point_and_complex_operations() {
+        assert_eq!(
+            run(abi::MPI_SUM, Elem::F64, &[0.5, 1.0], &[0.25, -1.0]),
+            bytes(&[0.75, 0.0])
+        );
+        assert_eq!(
+            run(abi::MPI_PROD, Elem::F32, &[3.0f32], &[-2.0f32]),
+            bytes(&[-6.0f32])
+        );
+        assert_eq!(
+            run(abi::MPI_MIN, Elem::F64, &[1.5], &[-2.5]),
+            bytes(&[-2.5])
+        );
+        assert_eq!(
+            run(abi::MPI_MAX, Elem::F32, &[1.5f32], &[-2.5f32]),
+            bytes(&[1.5f32])
+        );
+        // (1 + 2i)(3 + 4i) = -5 + 10i
+        let z = run(abi::MPI_PROD, Elem::C64, &[(1.0, 2.0)], &[(3.0, 4.0)]);
+        assert_eq!(z, bytes(&[(-5.0, 10.0)]));
+        let z = run(abi::MPI_SUM, Elem::C32, &[(1.0f32, 2.0f32)], &[(3.0, 4.0)]);
+        assert_eq!(z, bytes(&[(4.0f32, 6.0f32)]));
+        assert!(check(abi::MPI_MAX, Elem::C64).is_err());
+    }
+
+    /// x87 extended values: 1.0 is mantissa 1<<63, exponent 16383.
+    fn f80(mantissa: u64, exp: u16, neg: bool) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&mantissa.to_le_bytes());
+        b[8..10].copy_from_slice(&(exp | (neg as u16) << 15).to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn long_double_operations() {
+        let one = f80(1 << 63, 16383, false);
+        let two = f80(1 << 63, 16384, false);
+        let three = f80(3 << 62, 16384, false);
+        let minus_two = f80(1 << 63, 16384, true);
+        let mut acc = one;
+        apply(abi::MPI_MAX, Elem::LongDouble, &minus_two, &mut acc).unwrap();
+        assert_eq!(acc, one);
+        apply(abi::MPI_MIN, Elem::LongDouble, &minus_two, &mut acc).unwrap();
+        assert_eq!(acc, minus_two);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut acc = one;
+            apply(abi::MPI_SUM, Elem::LongDouble, &two, &mut acc).unwrap();
+            assert_eq!(acc[..10], three[..10]);
+            apply(abi::MPI_PROD, Elem::LongDouble, &minus_two, &mut acc).unwrap();
+            assert_eq!(acc[..10], f80(3 << 62, 16385, true)[..10]);
+        }
+    }
+
+    #[test]
+    fn logical_and_byte_operations() {
+        assert_eq!(
+            run(abi::MPI_LAND, Elem::Bool, &[1u8, 1], &[0u8, 1]),
+            vec![0, 1]
+        );
+        assert_eq!(
+            run(abi::MPI_LXOR, Elem::Bool, &[1u8, 1], &[0u8, 1]),
+            vec![1, 0]
+        );
+        assert_eq!(
+            run(abi::MPI_BOR, Elem::Byte, &[0xf0u8], &[0x0fu8]),
+            vec![0xff]
+        );
+        assert!(check(abi::MPI_SUM, Elem::Bool).is_err());
+        assert!(check(abi::MPI_LAND, Elem::Byte).is_err());
+        assert_eq!(
+            run(abi::MPI_LOR, Elem::Logical, &[0, 7], &[0, 0]),
+            bytes(&[0, 1])
+        );
+        assert!(check(abi::MPI_SUM, Elem::Logical).is_err());
+        // Fortran's types reduce like their C counterparts.
+        assert_eq!(predefined(INTEGER).unwrap(), (4, Elem::I32));
+        assert_eq!(predefined(DOUBLE_PRECISION).unwrap(), (8, Elem::F64));
+        assert_eq!(predefined(DOUBLE_COMPLEX).unwrap(), (16, Elem::C64));
+        assert_eq!(predefined(REAL16).unwrap(), (16, Elem::Opaque));
+    }
+
+    fn pair(p: Pair, value: &[u8], index: i32) -> Vec<u8> {
+        let mut v = value.to_vec();
+        v.resize(p.value_size(), 0);
+        v.extend_from_slice(&index.to_ne_bytes());
+        v
+    }
+
+    #[test]
+    fn minloc_and_maxloc_prefer_the_lower_index_on_ties() {
+        let p = Pair::DoubleInt;
+        let e = Elem::Pair(p);
+        let d = |x: f64| x.to_ne_bytes();
+        let mut acc = pair(p, &d(2.0), 5);
+        apply(abi::MPI_MINLOC, e, &pair(p, &d(2.0), 3), &mut acc).unwrap();
+        assert_eq!(acc, pair(p, &d(2.0), 3));
+        apply(abi::MPI_MINLOC, e, &pair(p, &d(2.0), 4), &mut acc).unwrap();
+        assert_eq!(acc, pair(p, &d(2.0), 3));
+        apply(abi::MPI_MINLOC, e, &pair(p, &d(1.0), 9), &mut acc).unwrap();
+        assert_eq!(acc, pair(p, &d(1.0), 9));
+        apply(abi::MPI_MAXLOC, e, &pair(p, &d(7.0), 8), &mut acc).unwrap();
+        assert_eq!(acc, pair(p, &d(7.0), 8));
+        apply(abi::MPI_MAXLOC, e, &pair(p, &d(-7.0), 0), &mut acc).unwrap();
+        assert_eq!(acc, pair(p, &d(7.0), 8));
+        // Every pair kind, by its value type.
+        let cases: [(Pair, Vec<u8>, Vec<u8>); 6] = [
+            (
+                Pair::FloatInt,
+                1f32.to_ne_bytes().to_vec(),
+                2f32.to_ne_bytes().to_vec(),
+            ),
+            (Pair::DoubleInt, d(1.0).to_vec(), d(2.0).to_vec()),
+            (
+                Pair::LongInt,
+                (-5i64).to_ne_bytes().to_vec(),
+                3i64.to_ne_bytes().to_vec(),
+            ),
+            (
+                Pair::TwoInt,
+                1i32.to_ne_bytes().to_vec(),
+                2i32.to_ne_bytes().to_vec(),
+            ),
+            (
+                Pair::ShortInt,
+                (-1i16).to_ne_bytes().to_vec(),
+                1i16.to_ne_bytes().to_vec(),
+            ),
+            (
+                Pair::LongDoubleInt,
+                f80(1 << 63, 1, false).to_vec(),
+                f80(1 << 63, 2, false).to_vec(),
+            ),
+        ];
+        for (p, small, big) in cases {
+            let e = Elem::Pair(p);
+            let mut acc = pair(p, &big, 1);
+            apply(abi::MPI_MINLOC, e, &pair(p, &small, 2), &mut acc).unwrap();
+            assert_eq!(acc, pair(p, &small, 2), "{p:?}");
+            apply(abi::MPI_MAXLOC, e, &pair(p, &big, 0), &mut acc).unwrap();
+            assert_eq!(acc, pair(p, &big, 0), "{p:?}");
+            apply(abi::MPI_MAXLOC, e, &pair(p, &big, 4), &mut acc).unwrap();
+            assert_eq!(acc, pair(p, &big, 0), "{p:?}");
+            assert!(check(abi::MPI_SUM, e).is_err());
+        }
     }
 
     #[test]
     fn operations_outside_their_domain_are_err_op() {
-        assert_eq!(
-            check(abi::MPI_BAND, Elem::F64).unwrap_err().class,
-            abi::MPI_ERR_OP
-        );
-        assert_eq!(
-            check(abi::MPI_SUM, Elem::Bool).unwrap_err().class,
-            abi::MPI_ERR_OP
-        );
-        assert_eq!(
-            check(abi::MPI_OP_NULL, Elem::I32).unwrap_err().class,
-            abi::MPI_ERR_OP
-        );
+        for (op, elem) in [
+            (abi::MPI_BAND, Elem::F64),
+            (abi::MPI_SUM, Elem::Bool),
+            (abi::MPI_OP_NULL, Elem::I32),
+            (abi::MPI_REPLACE, Elem::I32),
+            (abi::MPI_NO_OP, Elem::I32),
+            (abi::MPI_MINLOC, Elem::I32),
+            (abi::MPI_SUM, Elem::Opaque),
+            (abi::MPI_LAND, Elem::LongDouble),
+        ] {
+            assert_eq!(
+                check(op, elem).unwrap_err().class,
+                abi::MPI_ERR_OP,
+                "{op:#x} {elem:?}"
+            );
+        }
         assert!(check(abi::MPI_PROD, Elem::F32).is_ok());
+        let mixed = Datatype {
+            elem: None,
+            ..Datatype::basic(12, Elem::I32)
+        };
+        assert!(Reduction::predefined(abi::MPI_SUM, &mixed).is_err());
+    }
+
+    /// A non-commutative user function: `inout = in * 10 + inout`. The
+    /// handle tells the layout: `MPI_INT`, or (standing for a strided
+    /// type) `MPI_BYTE`, one int out of every two.
+    unsafe extern "C" fn concat(
+        a: *mut c_void,
+        b: *mut c_void,
+        len: *mut c_int,
+        dt: *mut MPI_Datatype,
+    ) {
+        // SAFETY: called by `Reduction::apply` with `len` elements of the
+        // layout the handle stands for.
+        unsafe {
+            let stride = match *dt {
+                abi::MPI_INT => 1,
+                abi::MPI_BYTE => 2,
+                h => panic!("unexpected handle {h:#x}"),
+            };
+            for i in 0..*len as usize {
+                let (x, y) = (
+                    a.cast::<i32>().add(stride * i),
+                    b.cast::<i32>().add(stride * i),
+                );
+                *y += *x * 10;
+            }
+        }
+    }
+
+    #[test]
+    fn user_functions_see_the_datatype_handle_and_layout() {
+        let op = UserOp {
+            f: concat,
+            commute: false,
+        };
+        let dt = Arc::new(Datatype::basic(4, Elem::I32));
+        let r = Reduction::User {
+            op,
+            handle: abi::MPI_INT,
+            dt,
+        };
+        assert!(!r.commutative());
+        let mut acc = bytes(&[2, 3]);
+        r.apply(&bytes(&[1, 4]), &mut acc);
+        assert_eq!(acc, bytes(&[12, 43]));
+        // Strided: one int out of every two (extent 8); packed data.
+        let mut strided = Datatype::basic(4, Elem::I32);
+        strided.extent = 8;
+        let strided = Arc::new(strided);
+        let r = Reduction::User {
+            op,
+            handle: abi::MPI_BYTE,
+            dt: strided,
+        };
+        let mut acc = bytes(&[5, 6, 7]);
+        r.apply(&bytes(&[1, 2, 3]), &mut acc);
+        assert_eq!(acc, bytes(&[15, 26, 37]));
     }
 }

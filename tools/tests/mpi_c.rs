@@ -27,6 +27,7 @@ const PROGRAMS: &[&str] = &[
     "datatypes",
     "comms",
     "topo",
+    "colls",
 ];
 
 fn prefix() -> PathBuf {

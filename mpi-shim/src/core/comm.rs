@@ -52,6 +52,9 @@ pub struct Comm {
     /// Cached attributes, in the order they were first set.
     pub attrs: Vec<Attr>,
     pub topo: Option<Topology>,
+    /// Collective calls made on this communicator so far: every member
+    /// numbers them alike (the engine tag of a collective carries it).
+    pub coll_seq: u32,
 }
 
 impl Comm {
@@ -72,6 +75,7 @@ impl Comm {
             info: Info::default(),
             attrs: Vec::new(),
             topo: None,
+            coll_seq: 0,
         }
     }
 

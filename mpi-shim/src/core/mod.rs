@@ -154,6 +154,8 @@ pub enum Req {
     Persistent(request::Persistent),
     /// A generalized request (MPI-4.0 §13.2).
     Generalized(request::Generalized),
+    /// A nonblocking collective: its schedule (see `crate::coll`).
+    Coll(Box<crate::coll::Schedule>),
 }
 
 /// The packed copy of a non-contiguous message.
@@ -193,6 +195,11 @@ pub struct Runtime {
     pub bsend: Option<request::Attached>,
     /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
     pub groups: table::Table<group::Group>,
+    /// Operations made by `MPI_Op_create`.
+    pub ops: table::Table<crate::ops::UserOp>,
+    /// Request slots that may hold a nonblocking collective (see
+    /// `progress_colls`).
+    coll_slots: Vec<usize>,
     /// Derived datatypes the application holds; slots below
     /// [`FIRST_DERIVED_TYPE`] are never used, so that an entry layer can
     /// give its predefined types handles of those indices.
@@ -241,6 +248,8 @@ impl Runtime {
             detached: Vec::new(),
             messages: table::Table::new(0),
             bsend: None,
+            ops: table::Table::new(0),
+            coll_slots: Vec::new(),
             groups: {
                 let mut g = table::Table::new(1);
                 g.set(0, group::Group::default());
@@ -338,6 +347,8 @@ impl Runtime {
     /// An inactive persistent request counts as complete.
     pub fn req_done(&mut self, i: usize) -> MpiResult<bool> {
         self.ep.progress();
+        // Collectives progress whatever request is tested (MPI-4.0 §6.12).
+        self.progress_colls();
         match self.reqs.get(i).and_then(Option::as_ref) {
             Some(r) => Ok(is_ready(&self.ep, r)),
             None => Err(invalid_request()),
@@ -369,6 +380,7 @@ impl Runtime {
         match r {
             Req::Done(st) => done_result(st),
             Req::Engine { req, comm, staged } => self.finish_engine(req, comm, staged),
+            Req::Coll(s) => self.wait_coll(s),
             Req::Persistent(_) | Req::Generalized(_) => Err(MpiError::new(
                 abi::MPI_ERR_INTERN,
                 format!("a request finished out of its slot: {r:?}"),
@@ -383,7 +395,8 @@ impl Runtime {
         comm: usize,
         staged: Option<Staged>,
     ) -> MpiResult<abi::MPI_Status> {
-        let res = self.ep.wait(req);
+        // Progresses collectives too (see `wait_engine`).
+        let res = self.wait_engine(req);
         if let (Ok(done), Some(Staged::Recv(u))) = (&res, &staged) {
             // SAFETY: the receive's elements stay valid until its
             // request completes (MPI contract); this is completion.
@@ -486,6 +499,11 @@ impl Runtime {
                 (Req::Generalized(g), Some(st))
             }
             Req::Generalized(_) => (r, None),
+            Req::Coll(ref s) if !s.is_done() => (r, None),
+            Req::Coll(s) => {
+                let st = self.wait_coll(s).unwrap_or_else(|e| error_status(e.class));
+                (Req::Done(st), Some(st))
+            }
         }
     }
 
@@ -521,6 +539,10 @@ impl Runtime {
                 Ok(())
             }
             Some(Req::Done(_)) => Ok(()),
+            Some(Req::Coll(_)) => Err(MpiError::new(
+                abi::MPI_ERR_REQUEST,
+                "a nonblocking collective cannot be cancelled (MPI-4.0 §6.12)",
+            )),
             Some(Req::Persistent(p)) => match p.active.as_deref() {
                 Some(Req::Engine { req, .. }) => {
                     ep.cancel(req);
@@ -646,6 +668,97 @@ impl Runtime {
     }
 }
 
+// ---------------------------------------------------------------------
+// Nonblocking collectives (MPI-4.0 §6.12): requests holding a schedule.
+
+impl Runtime {
+    /// Advance every outstanding collective schedule (MPI-4.0 §6.12: a
+    /// collective makes progress whenever any request is waited for or
+    /// tested, whichever order they are completed in). Returns whether
+    /// anything happened and whether any collective is outstanding.
+    pub fn progress_colls(&mut self) -> (bool, bool) {
+        let reqs = &self.reqs;
+        self.coll_slots
+            .retain(|&i| matches!(reqs.get(i), Some(Some(Req::Coll(_)))));
+        let mut did = false;
+        for &i in &self.coll_slots {
+            if let Some(Some(Req::Coll(s))) = self.reqs.get_mut(i) {
+                did |= s.advance(&mut self.ep);
+            }
+        }
+        (did, !self.coll_slots.is_empty())
+    }
+
+    /// Store a started nonblocking collective as a request.
+    pub fn add_coll(&mut self, s: Box<crate::coll::Schedule>) -> usize {
+        let i = self.add_req(Req::Coll(s));
+        if !self.coll_slots.contains(&i) {
+            self.coll_slots.push(i);
+        }
+        i
+    }
+
+    /// Wait for engine request `req`, progressing the outstanding
+    /// collectives meanwhile: another process may need this one's next
+    /// round of a collective before it sends what `req` waits for.
+    fn wait_engine(
+        &mut self,
+        req: shm_engine::Request,
+    ) -> Result<shm_engine::Completion, shm_engine::Error> {
+        let mut idle = 0u32;
+        loop {
+            let (did, any) = self.progress_colls();
+            if !any || self.ep.test(&req) {
+                return self.ep.wait(req);
+            }
+            if did {
+                idle = 0;
+            } else {
+                idle += 1;
+                backoff(idle);
+            }
+        }
+    }
+
+    /// Run schedule `s` to its end, progressing the other outstanding
+    /// collectives meanwhile (another process may wait for them first).
+    pub fn wait_coll(&mut self, mut s: Box<crate::coll::Schedule>) -> MpiResult<abi::MPI_Status> {
+        let mut idle = 0u32;
+        loop {
+            let mine = s.advance(&mut self.ep);
+            if s.is_done() {
+                break;
+            }
+            let (others, any) = self.progress_colls();
+            if !any {
+                // Nothing else to progress: sleep in the engine.
+                s.block(&mut self.ep);
+            } else if mine || others || self.ep.progress() {
+                idle = 0;
+            } else {
+                idle += 1;
+                backoff(idle);
+            }
+        }
+        let comm = s.comm;
+        s.result()
+            .map(|()| abi::MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0))
+            .map_err(|e| e.on(comm))
+    }
+}
+
+/// Waiting with several schedules to progress: spin, then yield the core,
+/// then nap briefly (oversubscribed jobs share cores).
+fn backoff(idle: u32) {
+    if idle < 64 {
+        std::hint::spin_loop();
+    } else if idle < 4096 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+}
+
 fn invalid_request() -> MpiError {
     MpiError::new(abi::MPI_ERR_REQUEST, "invalid request")
 }
@@ -657,6 +770,7 @@ fn is_ready(ep: &Endpoint, r: &Req) -> bool {
         Req::Engine { req, .. } => ep.is_complete(req),
         Req::Persistent(p) => p.active.as_deref().is_none_or(|a| is_ready(ep, a)),
         Req::Generalized(g) => g.complete,
+        Req::Coll(s) => s.is_done(),
     }
 }
 

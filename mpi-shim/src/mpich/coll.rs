@@ -1,81 +1,344 @@
-//! Collective operations.
+//! Collective operations (MPI-4.0 chapter 6), blocking and nonblocking,
+//! and reduction operations (§6.9).
+//!
+//! Each collective has one function here that checks its arguments,
+//! packs what this process contributes, and compiles the schedule
+//! (`crate::coll`); `MPI_X` runs the schedule to its end, `MPI_IX`
+//! returns it as a request. Arguments are checked before the schedule
+//! takes the communicator's next collective number, so a call that fails
+//! its checks does not count.
+//!
+//! # Safety
+//! Every `unsafe fn` here takes the application's pointers as the
+//! standard describes them (a buffer holds its `count` elements, an array
+//! has an entry per rank, an output pointer is writable) and needs exactly
+//! that; nonblocking forms also need the buffers left alone until the
+//! request completes (MPI-4.0 §6.12).
 
-#![allow(non_snake_case, clippy::missing_safety_doc)]
+// MPI's collective signatures are long; the schedule compilers mirror them.
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 use super::*;
+use crate::coll::{Builder, Schedule, Sink, algo};
+use crate::ops::{Reduction, UserFn, UserOp};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Barrier(MPI_Comm comm)",
+    "int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)",
     "int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)",
+    "int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)",
+    "int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)",
+    "int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)",
+    "int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)",
+    "int MPI_Op_free(MPI_Op *op)",
+    "int MPI_Op_commutative(MPI_Op op, int *commute)",
 ];
 
 // ---------------------------------------------------------------------
-// Collectives.
+// Shared by every collective.
 
-#[unsafe(no_mangle)]
-pub extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    call("MPI_Barrier", comm, |rt| {
-        crate::coll::barrier(rt, comm_slot(comm)?)
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Bcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
+/// Run a blocking collective: compile it, then run its schedule.
+fn blocking(
+    name: &str,
     comm: MPI_Comm,
+    build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
 ) -> c_int {
-    call("MPI_Bcast", comm, |rt| {
-        let slot = comm_slot(comm)?;
-        let root = check_root(rt.comm(slot)?, root)?;
-        // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, buffer, count, datatype)? };
-        // SAFETY: the buffer is readable and writable (MPI contract).
-        let mut data = unsafe { ub.data() }.into_owned();
-        crate::coll::bcast(rt, slot, &mut data, root)?;
-        // SAFETY: as above.
-        unsafe { ub.unpack(&data) };
-        Ok(())
+    call(name, comm, |rt| {
+        let s = build(rt)?;
+        crate::coll::run(rt, s)
     })
 }
 
-/// Checked arguments of a reduction, and the accumulator initialised from
-/// the send buffer (or from the receive buffer with `MPI_IN_PLACE`).
-unsafe fn reduce_args(
+/// Start a nonblocking collective: compile it, start it, and hand its
+/// request to the application.
+unsafe fn nonblocking(
+    name: &str,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
+) -> c_int {
+    call(name, comm, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
+        let mut s = build(rt)?;
+        s.advance(&mut rt.ep);
+        let i = rt.add_coll(Box::new(s));
+        // SAFETY: non-null output argument.
+        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    })
+}
+
+/// Define `MPI_X` and `MPI_IX` from one schedule compiler taking the
+/// listed arguments and the communicator.
+macro_rules! collective {
+    ($blocking:ident, $nonblocking:ident, $build:ident ($($arg:ident: $ty:ty),*)) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
+            // SAFETY: the caller's buffers and arrays, as the standard
+            // describes them, forwarded.
+            blocking(stringify!($blocking), comm, |rt| unsafe { $build(rt, $($arg,)* comm) })
+        }
+
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $nonblocking(
+            $($arg: $ty,)*
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            // SAFETY: as above; the application leaves the buffers alone
+            // until the request completes (MPI-4.0 §6.12).
+            unsafe {
+                nonblocking(stringify!($nonblocking), comm, request, |rt| {
+                    $build(rt, $($arg,)* comm)
+                })
+            }
+        }
+    };
+}
+
+/// Communicator slot, this process's rank and the size.
+fn comm_info(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize, usize)> {
+    let slot = comm_slot(comm)?;
+    let c = rt.comm(slot)?;
+    Ok((slot, c.rank as usize, c.size() as usize))
+}
+
+/// The builder of the communicator's next collective.
+fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
+    Ok(Builder::new(rt.comm_mut(slot)?, slot))
+}
+
+/// `count` elements of `dt` at `buf` plus `displ` bytes, checked.
+unsafe fn block(
+    rt: &Runtime,
+    buf: *const c_void,
+    displ: isize,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> MpiResult<UserBuf> {
+    let at = buf.cast::<u8>().wrapping_offset(displ).cast::<c_void>();
+    // SAFETY: the caller's promise about the block.
+    unsafe { UserBuf::new(rt, at, count, dt) }
+}
+
+/// Blocks `counts[r]` elements of `dt` at `displs[r]` extents from `buf`,
+/// one per rank.
+unsafe fn blocks(
+    rt: &Runtime,
+    buf: *const c_void,
+    counts: &[c_int],
+    displs: &[isize],
+    dt: MPI_Datatype,
+) -> MpiResult<Vec<UserBuf>> {
+    let extent = super::datatype(rt, dt)?.extent;
+    counts
+        .iter()
+        .zip(displs)
+        // SAFETY: the caller's promise about the blocks.
+        .map(|(&c, &d)| unsafe { block(rt, buf, d.wrapping_mul(extent), c, dt) })
+        .collect()
+}
+
+/// The data of a send buffer, packed.
+unsafe fn packed(ub: &UserBuf) -> Vec<u8> {
+    // SAFETY: a send buffer is readable (MPI contract).
+    unsafe { ub.data() }.into_owned()
+}
+
+/// Where a receive buffer's data goes when the schedule ends.
+fn sink(ub: &UserBuf) -> Sink {
+    Sink {
+        dst: ub.ptr,
+        count: ub.count,
+        dt: ub.dt.clone(),
+    }
+}
+
+/// `n` ints from an argument array (`MPI_ERR_ARG` when null).
+unsafe fn ints(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<c_int>> {
+    if p.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, format!("null {what} array")));
+    }
+    // SAFETY: the array has one entry per rank (MPI contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+}
+
+/// `n` displacements from an argument array.
+unsafe fn displacements(p: *const c_int, n: usize) -> MpiResult<Vec<isize>> {
+    // SAFETY: forwarded from the caller.
+    let d = unsafe { ints(p, n, "displacement")? };
+    Ok(d.into_iter().map(|d| d as isize).collect())
+}
+
+/// `n` datatype handles from an argument array.
+unsafe fn types(p: *const MPI_Datatype, n: usize) -> MpiResult<Vec<MPI_Datatype>> {
+    if p.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null datatype array"));
+    }
+    // SAFETY: the array has one entry per rank (MPI contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+}
+
+fn in_place_error(what: &str) -> MpiError {
+    err(
+        abi::MPI_ERR_BUFFER,
+        format!("MPI_IN_PLACE is not valid {what}"),
+    )
+}
+
+/// `n` counts of `c`, displaced by `c` each (the regular collectives as
+/// their `v` forms).
+fn regular(c: c_int, n: usize) -> (Vec<c_int>, Vec<isize>) {
+    (
+        vec![c; n],
+        (0..n as isize).map(|r| r * c as isize).collect(),
+    )
+}
+
+// ---------------------------------------------------------------------
+// Reductions: operation handles.
+
+/// The operation `op` bound to datatype `handle`.
+fn reduction(rt: &Runtime, op: MPI_Op, handle: MPI_Datatype) -> MpiResult<Reduction> {
+    let dt = super::datatype(rt, handle)?;
+    match abi::direct_index(Kind::Op, op) {
+        Some(i) => {
+            let &op = rt
+                .ops
+                .get(i)
+                .ok_or_else(|| err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}")))?;
+            Ok(Reduction::User { op, handle, dt })
+        }
+        None => Reduction::predefined(op, &dt),
+    }
+}
+
+/// Checked operands of a reduction over `count` elements: the operation
+/// and this process's packed contribution (from `recvbuf` with
+/// `MPI_IN_PLACE`, where `in_place_ok`). `recvbuf` must not alias
+/// `sendbuf` where the receive buffer is significant (`receives`).
+unsafe fn reduction_input(
     rt: &Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
     op: MPI_Op,
+    in_place_ok: bool,
     receives: bool,
-) -> MpiResult<(Vec<u8>, ops::Elem)> {
-    let dt = super::datatype(rt, datatype)?;
-    let elem = dt.elem.unwrap_or(ops::Elem::Opaque);
-    ops::check(op, elem)?;
+) -> MpiResult<(Reduction, Vec<u8>)> {
+    let red = reduction(rt, op, datatype)?;
     let src = if abi::is_in_place(sendbuf) {
-        if !receives {
-            return Err(err(
-                abi::MPI_ERR_BUFFER,
-                "MPI_IN_PLACE is only valid at the root",
-            ));
+        if !in_place_ok {
+            return Err(in_place_error("here (MPI-4.0 §6.9.1)"));
         }
         recvbuf.cast_const()
     } else {
+        if receives && count > 0 && sendbuf == recvbuf.cast_const() {
+            return Err(err(
+                abi::MPI_ERR_BUFFER,
+                "send and receive buffers alias (use MPI_IN_PLACE)",
+            ));
+        }
         sendbuf
     };
-    // SAFETY: forwarded from the caller.
+    // SAFETY: `count` elements at the source (MPI contract).
     let ub = unsafe { UserBuf::new(rt, src, count, datatype)? };
-    // SAFETY: the buffer is readable (MPI contract).
-    Ok((unsafe { ub.data() }.into_owned(), elem))
+    // SAFETY: as above.
+    Ok((red, unsafe { packed(&ub) }))
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce(
+/// Size in bytes of one element of `datatype`.
+fn elem_size(rt: &Runtime, datatype: MPI_Datatype) -> MpiResult<usize> {
+    Ok(super::datatype(rt, datatype)?.size)
+}
+
+/// A count summed over ranks, as an `int` count.
+fn total(counts: &[c_int]) -> MpiResult<c_int> {
+    counts.iter().try_fold(0 as c_int, |acc, &c| {
+        if c < 0 {
+            return Err(err(abi::MPI_ERR_COUNT, format!("negative count {c}")));
+        }
+        acc.checked_add(c)
+            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "count overflows"))
+    })
+}
+
+// ---------------------------------------------------------------------
+// Schedule compilers, one per collective (MPI-4.0 §6.3-§6.11).
+
+/// MPI-4.0 §6.3.
+unsafe fn barrier(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Schedule> {
+    let slot = comm_slot(comm)?;
+    let mut b = builder(rt, slot)?;
+    algo::barrier(&mut b);
+    Ok(b.finish())
+}
+collective!(MPI_Barrier, MPI_Ibarrier, barrier());
+
+/// MPI-4.0 §6.4.
+unsafe fn bcast(
+    rt: &mut Runtime,
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, me, _) = comm_info(rt, comm)?;
+    let root = check_root(rt.comm(slot)?, root)?;
+    // SAFETY: forwarded from the caller.
+    let ub = unsafe { UserBuf::new(rt, buffer, count, datatype)? };
+    let data = if me == root {
+        // SAFETY: the root's buffer is readable.
+        unsafe { packed(&ub) }
+    } else {
+        vec![0; ub.len]
+    };
+    let mut b = builder(rt, slot)?;
+    let data = b.input(data);
+    algo::bcast(&mut b, data, root);
+    if me != root {
+        let k = b.sink(sink(&ub));
+        b.unpack(data, k);
+    }
+    Ok(b.finish())
+}
+collective!(MPI_Bcast, MPI_Ibcast, bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int));
+
+/// MPI-4.0 §6.9.1.
+unsafe fn reduce(
+    rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -83,42 +346,789 @@ pub unsafe extern "C" fn MPI_Reduce(
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Reduce", comm, |rt| {
-        let slot = comm_slot(comm)?;
-        let c = rt.comm(slot)?;
-        let root = check_root(c, root)?;
-        let at_root = c.rank as usize == root;
-        // SAFETY: forwarded from the caller.
-        let (mut acc, elem) =
-            unsafe { reduce_args(rt, sendbuf, recvbuf, count, datatype, op, at_root)? };
-        crate::coll::reduce(rt, slot, &mut acc, op, elem, root)?;
-        if at_root {
-            // SAFETY: the root's receive buffer holds `count` elements.
-            unsafe { UserBuf::new(rt, recvbuf, count, datatype)?.unpack(&acc) };
-        }
-        Ok(())
-    })
+) -> MpiResult<Schedule> {
+    let (slot, me, _) = comm_info(rt, comm)?;
+    let root = check_root(rt.comm(slot)?, root)?;
+    let at_root = me == root;
+    // SAFETY: forwarded from the caller.
+    let (red, input) =
+        unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, at_root, at_root)? };
+    let out = if at_root {
+        // SAFETY: the root's receive buffer holds `count` elements.
+        Some(sink(&unsafe {
+            UserBuf::new(rt, recvbuf, count, datatype)?
+        }))
+    } else {
+        None
+    };
+    let mut b = builder(rt, slot)?;
+    b.set_op(red);
+    let acc = b.input(input);
+    algo::reduce(&mut b, acc, root);
+    if let Some(k) = out {
+        let k = b.sink(k);
+        b.unpack(acc, k);
+    }
+    Ok(b.finish())
 }
+collective!(MPI_Reduce, MPI_Ireduce, reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int));
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Allreduce(
+/// MPI-4.0 §6.9.6.
+unsafe fn allreduce(
+    rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, _) = comm_info(rt, comm)?;
+    // SAFETY: forwarded from the caller.
+    let (red, input) =
+        unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, true, true)? };
+    // SAFETY: the receive buffer holds `count` elements.
+    let out = sink(&unsafe { UserBuf::new(rt, recvbuf, count, datatype)? });
+    let elem = elem_size(rt, datatype)?;
+    let mut b = builder(rt, slot)?;
+    b.set_op(red);
+    let acc = b.input(input);
+    algo::allreduce(&mut b, acc, elem);
+    let k = b.sink(out);
+    b.unpack(acc, k);
+    Ok(b.finish())
+}
+collective!(MPI_Allreduce, MPI_Iallreduce, allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op));
+
+/// Gather and gatherv (MPI-4.0 §6.5): `counts`/`displs` matter at the
+/// root only; `regular` (gather) blocks all have one size, which the
+/// binomial tree needs.
+unsafe fn gather_any(
+    rt: &mut Runtime,
+    slot: usize,
+    root: usize,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    displs: &[isize],
+    recvtype: MPI_Datatype,
+    regular: bool,
+) -> MpiResult<Schedule> {
+    let c = rt.comm(slot)?;
+    let me = c.rank as usize;
+    let in_place = abi::is_in_place(sendbuf);
+    if in_place && me != root {
+        return Err(in_place_error("at a process other than the root"));
+    }
+    let own = if in_place {
+        Vec::new()
+    } else {
+        // SAFETY: the send buffer holds `sendcount` elements.
+        unsafe { packed(&UserBuf::new(rt, sendbuf, sendcount, sendtype)?) }
+    };
+    let outs = if me == root {
+        // SAFETY: the root's receive blocks (MPI contract).
+        unsafe { blocks(rt, recvbuf, counts, displs, recvtype)? }
+    } else {
+        Vec::new()
+    };
+    let mut b = builder(rt, slot)?;
+    let blk = outs.first().map_or(own.len(), |u| u.len);
+    let own = b.input(own);
+    let parts = if regular {
+        algo::gather(&mut b, root, own, blk)
+    } else {
+        let all = b.buf(outs.iter().map(|u| u.len).sum());
+        let parts = all.split(outs.iter().map(|u| u.len));
+        algo::gatherv(&mut b, root, own, &parts);
+        parts
+    };
+    for (r, ub) in outs.iter().enumerate() {
+        if r == me && in_place {
+            continue;
+        }
+        let k = b.sink(sink(ub));
+        b.unpack(if r == me { own } else { parts[r] }, k);
+    }
+    Ok(b.finish())
+}
+
+unsafe fn gather(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, me, n) = comm_info(rt, comm)?;
+    let root = check_root(rt.comm(slot)?, root)?;
+    let (counts, displs) = if me == root {
+        regular(recvcount, n)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gather_any(
+            rt, slot, root, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype, true,
+        )
+    }
+}
+collective!(MPI_Gather, MPI_Igather, gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int));
+
+unsafe fn gatherv(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, me, n) = comm_info(rt, comm)?;
+    let root = check_root(rt.comm(slot)?, root)?;
+    let (counts, displs) = if me == root {
+        // SAFETY: the root's arrays have `n` entries.
+        unsafe { (ints(recvcounts, n, "count")?, displacements(displs, n)?) }
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gather_any(
+            rt, slot, root, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
+            false,
+        )
+    }
+}
+collective!(MPI_Gatherv, MPI_Igatherv, gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int));
+
+/// Scatter and scatterv (MPI-4.0 §6.6): `counts`/`displs` matter at the
+/// root only; `regular` as for [`gather_any`].
+unsafe fn scatter_any(
+    rt: &mut Runtime,
+    slot: usize,
+    root: usize,
+    sendbuf: *const c_void,
+    counts: &[c_int],
+    displs: &[isize],
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    regular: bool,
+) -> MpiResult<Schedule> {
+    let me = rt.comm(slot)?.rank as usize;
+    let in_place = abi::is_in_place(recvbuf);
+    if in_place && me != root {
+        return Err(in_place_error("at a process other than the root"));
+    }
+    let ins = if me == root {
+        // SAFETY: the root's send blocks (MPI contract).
+        unsafe { blocks(rt, sendbuf, counts, displs, sendtype)? }
+    } else {
+        Vec::new()
+    };
+    let out = if in_place {
+        None
+    } else {
+        // SAFETY: the receive buffer holds `recvcount` elements.
+        Some(unsafe { UserBuf::new(rt, recvbuf, recvcount, recvtype)? })
+    };
+    let mut data = Vec::with_capacity(ins.iter().map(|u| u.len).sum());
+    for (r, ub) in ins.iter().enumerate() {
+        if !(r == me && in_place) {
+            // SAFETY: the root's send blocks are readable.
+            data.extend_from_slice(&unsafe { ub.data() });
+        }
+    }
+    let mut b = builder(rt, slot)?;
+    let lens = ins
+        .iter()
+        .enumerate()
+        .map(|(r, u)| if r == me && in_place { 0 } else { u.len });
+    let all = b.input(data);
+    let parts = all.split(lens);
+    let own_len = out.as_ref().map_or(0, |u| u.len);
+    let own = if regular {
+        let blk = ins.iter().map(|u| u.len).max().unwrap_or(own_len);
+        algo::scatter(&mut b, root, &parts, blk)
+    } else {
+        let own = if me == root {
+            parts[me]
+        } else {
+            b.buf(own_len)
+        };
+        algo::scatterv(&mut b, root, own, &parts);
+        own
+    };
+    if let Some(ub) = out {
+        let k = b.sink(sink(&ub));
+        b.unpack(own, k);
+    }
+    Ok(b.finish())
+}
+
+unsafe fn scatter(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, me, n) = comm_info(rt, comm)?;
+    let root = check_root(rt.comm(slot)?, root)?;
+    let (counts, displs) = if me == root {
+        regular(sendcount, n)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        scatter_any(
+            rt, slot, root, sendbuf, &counts, &displs, sendtype, recvbuf, recvcount, recvtype, true,
+        )
+    }
+}
+collective!(MPI_Scatter, MPI_Iscatter, scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int));
+
+unsafe fn scatterv(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, me, n) = comm_info(rt, comm)?;
+    let root = check_root(rt.comm(slot)?, root)?;
+    let (counts, displs) = if me == root {
+        // SAFETY: the root's arrays have `n` entries.
+        unsafe { (ints(sendcounts, n, "count")?, displacements(displs, n)?) }
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        scatter_any(
+            rt, slot, root, sendbuf, &counts, &displs, sendtype, recvbuf, recvcount, recvtype,
+            false,
+        )
+    }
+}
+collective!(MPI_Scatterv, MPI_Iscatterv, scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int));
+
+/// Allgather and allgatherv (MPI-4.0 §6.7).
+unsafe fn allgather_any(
+    rt: &mut Runtime,
+    slot: usize,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    displs: &[isize],
+    recvtype: MPI_Datatype,
+) -> MpiResult<Schedule> {
+    let me = rt.comm(slot)?.rank as usize;
+    let in_place = abi::is_in_place(sendbuf);
+    // SAFETY: the receive blocks (MPI contract).
+    let outs = unsafe { blocks(rt, recvbuf, counts, displs, recvtype)? };
+    let mut own = if in_place {
+        // SAFETY: this process's block of the receive buffer is readable.
+        unsafe { packed(&outs[me]) }
+    } else {
+        // SAFETY: the send buffer holds `sendcount` elements.
+        unsafe { packed(&UserBuf::new(rt, sendbuf, sendcount, sendtype)?) }
+    };
+    if own.len() > outs[me].len {
+        return Err(err(
+            abi::MPI_ERR_TRUNCATE,
+            "the send data is longer than this process's receive block",
+        ));
+    }
+    own.resize(outs[me].len, 0);
+    let mut b = builder(rt, slot)?;
+    let all = b.buf(outs.iter().map(|u| u.len).sum());
+    let parts = all.split(outs.iter().map(|u| u.len));
+    let mine = b.input(own);
+    b.copy(mine, parts[me]);
+    algo::allgatherv(&mut b, &parts);
+    for (r, ub) in outs.iter().enumerate() {
+        if !(r == me && in_place) {
+            let k = b.sink(sink(ub));
+            b.unpack(parts[r], k);
+        }
+    }
+    Ok(b.finish())
+}
+
+unsafe fn allgather(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, n) = comm_info(rt, comm)?;
+    let (counts, displs) = regular(recvcount, n);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        allgather_any(
+            rt, slot, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
+        )
+    }
+}
+collective!(MPI_Allgather, MPI_Iallgather, allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype));
+
+unsafe fn allgatherv(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, n) = comm_info(rt, comm)?;
+    // SAFETY: the arrays have `n` entries.
+    let (counts, displs) = unsafe { (ints(recvcounts, n, "count")?, displacements(displs, n)?) };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        allgather_any(
+            rt, slot, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
+        )
+    }
+}
+collective!(MPI_Allgatherv, MPI_Iallgatherv, allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype));
+
+/// The send or receive side of an all-to-all: one block per rank.
+struct Side {
+    buf: *const c_void,
+    counts: Vec<c_int>,
+    /// Byte displacements.
+    displs: Vec<isize>,
+    types: Vec<MPI_Datatype>,
+}
+
+impl Side {
+    /// A side whose displacements count extents of one datatype.
+    fn typed(
+        rt: &Runtime,
+        buf: *const c_void,
+        counts: Vec<c_int>,
+        displs: &[isize],
+        dt: MPI_Datatype,
+    ) -> MpiResult<Self> {
+        let extent = super::datatype(rt, dt)?.extent;
+        Ok(Self {
+            buf,
+            types: vec![dt; counts.len()],
+            displs: displs.iter().map(|&d| d.wrapping_mul(extent)).collect(),
+            counts,
+        })
+    }
+
+    /// # Safety
+    /// The blocks lie in the application's buffer (MPI contract).
+    unsafe fn blocks(&self, rt: &Runtime) -> MpiResult<Vec<UserBuf>> {
+        (0..self.counts.len())
+            .map(|r| {
+                // SAFETY: forwarded from the caller.
+                unsafe { block(rt, self.buf, self.displs[r], self.counts[r], self.types[r]) }
+            })
+            .collect()
+    }
+}
+
+/// Alltoall, alltoallv, alltoallw (MPI-4.0 §6.8); `send` is `None` for
+/// `MPI_IN_PLACE` (the data goes out of the receive blocks).
+unsafe fn alltoall_any(
+    rt: &mut Runtime,
+    slot: usize,
+    send: Option<Side>,
+    recv: Side,
+) -> MpiResult<Schedule> {
+    // SAFETY: the receive blocks (MPI contract).
+    let outs = unsafe { recv.blocks(rt)? };
+    let ins = match &send {
+        // SAFETY: the send blocks (MPI contract).
+        Some(s) => unsafe { s.blocks(rt)? },
+        None => Vec::new(),
+    };
+    let ins = if send.is_some() { &ins } else { &outs };
+    let mut data = Vec::with_capacity(ins.iter().map(|u| u.len).sum());
+    for ub in ins {
+        // SAFETY: send blocks are readable.
+        data.extend_from_slice(&unsafe { ub.data() });
+    }
+    let mut b = builder(rt, slot)?;
+    let sent = b.input(data);
+    let sends = sent.split(ins.iter().map(|u| u.len));
+    let got = b.buf(outs.iter().map(|u| u.len).sum());
+    let recvs = got.split(outs.iter().map(|u| u.len));
+    algo::alltoallv(&mut b, &sends, &recvs);
+    for (r, ub) in outs.iter().enumerate() {
+        let k = b.sink(sink(ub));
+        b.unpack(recvs[r], k);
+    }
+    Ok(b.finish())
+}
+
+unsafe fn alltoall(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, n) = comm_info(rt, comm)?;
+    let (rc, rd) = regular(recvcount, n);
+    let recv = Side::typed(rt, recvbuf, rc, &rd, recvtype)?;
+    let send = if abi::is_in_place(sendbuf) {
+        None
+    } else {
+        let (sc, sd) = regular(sendcount, n);
+        Some(Side::typed(rt, sendbuf, sc, &sd, sendtype)?)
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall_any(rt, slot, send, recv) }
+}
+collective!(MPI_Alltoall, MPI_Ialltoall, alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype));
+
+unsafe fn alltoallv(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, n) = comm_info(rt, comm)?;
+    // SAFETY: the arrays have `n` entries (MPI contract).
+    let recv = unsafe {
+        Side::typed(
+            rt,
+            recvbuf,
+            ints(recvcounts, n, "count")?,
+            &displacements(rdispls, n)?,
+            recvtype,
+        )?
+    };
+    let send = if abi::is_in_place(sendbuf) {
+        None
+    } else {
+        // SAFETY: as above.
+        Some(unsafe {
+            Side::typed(
+                rt,
+                sendbuf,
+                ints(sendcounts, n, "count")?,
+                &displacements(sdispls, n)?,
+                sendtype,
+            )?
+        })
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall_any(rt, slot, send, recv) }
+}
+collective!(MPI_Alltoallv, MPI_Ialltoallv, alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype));
+
+/// A side of `MPI_Alltoallw`: byte displacements, a datatype per block.
+unsafe fn side_w(
+    buf: *const c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    dts: *const MPI_Datatype,
+    n: usize,
+) -> MpiResult<Side> {
+    // SAFETY: the arrays have `n` entries (MPI contract).
+    unsafe {
+        Ok(Side {
+            buf,
+            counts: ints(counts, n, "count")?,
+            displs: displacements(displs, n)?,
+            types: types(dts, n)?,
+        })
+    }
+}
+
+unsafe fn alltoallw(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, n) = comm_info(rt, comm)?;
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let recv = side_w(recvbuf, recvcounts, rdispls, recvtypes, n)?;
+        let send = if abi::is_in_place(sendbuf) {
+            None
+        } else {
+            Some(side_w(sendbuf, sendcounts, sdispls, sendtypes, n)?)
+        };
+        alltoall_any(rt, slot, send, recv)
+    }
+}
+collective!(MPI_Alltoallw, MPI_Ialltoallw, alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype));
+
+/// Reduce-scatter with `counts[r]` elements for rank `r` (MPI-4.0
+/// §6.10); `MPI_IN_PLACE` takes the input from the receive buffer.
+unsafe fn reduce_scatter_any(
+    rt: &mut Runtime,
+    slot: usize,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<Schedule> {
+    let me = rt.comm(slot)?.rank as usize;
+    let all = total(counts)?;
+    // SAFETY: forwarded from the caller: `all` elements of input.
+    let (red, input) =
+        unsafe { reduction_input(rt, sendbuf, recvbuf, all, datatype, op, true, true)? };
+    // SAFETY: the receive buffer holds this rank's count.
+    let out = sink(&unsafe { UserBuf::new(rt, recvbuf, counts[me], datatype)? });
+    let size = elem_size(rt, datatype)?;
+    let mut b = builder(rt, slot)?;
+    b.set_op(red);
+    let acc = b.input(input);
+    let bytes: Vec<usize> = counts.iter().map(|&c| c as usize * size).collect();
+    let own = algo::reduce_scatter(&mut b, acc, &bytes);
+    let k = b.sink(out);
+    b.unpack(own, k);
+    Ok(b.finish())
+}
+
+unsafe fn reduce_scatter(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, n) = comm_info(rt, comm)?;
+    // SAFETY: the array has `n` entries; the rest is forwarded.
+    unsafe {
+        let counts = ints(recvcounts, n, "count")?;
+        reduce_scatter_any(rt, slot, sendbuf, recvbuf, &counts, datatype, op)
+    }
+}
+collective!(MPI_Reduce_scatter, MPI_Ireduce_scatter, reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op));
+
+unsafe fn reduce_scatter_block(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    let (slot, _, n) = comm_info(rt, comm)?;
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        reduce_scatter_any(
+            rt,
+            slot,
+            sendbuf,
+            recvbuf,
+            &vec![recvcount; n],
+            datatype,
+            op,
+        )
+    }
+}
+collective!(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op));
+
+/// Inclusive (MPI-4.0 §6.11.1) or exclusive (§6.11.2) scan.
+unsafe fn scan_any(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    exclusive: bool,
+) -> MpiResult<Schedule> {
+    let (slot, me, _) = comm_info(rt, comm)?;
+    // SAFETY: forwarded from the caller.
+    let (red, input) =
+        unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, true, true)? };
+    // SAFETY: the receive buffer holds `count` elements.
+    let out = sink(&unsafe { UserBuf::new(rt, recvbuf, count, datatype)? });
+    let mut b = builder(rt, slot)?;
+    b.set_op(red);
+    let len = input.len();
+    let partial = b.input(input);
+    let result = b.buf(len);
+    algo::scan(&mut b, partial, result, exclusive);
+    // The exclusive scan leaves rank 0's receive buffer undefined.
+    if !(exclusive && me == 0) {
+        let k = b.sink(out);
+        b.unpack(result, k);
+    }
+    Ok(b.finish())
+}
+
+unsafe fn scan(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan_any(rt, sendbuf, recvbuf, count, datatype, op, comm, false) }
+}
+collective!(MPI_Scan, MPI_Iscan, scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op));
+
+unsafe fn exscan(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult<Schedule> {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan_any(rt, sendbuf, recvbuf, count, datatype, op, comm, true) }
+}
+collective!(MPI_Exscan, MPI_Iexscan, exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op));
+
+// ---------------------------------------------------------------------
+// Local reduction and operation objects (MPI-4.0 §6.9.5, §6.9.7).
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
 ) -> c_int {
-    call("MPI_Allreduce", comm, |rt| {
-        let slot = comm_slot(comm)?;
-        rt.comm(slot)?;
-        // SAFETY: forwarded from the caller.
-        let (mut acc, elem) =
-            unsafe { reduce_args(rt, sendbuf, recvbuf, count, datatype, op, true)? };
-        crate::coll::allreduce(rt, slot, &mut acc, op, elem)?;
-        // SAFETY: the receive buffer holds `count` elements.
-        unsafe { UserBuf::new(rt, recvbuf, count, datatype)?.unpack(&acc) };
+    call("MPI_Reduce_local", abi::MPI_COMM_WORLD, |rt| {
+        if abi::is_in_place(inbuf) || abi::is_in_place(inoutbuf.cast_const()) {
+            return Err(in_place_error("in MPI_Reduce_local"));
+        }
+        let red = reduction(rt, op, datatype)?;
+        // SAFETY: both buffers hold `count` elements (MPI contract).
+        let (a, b) = unsafe {
+            (
+                UserBuf::new(rt, inbuf, count, datatype)?,
+                UserBuf::new(rt, inoutbuf, count, datatype)?,
+            )
+        };
+        // SAFETY: as above; both are readable.
+        let (input, mut acc) = unsafe { (packed(&a), packed(&b)) };
+        red.apply(&input, &mut acc);
+        // SAFETY: `inoutbuf` is writable.
+        unsafe { b.unpack(&acc) };
         Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Op_create(
+    user_fn: Option<UserFn>,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    call("MPI_Op_create", abi::MPI_COMM_WORLD, |rt| {
+        let f = user_fn.ok_or_else(|| err(abi::MPI_ERR_ARG, "null user function"))?;
+        if op.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+        }
+        let i = rt.ops.insert(UserOp {
+            f,
+            commute: commute != 0,
+        });
+        // SAFETY: non-null output argument.
+        unsafe { out(op, abi::direct_handle(Kind::Op, i)) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
+    call("MPI_Op_free", abi::MPI_COMM_WORLD, |rt| {
+        if op.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null operation pointer"));
+        }
+        // SAFETY: non-null pointer to the caller's handle.
+        let h = unsafe { *op };
+        let freed = abi::direct_index(Kind::Op, h).and_then(|i| rt.ops.remove(i));
+        if freed.is_none() {
+            return Err(err(
+                abi::MPI_ERR_OP,
+                format!("{h:#x} is not an operation MPI_Op_create made"),
+            ));
+        }
+        // SAFETY: as above.
+        unsafe { *op = abi::MPI_OP_NULL };
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
+    call("MPI_Op_commutative", abi::MPI_COMM_WORLD, |rt| {
+        let c = match abi::direct_index(Kind::Op, op) {
+            Some(i) => {
+                rt.ops
+                    .get(i)
+                    .ok_or_else(|| err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}")))?
+                    .commute
+            }
+            None if (abi::MPI_MAX..=abi::MPI_MAXLOC).contains(&op) => true,
+            None if op == abi::MPI_REPLACE || op == abi::MPI_NO_OP => false,
+            None => {
+                return Err(err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}")));
+            }
+        };
+        // SAFETY: output argument.
+        unsafe { out(commute, c_int::from(c)) }
     })
 }

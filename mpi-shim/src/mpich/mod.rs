@@ -356,6 +356,9 @@ impl UserBuf {
         if count < 0 {
             return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
         }
+        if abi::is_in_place(buf) {
+            return Err(err(abi::MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid here"));
+        }
         let dt = datatype(rt, dt)?;
         if !dt.committed {
             return Err(err(abi::MPI_ERR_TYPE, "datatype not committed"));

@@ -1,0 +1,518 @@
+//! Schedules: a collective compiled, for one process, into a sequence of
+//! steps, each either a round of engine sends and receives on buffers the
+//! schedule owns, posted together and finished together, or a local step
+//! (reduce, copy, unpack into the application's memory).
+//!
+//! A [`Builder`] records the steps; a [`Schedule`] runs them a little at a
+//! time ([`Schedule::advance`], never blocking) so that several
+//! nonblocking collectives progress side by side, or to the end
+//! ([`Schedule::block`] between advances).
+//!
+//! Index invariants: a round's receive spans are disjoint from each other
+//! and from its send spans; nothing touches a buffer while a round that
+//! uses it is in flight (local steps run only between rounds).
+//!
+//! Tags: a collective's messages carry the communicator's collective
+//! context in the upper 32 engine-tag bits and, below, the collective's
+//! sequence number on the communicator ([`SEQ_BITS`] bits) above a
+//! per-algorithm phase ([`PHASE_BITS`] bits); the top two bits stay
+//! clear. The engine keeps messages of
+//! one sender and tag in order and every process runs its rounds in order,
+//! so within a phase messages between two processes match in the order
+//! they were sent.
+
+use std::sync::Arc;
+
+use shm_engine::{Endpoint, Request, Source, TagMatch};
+
+use crate::core::datatype::Datatype;
+use crate::core::{Comm, MpiError, MpiResult};
+use crate::ops::Reduction;
+
+/// Bits of the engine tag holding the algorithm's phase.
+pub const PHASE_BITS: u32 = 12;
+/// Bits holding the collective's sequence number (it wraps). Together
+/// with the phase they keep collective tags below `0x4000_0000`: tags
+/// from there up on a collective context are left to other collective
+/// exchanges of the library (communicator creation).
+pub const SEQ_BITS: u32 = 30 - PHASE_BITS;
+
+/// A buffer of the schedule.
+pub type BufId = usize;
+
+/// Bytes `off..off + len` of buffer `buf`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub buf: BufId,
+    pub off: usize,
+    pub len: usize,
+}
+
+impl Span {
+    /// The sub-span `off..off + len` of this one.
+    pub fn sub(self, off: usize, len: usize) -> Span {
+        debug_assert!(off + len <= self.len);
+        Span {
+            buf: self.buf,
+            off: self.off + off,
+            len,
+        }
+    }
+
+    /// Consecutive sub-spans with the given lengths, from the start.
+    pub fn split(self, lens: impl IntoIterator<Item = usize>) -> Vec<Span> {
+        let mut off = 0;
+        lens.into_iter()
+            .map(|l| {
+                off += l;
+                self.sub(off - l, l)
+            })
+            .collect()
+    }
+}
+
+/// `count` elements of `dt` at `dst` in the application's memory: where a
+/// result is unpacked when the schedule reaches it.
+#[derive(Debug)]
+pub struct Sink {
+    pub dst: *mut u8,
+    pub count: usize,
+    pub dt: Arc<Datatype>,
+}
+
+/// One message of a round; `peer` is a rank of the communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Xfer {
+    Send { peer: usize, span: Span, phase: u16 },
+    Recv { peer: usize, span: Span, phase: u16 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Local {
+    /// `dst = src op dst` (`src_left`) or `dst = dst op src`; `src` is
+    /// scratch afterwards.
+    Reduce {
+        src: Span,
+        dst: Span,
+        src_left: bool,
+    },
+    Copy {
+        src: Span,
+        dst: Span,
+    },
+    /// Unpack `src` into sink number `sink`.
+    Unpack {
+        src: Span,
+        sink: usize,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    Round(Vec<Xfer>),
+    Local(Local),
+}
+
+/// Records a schedule for one process of a communicator.
+#[derive(Debug)]
+pub struct Builder {
+    pub size: usize,
+    pub rank: usize,
+    phase: u16,
+    round: Vec<Xfer>,
+    s: Schedule,
+}
+
+impl Builder {
+    /// Start the next collective on communicator `comm` (slot `slot`):
+    /// takes its sequence number.
+    pub fn new(comm: &mut Comm, slot: usize) -> Self {
+        let seq = comm.coll_seq;
+        comm.coll_seq = comm.coll_seq.wrapping_add(1);
+        let ctx = comm.ctx + 1;
+        Self::bare(comm.members.clone(), comm.rank as usize, ctx, seq, slot)
+    }
+
+    /// A builder for rank `rank` of the job ranks `members`.
+    pub fn bare(members: Vec<u32>, rank: usize, ctx: u32, seq: u32, slot: usize) -> Self {
+        Self {
+            size: members.len(),
+            rank,
+            phase: 0,
+            round: Vec::new(),
+            s: Schedule {
+                comm: slot,
+                ctx,
+                seq: seq & ((1 << SEQ_BITS) - 1),
+                members,
+                bufs: Vec::new(),
+                steps: Vec::new(),
+                sinks: Vec::new(),
+                op: None,
+                next: 0,
+                pending: Vec::new(),
+                error: None,
+                stopped: false,
+            },
+        }
+    }
+
+    /// The operation the schedule's reduce steps apply.
+    pub fn set_op(&mut self, op: Reduction) {
+        self.s.op = Some(op);
+    }
+
+    pub fn op(&self) -> Option<&Reduction> {
+        self.s.op.as_ref()
+    }
+
+    /// Messages from here on carry phase `p` (distinct sub-algorithms of
+    /// one collective use distinct phases).
+    pub fn phase(&mut self, p: u16) {
+        debug_assert!(u32::from(p) < 1 << PHASE_BITS);
+        self.end_round();
+        self.phase = p;
+    }
+
+    /// A zeroed buffer of `len` bytes.
+    pub fn buf(&mut self, len: usize) -> Span {
+        self.input(vec![0; len])
+    }
+
+    /// A buffer holding `data`.
+    pub fn input(&mut self, data: Vec<u8>) -> Span {
+        let len = data.len();
+        self.s.bufs.push(data);
+        Span {
+            buf: self.s.bufs.len() - 1,
+            off: 0,
+            len,
+        }
+    }
+
+    pub fn sink(&mut self, sink: Sink) -> usize {
+        self.s.sinks.push(sink);
+        self.s.sinks.len() - 1
+    }
+
+    pub fn send(&mut self, peer: usize, span: Span) {
+        let phase = self.phase;
+        self.round.push(Xfer::Send { peer, span, phase });
+    }
+
+    pub fn recv(&mut self, peer: usize, span: Span) {
+        let phase = self.phase;
+        self.round.push(Xfer::Recv { peer, span, phase });
+    }
+
+    /// Send `out` to and receive `inb` from `peer` in one round.
+    pub fn exchange(&mut self, peer: usize, out: Span, inb: Span) {
+        self.send(peer, out);
+        self.recv(peer, inb);
+        self.end_round();
+    }
+
+    /// Close the current round: later messages wait for its completion.
+    pub fn end_round(&mut self) {
+        if !self.round.is_empty() {
+            let r = std::mem::take(&mut self.round);
+            self.s.steps.push(Step::Round(r));
+        }
+    }
+
+    fn local(&mut self, l: Local) {
+        self.end_round();
+        self.s.steps.push(Step::Local(l));
+    }
+
+    /// `dst = src op dst` if `src_left`, else `dst = dst op src`.
+    pub fn reduce(&mut self, src: Span, dst: Span, src_left: bool) {
+        debug_assert_eq!(src.len, dst.len);
+        debug_assert_ne!(src.buf, dst.buf);
+        self.local(Local::Reduce { src, dst, src_left });
+    }
+
+    /// Copy `src` into `dst` (as much as fits).
+    pub fn copy(&mut self, src: Span, dst: Span) {
+        self.local(Local::Copy { src, dst });
+    }
+
+    pub fn unpack(&mut self, src: Span, sink: usize) {
+        self.local(Local::Unpack { src, sink });
+    }
+
+    pub fn finish(mut self) -> Schedule {
+        self.end_round();
+        self.s
+    }
+}
+
+/// A collective in progress at this process.
+#[derive(Debug)]
+pub struct Schedule {
+    /// Communicator slot (its error handler applies).
+    pub comm: usize,
+    ctx: u32,
+    seq: u32,
+    members: Vec<u32>,
+    bufs: Vec<Vec<u8>>,
+    steps: Vec<Step>,
+    sinks: Vec<Sink>,
+    op: Option<Reduction>,
+    /// The first step not finished.
+    next: usize,
+    /// Engine requests of the round in flight (`None` once finished).
+    pending: Vec<Option<Request>>,
+    /// The first error; the schedule still runs to its end after a
+    /// truncated message (so that the other processes do not wait for
+    /// this one forever), and stops after any other.
+    error: Option<MpiError>,
+    stopped: bool,
+}
+
+impl Schedule {
+    pub(crate) fn tag(&self, phase: u16) -> u64 {
+        Comm::tag(self.ctx, (self.seq << PHASE_BITS | u32::from(phase)) as i32)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Whether every step has run (or an error stopped the schedule and
+    /// nothing is in flight).
+    pub fn is_done(&self) -> bool {
+        self.pending.is_empty() && (self.next == self.steps.len() || self.stopped)
+    }
+
+    /// The outcome, once [`Schedule::is_done`].
+    pub fn result(&self) -> MpiResult<()> {
+        self.error.clone().map_or(Ok(()), Err)
+    }
+
+    /// Run as far as possible without waiting; returns whether anything
+    /// happened.
+    pub fn advance(&mut self, ep: &mut Endpoint) -> bool {
+        let mut did = false;
+        loop {
+            if !self.pending.is_empty() {
+                for i in 0..self.pending.len() {
+                    if let Some(r) = &self.pending[i]
+                        && ep.test(r)
+                    {
+                        let r = self.pending[i].take().expect("tested above");
+                        self.finished(ep.wait(r));
+                        did = true;
+                    }
+                }
+                if self.pending.iter().any(Option::is_some) {
+                    return did;
+                }
+                self.pending.clear();
+                self.next += 1;
+            }
+            if self.is_done() {
+                return did;
+            }
+            did = true;
+            if let Err(e) = self.start_step(ep) {
+                self.fail(e, true);
+            }
+        }
+    }
+
+    /// Wait for one message of the round in flight (the engine sleeps
+    /// when there is nothing to do).
+    pub fn block(&mut self, ep: &mut Endpoint) {
+        if let Some(r) = self.pending.iter_mut().find_map(Option::take) {
+            self.finished(ep.wait(r));
+        }
+    }
+
+    fn finished(&mut self, r: Result<shm_engine::Completion, shm_engine::Error>) {
+        let e = match r {
+            Ok(_) => return,
+            Err(shm_engine::Error::Truncated {
+                incoming, capacity, ..
+            }) => MpiError::new(
+                crate::abi::MPI_ERR_TRUNCATE,
+                format!(
+                    "a process sent {incoming} bytes where this one expects {capacity}: \
+                     the send and receive type signatures differ"
+                ),
+            ),
+            Err(e) => return self.fail(e.into(), true),
+        };
+        self.fail(e, false);
+    }
+
+    fn fail(&mut self, e: MpiError, stop: bool) {
+        self.error.get_or_insert(e);
+        self.stopped |= stop;
+    }
+
+    /// Post the round at `next`, or run the local step there (and move
+    /// past it).
+    fn start_step(&mut self, ep: &mut Endpoint) -> MpiResult<()> {
+        match self.steps[self.next].clone() {
+            Step::Round(xfers) => {
+                for x in xfers {
+                    let r = self.post(ep, x)?;
+                    self.pending.push(Some(r));
+                }
+                if self.pending.is_empty() {
+                    self.next += 1;
+                }
+                Ok(())
+            }
+            Step::Local(l) => {
+                self.run_local(l);
+                self.next += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn post(&mut self, ep: &mut Endpoint, x: Xfer) -> MpiResult<Request> {
+        match x {
+            Xfer::Send { peer, span, phase } => {
+                let p = self.bufs[span.buf][span.off..span.off + span.len].as_ptr();
+                // SAFETY: the buffer belongs to the schedule, is neither
+                // moved nor written until this round completes (module
+                // invariant), and outlives it: dropping a schedule with
+                // messages in flight leaks its buffers.
+                Ok(unsafe { ep.isend_raw(self.members[peer], self.tag(phase), p, span.len)? })
+            }
+            Xfer::Recv { peer, span, phase } => {
+                let p = self.bufs[span.buf][span.off..span.off + span.len].as_mut_ptr();
+                let m = TagMatch::exact(self.tag(phase));
+                // SAFETY: as above; no other span of the round overlaps.
+                Ok(unsafe { ep.irecv_raw(Source::Rank(self.members[peer]), m, p, span.len)? })
+            }
+        }
+    }
+
+    fn slice(&self, s: Span) -> &[u8] {
+        &self.bufs[s.buf][s.off..s.off + s.len]
+    }
+
+    pub(crate) fn run_local(&mut self, l: Local) {
+        match l {
+            Local::Reduce { src, dst, src_left } => {
+                let op = self.op.as_ref().expect("reduce step without an operation");
+                let mut a = std::mem::take(&mut self.bufs[src.buf]);
+                let mut b = std::mem::take(&mut self.bufs[dst.buf]);
+                let sa = &mut a[src.off..src.off + src.len];
+                let sb = &mut b[dst.off..dst.off + dst.len];
+                if src_left {
+                    op.apply(sa, sb);
+                } else {
+                    op.apply(sb, sa);
+                    sb.copy_from_slice(sa);
+                }
+                self.bufs[src.buf] = a;
+                self.bufs[dst.buf] = b;
+            }
+            Local::Copy { src, dst } => {
+                // Lengths differ only when the application's send and
+                // receive type signatures do (erroneous): copy what fits.
+                let len = src.len.min(dst.len);
+                let data = self.slice(src.sub(0, len)).to_vec();
+                self.bufs[dst.buf][dst.off..dst.off + len].copy_from_slice(&data);
+            }
+            Local::Unpack { src, sink } => {
+                let k = &self.sinks[sink];
+                // SAFETY: the sink's memory holds `count` writable elements
+                // of its datatype, untouched by the application until the
+                // collective completes (MPI contract, kept by the entry
+                // layer that made the sink).
+                unsafe { k.dt.unpack(self.slice(src), k.count, k.dst) };
+            }
+        }
+    }
+}
+
+impl Drop for Schedule {
+    fn drop(&mut self) {
+        if self.pending.iter().any(Option::is_some) {
+            // The engine may still write into (or read from) these.
+            std::mem::forget(std::mem::take(&mut self.bufs));
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod sim {
+    //! Run the schedules of every member of a virtual communicator in one
+    //! process: sends are buffered, receives match per (sender, tag) in
+    //! order, as in the engine.
+
+    use super::*;
+    use std::collections::{HashMap, VecDeque};
+
+    /// Run `scheds` (one per rank) to the end; panics on deadlock or on a
+    /// receive whose message has a different length.
+    pub fn run(scheds: &mut [Schedule]) {
+        let mut queues: HashMap<(usize, usize, u64), VecDeque<Vec<u8>>> = HashMap::new();
+        let mut posted = vec![false; scheds.len()];
+        loop {
+            let mut moved = false;
+            for (me, s) in scheds.iter_mut().enumerate() {
+                while s.next < s.steps.len() {
+                    match s.steps[s.next].clone() {
+                        Step::Local(l) => s.run_local(l),
+                        Step::Round(xfers) => {
+                            if !posted[me] {
+                                for x in &xfers {
+                                    if let Xfer::Send { peer, span, phase } = *x {
+                                        let key = (me, peer, s.tag(phase));
+                                        let data = s.slice(span).to_vec();
+                                        queues.entry(key).or_default().push_back(data);
+                                    }
+                                }
+                                posted[me] = true;
+                            }
+                            // All receives must find their messages.
+                            let ready = xfers.iter().all(|x| match *x {
+                                Xfer::Recv { peer, phase, .. } => {
+                                    let want = xfers
+                                        .iter()
+                                        .filter(|y| matches!(y, Xfer::Recv { peer: p, phase: f, .. } if *p == peer && *f == phase))
+                                        .count();
+                                    queues.get(&(peer, me, s.tag(phase))).map_or(0, VecDeque::len) >= want
+                                }
+                                Xfer::Send { .. } => true,
+                            });
+                            if !ready {
+                                break;
+                            }
+                            for x in &xfers {
+                                if let Xfer::Recv { peer, span, phase } = *x {
+                                    let data = queues
+                                        .get_mut(&(peer, me, s.tag(phase)))
+                                        .and_then(VecDeque::pop_front)
+                                        .expect("checked");
+                                    assert_eq!(data.len(), span.len, "rank {me} from {peer}");
+                                    s.bufs[span.buf][span.off..span.off + span.len]
+                                        .copy_from_slice(&data);
+                                }
+                            }
+                            posted[me] = false;
+                        }
+                    }
+                    s.next += 1;
+                    moved = true;
+                }
+            }
+            if scheds.iter().all(|s| s.next == s.steps.len()) {
+                assert!(
+                    queues.values().all(VecDeque::is_empty),
+                    "unreceived messages"
+                );
+                return;
+            }
+            assert!(moved, "deadlock");
+        }
+    }
+}
