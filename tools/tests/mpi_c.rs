@@ -28,6 +28,7 @@ const PROGRAMS: &[&str] = &[
     "comms",
     "topo",
     "colls",
+    "neighbor",
 ];
 
 fn prefix() -> PathBuf {

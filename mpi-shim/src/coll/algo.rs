@@ -32,6 +32,10 @@ const ALLGATHER: u16 = 11;
 const ALLTOALL: u16 = 12;
 const SCAN: u16 = 13;
 const REDUCE_SCATTER: u16 = 14;
+/// Neighbourhood collectives: this phase plus the edge's channel.
+const NEIGHBOR: u16 = 16;
+/// Channels above this share phases (messages still pair up in order).
+const NEIGHBOR_CHANNELS: u16 = 4000;
 
 /// The largest power of two not above `n` (n >= 1).
 pub fn pof2_floor(n: usize) -> usize {
@@ -553,5 +557,35 @@ pub fn scan(b: &mut Builder, partial: Span, result: Span, exclusive: bool) {
             }
         }
         mask <<= 1;
+    }
+}
+
+/// One edge of a neighbourhood collective: the peer's rank (`None` for
+/// `MPI_PROC_NULL`), the edge's channel and this process's block.
+pub type Edge = (Option<usize>, u16, Span);
+
+/// Neighbourhood exchange (MPI-4.0 §8.6): one round sending each
+/// out-edge's block and receiving each in-edge's, a message on channel
+/// `c` pairing with the in-edge of channel `c` at the receiver. Edges to
+/// this process itself are copied locally after the round.
+pub fn neighbor_exchange(b: &mut Builder, sends: &[Edge], recvs: &[Edge]) {
+    let me = b.rank;
+    let phase = |c: u16| NEIGHBOR + c % NEIGHBOR_CHANNELS;
+    b.phase(NEIGHBOR);
+    for &(peer, c, span) in sends {
+        if let Some(p) = peer.filter(|&p| p != me) {
+            b.send_on(p, span, phase(c));
+        }
+    }
+    for &(peer, c, span) in recvs {
+        if let Some(p) = peer.filter(|&p| p != me) {
+            b.recv_on(p, span, phase(c));
+        }
+    }
+    b.end_round();
+    for &(_, c, dst) in recvs.iter().filter(|e| e.0 == Some(me)) {
+        if let Some(&(_, _, src)) = sends.iter().find(|e| e.0 == Some(me) && e.1 == c) {
+            b.copy(src, dst);
+        }
     }
 }

@@ -205,6 +205,19 @@ impl Builder {
         self.round.push(Xfer::Recv { peer, span, phase });
     }
 
+    /// Send `span` to `peer` in the current round with phase `phase`
+    /// (collectives whose messages of one round need several phases).
+    pub fn send_on(&mut self, peer: usize, span: Span, phase: u16) {
+        debug_assert!(u32::from(phase) < 1 << PHASE_BITS);
+        self.round.push(Xfer::Send { peer, span, phase });
+    }
+
+    /// Receive `span` from `peer` in the current round with phase `phase`.
+    pub fn recv_on(&mut self, peer: usize, span: Span, phase: u16) {
+        debug_assert!(u32::from(phase) < 1 << PHASE_BITS);
+        self.round.push(Xfer::Recv { peer, span, phase });
+    }
+
     /// Send `out` to and receive `inb` from `peer` in one round.
     pub fn exchange(&mut self, peer: usize, out: Span, inb: Span) {
         self.send(peer, out);

@@ -28,6 +28,67 @@ impl Topology {
     }
 }
 
+/// A process's neighbours as the neighbourhood collectives see them
+/// (MPI-4.0 §8.6): in-neighbours (`sources`) and out-neighbours
+/// (`destinations`) in the standard's order, each with a channel. The
+/// message to destination `j` travels on `destinations[j].1` and is the
+/// one the receiver takes from its source entry with the same channel, so
+/// repeated edges between two processes pair up in order, and a Cartesian
+/// message sent in the positive direction arrives from the negative side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Neighbors {
+    pub sources: Vec<(i32, u16)>,
+    pub destinations: Vec<(i32, u16)>,
+}
+
+/// Channels numbering the repeated occurrences of each peer in `peers`.
+fn by_occurrence(peers: &[i32]) -> Vec<(i32, u16)> {
+    let mut seen = std::collections::HashMap::<i32, u16>::new();
+    peers
+        .iter()
+        .map(|&p| {
+            let k = seen.entry(p).or_insert(0);
+            *k = k.wrapping_add(1);
+            (p, *k - 1)
+        })
+        .collect()
+}
+
+impl Topology {
+    /// The neighbourhood of `rank` (MPI-4.0 §8.6).
+    pub fn neighbors(&self, rank: i32) -> Neighbors {
+        match self {
+            Topology::Cart(g) => {
+                let (mut sources, mut destinations) = (Vec::new(), Vec::new());
+                for d in 0..g.dims.len() {
+                    let (neg, pos) = g.shift(rank, d, 1);
+                    let (down, up) = (2 * d as u16, 2 * d as u16 + 1);
+                    // What comes from the negative side travelled up.
+                    sources.extend([(neg, up), (pos, down)]);
+                    destinations.extend([(neg, down), (pos, up)]);
+                }
+                Neighbors {
+                    sources,
+                    destinations,
+                }
+            }
+            Topology::Graph { index, edges } => {
+                let r = rank as usize;
+                let from = if r == 0 { 0 } else { index[r - 1] as usize };
+                let mine = by_occurrence(&edges[from..index[r] as usize]);
+                Neighbors {
+                    sources: mine.clone(),
+                    destinations: mine,
+                }
+            }
+            Topology::DistGraph(g) => Neighbors {
+                sources: by_occurrence(&g.sources),
+                destinations: by_occurrence(&g.destinations),
+            },
+        }
+    }
+}
+
 /// The incoming and outgoing edges of this process in a distributed graph.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DistGraph {
@@ -211,6 +272,31 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cartesian_neighbours_pair_directions() {
+        // A periodic ring of two: both neighbours of each rank are the
+        // other rank; what 0 sends up must be what 1 takes from below.
+        let ring = Topology::Cart(Cart::new(&[2], vec![true]).unwrap());
+        let (n0, n1) = (ring.neighbors(0), ring.neighbors(1));
+        assert_eq!(n0.destinations, vec![(1, 0), (1, 1)]);
+        assert_eq!(n1.sources, vec![(0, 1), (0, 0)]);
+        // Off a non-periodic edge there is no neighbour.
+        let line = Topology::Cart(Cart::new(&[3], vec![false]).unwrap());
+        assert_eq!(line.neighbors(0).sources[0].0, abi::MPI_PROC_NULL);
+    }
+
+    #[test]
+    fn repeated_graph_edges_pair_in_order() {
+        let g = Topology::DistGraph(DistGraph {
+            sources: vec![3, 1, 3],
+            destinations: vec![1, 1],
+            ..DistGraph::default()
+        });
+        let n = g.neighbors(0);
+        assert_eq!(n.sources, vec![(3, 0), (1, 0), (3, 1)]);
+        assert_eq!(n.destinations, vec![(1, 0), (1, 1)]);
+    }
 
     fn dims(n: i32, mut d: Vec<i32>) -> MpiResult<Vec<i32>> {
         dims_create(n, &mut d).map(|()| d)

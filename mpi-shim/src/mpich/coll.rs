@@ -126,6 +126,9 @@ macro_rules! collective {
     };
 }
 
+// After the macro, which it uses.
+pub(super) mod neighbor;
+
 /// Communicator slot, this process's rank and the size.
 fn comm_info(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize, usize)> {
     let slot = comm_slot(comm)?;

@@ -65,6 +65,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     p2p::PROTOTYPES,
     p2p::requests::PROTOTYPES,
     coll::PROTOTYPES,
+    coll::neighbor::PROTOTYPES,
     interop::PROTOTYPES,
     unsupported::PROTOTYPES,
     unsupported::UNSUPPORTED,
