@@ -1,6 +1,7 @@
 """mpi4py on Tessel's MPI library: run by tools/tests/clients.rs through
 mpiexec on several processes. Prints `mpi4py: rank R ok` at the end."""
 
+import sys
 from array import array
 
 from mpi4py import MPI
@@ -9,7 +10,8 @@ comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 assert MPI.Is_initialized()
 if rank == 0:
-    print("library:", MPI.Get_library_version()[:60], flush=True)
+    sys.stdout.write(f"library: {MPI.Get_library_version()[:60]}\n")
+    sys.stdout.flush()
 
 # A Python object around a ring (pickled point-to-point).
 right, left = (rank + 1) % size, (rank - 1) % size
@@ -39,4 +41,6 @@ comm.Bcast(buf, root=0)
 assert list(buf) == list(range(100)), buf
 
 comm.Barrier()
-print(f"mpi4py: rank {rank} ok", flush=True)
+# One write per line, so the lines of several processes never interleave.
+sys.stdout.write(f"mpi4py: rank {rank} ok\n")
+sys.stdout.flush()
