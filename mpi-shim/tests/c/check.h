@@ -15,6 +15,17 @@
         }                                                                   \
     } while (0)
 
+/* A call's error class (error codes may carry more than their class). */
+#define EXPECT(call, class)                                                   \
+    do {                                                                      \
+        int rc_ = (call), class_ = -1;                                        \
+        MPI_Error_class(rc_, &class_);                                        \
+        CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
+              class_, #class);                                                \
+    } while (0)
+
+#define OK(call) EXPECT(call, MPI_SUCCESS)
+
 /* Rank 0 names the MPI library it runs on, so that the tests can tell a
  * binary built against MPICH really ran on Tessel's library. */
 static void report_library(void) {

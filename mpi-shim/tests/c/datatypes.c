@@ -9,16 +9,6 @@
 #include <string.h>
 #include "check.h"
 
-#define EXPECT(call, class)                                                   \
-    do {                                                                      \
-        int rc_ = (call), class_ = -1;                                        \
-        MPI_Error_class(rc_, &class_);                                        \
-        CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
-              class_, #class);                                                \
-    } while (0)
-
-#define OK(call) EXPECT(call, MPI_SUCCESS)
-
 static int rank, size, next, prev;
 
 /* Send `scount` of `stype` from `sbuf` to the next rank while receiving

@@ -2,15 +2,6 @@
  * truncation is reported with the status; the library keeps working. */
 #include "check.h"
 
-/* Error codes may carry more than their class: compare classes. */
-#define EXPECT(call, class)                                                   \
-    do {                                                                      \
-        int rc_ = (call), class_ = -1;                                        \
-        MPI_Error_class(rc_, &class_);                                        \
-        CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
-              class_, #class);                                                \
-    } while (0)
-
 int main(int argc, char **argv) {
     int flag;
     MPI_Initialized(&flag);

@@ -6,14 +6,6 @@
 #include <string.h>
 #include "check.h"
 
-#define EXPECT(call, class)                                                   \
-    do {                                                                      \
-        int rc_ = (call), class_ = -1;                                        \
-        MPI_Error_class(rc_, &class_);                                        \
-        CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
-              class_, #class);                                                \
-    } while (0)
-
 static int rank, size, next, prev;
 
 /* 0 B, small, eager (16 KiB) and rendezvous (> 1 MiB). */

@@ -7,16 +7,6 @@
 #include <string.h>
 #include "check.h"
 
-#define EXPECT(call, class)                                                   \
-    do {                                                                      \
-        int rc_ = (call), class_ = -1;                                        \
-        MPI_Error_class(rc_, &class_);                                        \
-        CHECK(class_ == (class), "%s returned class %d, expected %s", #call,  \
-              class_, #class);                                                \
-    } while (0)
-
-#define OK(call) EXPECT(call, MPI_SUCCESS)
-
 /* Some checks are stricter than MPICH's own library: they run only on
  * Tessel's. */
 static int is_tessel(void) {
