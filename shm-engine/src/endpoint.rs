@@ -45,7 +45,7 @@ use crate::bootstrap::Bootstrap;
 use crate::config::{CmaMode, Config};
 use crate::doorbell;
 use crate::error::{Error, InitError};
-use crate::iov::{Buf, Cursor, Piece, total};
+use crate::iov::{self, Buf, Cursor, Piece, total};
 use crate::layout::{Cell, CellKind, Geometry};
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::queue::spsc::{Consumer, Producer};
@@ -1029,13 +1029,16 @@ impl Endpoint {
             list
         };
         let r = self.req_mut(id).expect("matched request exists");
-        let want = rts.size.min(r.cap);
+        let mut sink = [0u8; iov::MAX_BRIDGE];
+        let bridged = iov::bridge(&remote, r.buf.pieces(), sink.as_mut_ptr());
+        let (local, remote) = match &bridged {
+            Some((remote, local)) => (&local[..], &remote[..]),
+            None => (r.buf.pieces(), &remote[..]),
+        };
         // SAFETY: the receive's pieces are writable and untouched until
-        // completion (irecv contract, or our own Vec).
-        let got = unsafe { sys::cma_readv(rts.pid, r.buf.pieces(), &remote)? };
-        if got < want {
-            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
-        }
+        // completion (irecv contract, or our own Vec); the sink is a local
+        // array nothing reads. `cma_readv` fills the shorter list or fails.
+        unsafe { sys::cma_readv(rts.pid, local, remote)? };
         Ok(())
     }
 

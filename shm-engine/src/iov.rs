@@ -81,14 +81,23 @@ impl Cursor {
     }
 
     /// Append the pieces from the cursor on to `out` until it holds `max`
-    /// entries or the list ends, the first one starting at the cursor.
-    /// Returns the bytes appended.
-    pub fn fill(&self, pieces: &[Piece], out: &mut Vec<Piece>, max: usize) -> usize {
+    /// entries, or they add up to `max_bytes` (the last one cut short),
+    /// or the list ends; the first one starts at the cursor. Returns the
+    /// bytes appended.
+    pub fn fill(
+        &self,
+        pieces: &[Piece],
+        out: &mut Vec<Piece>,
+        max: usize,
+        max_bytes: usize,
+    ) -> usize {
         let mut c = *self;
         let mut bytes = 0;
         while out.len() < max
+            && bytes < max_bytes
             && let Some((ptr, len)) = c.current(pieces)
         {
+            let len = len.min(max_bytes - bytes);
             out.push(Piece::new(ptr, len));
             bytes += len;
             c.idx += 1;
@@ -141,6 +150,64 @@ impl Cursor {
         }
         done
     }
+}
+
+/// The largest gap between two pieces of a sender's buffer that a CMA
+/// receiver reads across (into a sink) to make one remote piece of the
+/// two. `process_vm_readv` pins the pages of each remote piece anew, a
+/// fixed cost that copying a couple of KiB more undercuts; local pieces
+/// (the sink among them) cost far less.
+pub const MAX_BRIDGE: usize = 2048;
+
+/// Pages are at least this large: a gap that begins and ends on pages
+/// holding data of the buffer touches no other page.
+const MIN_PAGE: usize = 4096;
+
+/// Whether the gap from `end` (one past a non-empty piece) to `next` can
+/// be read: short, forward, and only on the pages of the two pieces
+/// (which are mapped and readable, as they hold the message).
+fn bridgeable(end: usize, next: usize) -> bool {
+    next >= end && next - end <= MAX_BRIDGE && next / MIN_PAGE <= (end - 1) / MIN_PAGE + 1
+}
+
+/// A transfer from remote pieces into local ones, rewritten so that
+/// remote pieces separated by short gaps ([`MAX_BRIDGE`], on the pieces'
+/// own pages) are read as one, the gap's bytes landing in `sink` (at
+/// least [`MAX_BRIDGE`] bytes, never read). Returns the new (remote,
+/// local) lists, or `None` when no gap can be bridged. The local list
+/// ends where `local` does.
+pub fn bridge(
+    remote: &[Piece],
+    local: &[Piece],
+    sink: *mut u8,
+) -> Option<(Vec<Piece>, Vec<Piece>)> {
+    let data = || remote.iter().filter(|p| p.len > 0);
+    let any = data()
+        .zip(data().skip(1))
+        .any(|(a, b)| bridgeable(a.ptr as usize + a.len, b.ptr as usize));
+    if !any {
+        return None;
+    }
+    let (mut r, mut l) = (Vec::<Piece>::new(), Vec::new());
+    let mut lc = Cursor::start(local);
+    for p in data() {
+        if lc.at_end(local) {
+            break;
+        }
+        match r.last_mut() {
+            Some(last) if bridgeable(last.ptr as usize + last.len, p.ptr as usize) => {
+                let gap = p.ptr as usize - (last.ptr as usize + last.len);
+                if gap > 0 {
+                    l.push(Piece::new(sink, gap));
+                }
+                last.len += gap + p.len;
+            }
+            _ => r.push(*p),
+        }
+        let got = lc.fill(local, &mut l, usize::MAX, p.len);
+        lc.advance(local, got);
+    }
+    Some((r, l))
 }
 
 /// A request's buffer: one piece (no allocation) or a list of pieces
@@ -243,6 +310,62 @@ mod tests {
     }
 
     #[test]
+    fn bridged_transfer_reads_gaps_into_the_sink() {
+        // Remote: 4 pieces; gaps of 3 (bridged), 5000 (not: too long) and
+        // 3 again; then a piece before the previous one (not: backward).
+        let mut remote_mem = vec![0u8; 16384];
+        for (i, b) in remote_mem.iter_mut().enumerate() {
+            *b = i as u8 ^ (i >> 8) as u8;
+        }
+        let base = remote_mem.as_mut_ptr();
+        let at = |o: usize| base.wrapping_add(o);
+        let remote = [
+            Piece::new(at(100), 10),
+            Piece::new(at(113), 7),
+            Piece::new(at(120), 0),
+            Piece::new(at(5120), 4),
+            Piece::new(at(5127), 9),
+            Piece::new(at(50), 5),
+        ];
+        let want: Vec<u8> = remote
+            .iter()
+            .flat_map(|p| remote_mem[p.ptr as usize - base as usize..][..p.len].to_vec())
+            .collect();
+        let mut dst = vec![0u8; 64];
+        let local = split(&mut dst, &[6, 6, 6, 6, 11], 1);
+        let mut sink = [0u8; MAX_BRIDGE];
+        let (r, l) = bridge(&remote, &local, sink.as_mut_ptr()).expect("a gap to bridge");
+        assert_eq!(
+            r,
+            [
+                Piece::new(at(100), 20),
+                Piece::new(at(5120), 16),
+                Piece::new(at(50), 5)
+            ]
+        );
+        assert_eq!(total(&l), 35 + 3 + 3);
+        // Moving r into l (what the kernel does) delivers the message.
+        let (mut rc, mut lc) = (Cursor::start(&r), Cursor::start(&l));
+        let mut chunk = [0u8; 1];
+        while !rc.at_end(&r) {
+            // SAFETY: one byte at a time between live local buffers.
+            unsafe {
+                rc.gather(&r, chunk.as_mut_ptr(), 1);
+                lc.scatter(&l, chunk.as_ptr(), 1);
+            }
+        }
+        let mut got = vec![0u8; 35];
+        // SAFETY: the local pieces lie in `dst`.
+        unsafe { Cursor::start(&local).gather(&local, got.as_mut_ptr(), 35) };
+        assert_eq!(got, want);
+        // No gap short enough on the pieces' pages: nothing to rewrite.
+        let far = [Piece::new(at(0), 4), Piece::new(at(8192), 4)];
+        assert!(bridge(&far, &local, sink.as_mut_ptr()).is_none());
+        assert!(!bridgeable(4095, 4096 + 4096), "gap over a page of its own");
+        assert!(bridgeable(4000, 4100));
+    }
+
+    #[test]
     fn empty_lists_and_empty_pieces() {
         let none: [Piece; 0] = [];
         assert!(Cursor::start(&none).at_end(&none));
@@ -261,12 +384,15 @@ mod tests {
         let mut c = Cursor::start(&pieces);
         c.advance(&pieces, 5);
         let mut out = Vec::new();
-        assert_eq!(c.fill(&pieces, &mut out, 2), 5 + 8);
+        assert_eq!(c.fill(&pieces, &mut out, 2, usize::MAX), 5 + 8);
+        let mut cut = Vec::new();
+        assert_eq!(c.fill(&pieces, &mut cut, 8, 7), 7);
+        assert_eq!(cut, [out[0], Piece::new(pieces[3].ptr, 2)]);
         assert_eq!(out[0], Piece::new(pieces[2].ptr.wrapping_add(1), 5));
         assert_eq!(out[1], pieces[3]);
         c.advance(&pieces, 13);
         out.clear();
-        assert_eq!(c.fill(&pieces, &mut out, 8), 2);
+        assert_eq!(c.fill(&pieces, &mut out, 8, usize::MAX), 2);
         assert_eq!(out, [pieces[4]]);
         c.advance(&pieces, 100);
         assert!(c.at_end(&pieces));

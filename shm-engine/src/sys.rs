@@ -88,8 +88,8 @@ pub const IOV_MAX: usize = 1024;
 /// Copy the pieces `remote` of process `pid` into the pieces `local`, in
 /// order, until either list ends; the two lists may be split differently.
 /// Batches of at most [`IOV_MAX`] entries per side; a cursor on each list
-/// carries over partial reads. Returns the bytes copied (the smaller of
-/// the two totals).
+/// carries over partial reads. Returns the bytes copied: the smaller of
+/// the two totals (a read that stops short is an error).
 ///
 /// # Safety
 /// Every piece of `local` is valid for writes and not otherwise accessed
@@ -101,8 +101,11 @@ pub unsafe fn cma_readv(pid: u32, local: &[Piece], remote: &[Piece]) -> io::Resu
     while !lc.at_end(local) && !rc.at_end(remote) {
         lb.clear();
         rb.clear();
-        lc.fill(local, &mut lb, IOV_MAX);
-        rc.fill(remote, &mut rb, IOV_MAX);
+        // The kernel pins the remote pages of a batch (up to 4 MiB at a
+        // time) whether or not the local side has room for them: ask for
+        // no more remote bytes than the local batch takes.
+        let room = lc.fill(local, &mut lb, IOV_MAX, usize::MAX);
+        rc.fill(remote, &mut rb, IOV_MAX, room);
         // SAFETY: `Piece` has the layout of `iovec` (checked in `iov`); the
         // local entries are the caller's writable memory; the remote side
         // is checked by the kernel (EFAULT), not dereferenced here.
