@@ -31,6 +31,7 @@ use crate::core::datatype::Datatype;
 use crate::core::errh::CommErrhFn;
 use crate::core::{self, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Unpack};
 use crate::ops;
+use shm_engine::Piece;
 
 mod attr;
 mod coll;
@@ -331,6 +332,43 @@ pub(crate) fn datatype(rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype
 /// mistake, not `MPI_BOTTOM` with absolute displacements.
 const LOWEST_VALID_ADDRESS: isize = 4096;
 
+/// A non-contiguous buffer is packed (rather than moved piece by piece)
+/// when its blocks average fewer bytes than this: each piece of an I/O
+/// vector costs the engine and the kernel a fixed amount of work (a
+/// cursor step, an iovec entry, a loop in `process_vm_readv`) that a
+/// small block's `memcpy` in a packing loop does not, so below a few
+/// hundred bytes packing and copying once more is the faster way.
+pub(crate) const MIN_AVG_PIECE: usize = 256;
+
+/// A non-contiguous buffer of more pieces than this is packed: its piece
+/// list (16 bytes a piece, held by the request) would itself be a large
+/// allocation, and its walk a long one.
+pub(crate) const MAX_PIECES: usize = 1 << 20;
+
+/// A message buffer as the engine sees it: pieces of memory, and the
+/// packed copy they point into when the datatype is better packed (the
+/// request keeps it alive: moving the `Vec` leaves its storage put).
+#[derive(Debug)]
+pub(crate) struct Wire {
+    /// The only piece (when `many` is empty).
+    one: Piece,
+    /// The user's memory, piece by piece.
+    many: Vec<Piece>,
+    /// The packed copy `one` points into, if any.
+    pub packed: Option<Vec<u8>>,
+}
+
+impl Wire {
+    /// The pieces to hand to the engine.
+    pub(crate) fn pieces(&self) -> &[Piece] {
+        if self.many.is_empty() {
+            std::slice::from_ref(&self.one)
+        } else {
+            &self.many
+        }
+    }
+}
+
 /// `count` elements of a datatype at `ptr`: a message buffer as the
 /// application describes it, checked.
 #[derive(Debug)]
@@ -394,6 +432,45 @@ impl UserBuf {
             unsafe { self.dt.pack(self.ptr, self.count, &mut v) };
             Cow::Owned(v)
         }
+    }
+
+    /// Whether the engine should move this non-contiguous buffer piece by
+    /// piece rather than through a packed copy: only when its blocks are
+    /// large on average ([`MIN_AVG_PIECE`]) and not too many
+    /// ([`MAX_PIECES`]).
+    fn piecewise(&self) -> bool {
+        let pieces = self.count.saturating_mul(self.dt.blocks.len());
+        pieces <= MAX_PIECES && self.len >= pieces.saturating_mul(MIN_AVG_PIECE)
+    }
+
+    /// The buffer as the engine moves it (see [`Wire`]): the user's
+    /// memory when contiguous or worth moving piecewise, else a packed
+    /// copy (of the data for a send, zeroed for a receive).
+    ///
+    /// # Safety
+    /// For a send (`send == true`) the buffer is readable (the promise of
+    /// [`UserBuf::new`]).
+    pub(crate) unsafe fn wire(&self, send: bool) -> Wire {
+        let mut w = Wire {
+            one: Piece::new(self.ptr, self.len),
+            many: Vec::new(),
+            packed: None,
+        };
+        if self.len == 0 || self.dt.is_contiguous() {
+            return w;
+        }
+        if self.piecewise() {
+            w.many = self.dt.pieces(self.ptr, self.count);
+            return w;
+        }
+        let mut packed = vec![0; self.len];
+        if send {
+            // SAFETY: `count` elements of `dt` at `ptr` (the caller).
+            unsafe { self.dt.pack(self.ptr, self.count, &mut packed) };
+        }
+        w.one = Piece::new(packed.as_mut_ptr(), self.len);
+        w.packed = Some(packed);
+        w
     }
 
     /// Write packed data (at most `len` bytes) into the buffer.
