@@ -348,14 +348,16 @@ const GAP: u8 = 0xee;
 fn pieces(ep: &mut Endpoint) -> Res {
     let (me, n) = (ep.rank(), ep.size());
     let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
-    let splits: [(&[usize], &[usize]); 3] = [
-        (&[1, 4096, 0, 333], &[1024]),
-        (&[65536, 7], &[7, 0, 70_000, 13]),
-        (&[20], &[1 << 20]),
+    // Sender's piece lengths and gap (short gaps are read across by a
+    // CMA receiver, long ones are not), receiver's piece lengths.
+    let splits: [(&[usize], usize, &[usize]); 3] = [
+        (&[1, 4096, 0, 333], 3, &[1024]),
+        (&[65536, 7], 5000, &[7, 0, 70_000, 13]),
+        (&[20], 3, &[1 << 20]),
     ];
     for (i, &size) in SIZES.iter().enumerate() {
-        let (slens, rlens) = splits[i % splits.len()];
-        let (sr, rr) = (cut(slens, 3, size), cut(rlens, 5, size));
+        let (slens, gap, rlens) = splits[i % splits.len()];
+        let (sr, rr) = (cut(slens, gap, size), cut(rlens, 5, size));
         let mut src = spread(&sr, GAP);
         let data = expected(me, size);
         let mut at = 0;

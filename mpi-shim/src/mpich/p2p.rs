@@ -108,7 +108,7 @@ unsafe fn start_send(
         return Ok(Req::Done(empty_status()));
     }
     // SAFETY: forwarded from the caller (a send's buffer is readable).
-    let wire = unsafe { ub.wire(true) };
+    let wire = unsafe { ub.wire(&rt.ep, true) };
     // SAFETY: MPI forbids touching the buffer until the request completes,
     // so its pieces outlive the engine request; a packed copy moves into
     // the request below and its heap storage stays put until then.
@@ -437,7 +437,7 @@ fn recv_into(
     post: impl FnOnce(&mut shm_engine::Endpoint, &[Piece]) -> MpiResult<shm_engine::Request>,
 ) -> MpiResult<Req> {
     // SAFETY: a receive's wire is not read (`send == false`).
-    let wire = unsafe { ub.wire(false) };
+    let wire = unsafe { ub.wire(&rt.ep, false) };
     let req = post(&mut rt.ep, wire.pieces())?;
     let staged = wire.packed.map(|packed| {
         Staged::Recv(Unpack {

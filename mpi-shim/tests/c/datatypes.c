@@ -429,15 +429,16 @@ static size_t vec_index(size_t k, int bl, int stride) {
     return (k / bl) * stride + k % bl;
 }
 
-/* Vectors of large blocks (moved piece by piece, not packed) against a
- * contiguous buffer, both ways, and against another vector: eager and
- * rendezvous sizes, a truncated receive, and absolute addresses. */
+/* Vectors of blocks large enough to be moved piece by piece rather than
+ * packed (on one side or both, depending on block size and transport)
+ * against a contiguous buffer, both ways, and against another vector:
+ * eager and rendezvous sizes, a truncated receive, absolute addresses. */
 static void large_blocks(void) {
     enum { N = 250000 }; /* 2 MB of doubles */
-    /* 125 doubles (1000 bytes) every 200; 250 (2000 bytes) every 300. */
+    /* 125 doubles (1000 bytes) every 200; 500 (4000 bytes) every 600. */
     MPI_Datatype v1, v2, small;
     OK(MPI_Type_vector(N / 125, 125, 200, MPI_DOUBLE, &v1));
-    OK(MPI_Type_vector(N / 250, 250, 300, MPI_DOUBLE, &v2));
+    OK(MPI_Type_vector(N / 500, 500, 600, MPI_DOUBLE, &v2));
     OK(MPI_Type_vector(4, 64, 100, MPI_DOUBLE, &small)); /* 2 KiB: eager */
     OK(MPI_Type_commit(&v1));
     OK(MPI_Type_commit(&v2));
@@ -463,10 +464,10 @@ static void large_blocks(void) {
     OK(MPI_Send(a, N, MPI_DOUBLE, next, 4, MPI_COMM_WORLD));
     OK(MPI_Wait(&rq, &st));
     for (size_t k = 0; k < N; k++) {
-        size_t at = vec_index(k, 250, 300);
+        size_t at = vec_index(k, 500, 600);
         CHECK(b[at] == prev * 1e7 + k, "contiguous->vector element %zu: %g", k, b[at]);
     }
-    for (size_t g = 250; g < 300; g++) CHECK(b[g] == -1, "contiguous->vector gap written");
+    for (size_t g = 500; g < 600; g++) CHECK(b[g] == -1, "contiguous->vector gap written");
 
     /* Vector -> another vector (different splits on the two sides), and
      * the eager-sized vector -> contiguous. */
@@ -474,7 +475,7 @@ static void large_blocks(void) {
     b = doubles(2 * N, -1);
     ring(a, 1, v1, b, 1, v2, &st);
     for (size_t k = 0; k < N; k++) {
-        size_t at = vec_index(k, 250, 300);
+        size_t at = vec_index(k, 500, 600);
         CHECK(b[at] == prev * 1e7 + vec_index(k, 125, 200),
               "vector->vector element %zu: %g", k, b[at]);
     }
@@ -482,10 +483,33 @@ static void large_blocks(void) {
     for (size_t k = 0; k < 256; k++)
         CHECK(b[k] == prev * 1e7 + vec_index(k, 64, 100), "eager vector element %zu", k);
 
+    /* Blocks of 16000 and 32000 bytes (moved piece by piece even where
+     * the receiver reads the sender's memory), short and long gaps. */
+    MPI_Datatype v3, v4;
+    OK(MPI_Type_vector(100, 2000, 2100, MPI_DOUBLE, &v3));
+    OK(MPI_Type_vector(50, 4000, 5000, MPI_DOUBLE, &v4));
+    OK(MPI_Type_commit(&v3));
+    OK(MPI_Type_commit(&v4));
+    free(b);
+    b = doubles(2 * N, -1);
+    ring(a, 1, v3, b, 1, v4, &st);
+    for (size_t k = 0; k < 200000; k++) {
+        size_t at = vec_index(k, 4000, 5000);
+        CHECK(b[at] == prev * 1e7 + vec_index(k, 2000, 2100),
+              "large-block vector element %zu: %g", k, b[at]);
+    }
+    CHECK(b[4000] == -1 && b[4999] == -1, "large-block vector gap written");
+    ring(a, 1, v4, b, 200000, MPI_DOUBLE, &st);
+    for (size_t k = 0; k < 200000; k++)
+        CHECK(b[k] == prev * 1e7 + vec_index(k, 4000, 5000),
+              "large-block vector->contiguous element %zu: %g", k, b[k]);
+    MPI_Type_free(&v3);
+    MPI_Type_free(&v4);
+
     /* Truncated: a 2 MB message into half a vector's worth of elements
      * (the same vector with half the blocks). */
     MPI_Datatype half;
-    OK(MPI_Type_vector(N / 500, 250, 300, MPI_DOUBLE, &half));
+    OK(MPI_Type_vector(N / 1000, 500, 600, MPI_DOUBLE, &half));
     OK(MPI_Type_commit(&half));
     free(b);
     b = doubles(2 * N, -1);
@@ -493,10 +517,10 @@ static void large_blocks(void) {
     OK(MPI_Send(a, N, MPI_DOUBLE, next, 5, MPI_COMM_WORLD));
     EXPECT(MPI_Wait(&rq, &st), MPI_ERR_TRUNCATE);
     for (size_t k = 0; k < N / 2; k++) {
-        size_t at = vec_index(k, 250, 300);
+        size_t at = vec_index(k, 500, 600);
         CHECK(b[at] == prev * 1e7 + k, "truncated element %zu: %g", k, b[at]);
     }
-    CHECK(b[(N / 500) * 300] == -1, "truncated receive wrote past its buffer");
+    CHECK(b[(N / 1000) * 600] == -1, "truncated receive wrote past its buffer");
 
     /* MPI_BOTTOM: two large blocks at absolute addresses, both sides. */
     free(b);
