@@ -11,6 +11,15 @@
 //! | rndv/get | larger, CMA works          | RTS; receiver `process_vm_readv`s the sender's buffer; FIN |
 //! | rndv/pipeline | larger, CMA refused   | RTS; CTS; sender streams chunks through staging slots  |
 //!
+//! A buffer is a list of [`Piece`]s (an I/O vector; a contiguous buffer is
+//! the one-piece case): inline and eager senders gather the pieces
+//! straight into the cell or slot, receivers scatter straight out of it,
+//! the pipeline does both chunk by chunk with a [`Cursor`], and a
+//! rendezvous over CMA hands both lists to `process_vm_readv` (the RTS
+//! names the sender's list, which the receiver reads first). Only an
+//! unexpected eager message is copied into an engine-owned buffer, and
+//! scattered when a receive matches it.
+//!
 //! Staging slots of a pair are used and freed in FIFO order: the receiver
 //! copies each slot out as soon as it reads the cell that names it (into the
 //! matched buffer, or into an unexpected-message buffer), so a slow
@@ -36,6 +45,7 @@ use crate::bootstrap::Bootstrap;
 use crate::config::{CmaMode, Config};
 use crate::doorbell;
 use crate::error::{Error, InitError};
+use crate::iov::{self, Buf, Cursor, Piece, total};
 use crate::layout::{Cell, CellKind, Geometry};
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::queue::spsc::{Consumer, Producer};
@@ -119,17 +129,28 @@ struct Req {
     result: Option<Result<Status, Error>>,
     /// Receive buffer (raw receives, or `owned`'s storage); for a send,
     /// the source buffer.
-    buf: *mut u8,
-    /// Bytes at `buf`.
+    buf: Buf,
+    /// Bytes in `buf`.
     cap: usize,
     /// Whether this is a receive (its owned buffer is handed back).
     is_recv: bool,
     /// Storage of a safe `isend`/`irecv`.
     owned: Option<Vec<u8>>,
-    /// Pipelined rendezvous receive: (source, tag, size, bytes received).
-    pipeline: Option<(u32, u64, usize, usize)>,
+    /// Pipelined rendezvous receive in progress.
+    pipeline: Option<Pipeline>,
     /// A send's status, known when it starts.
     status: Status,
+}
+
+/// A pipelined rendezvous receive: chunks arrive in order and are
+/// scattered at `cursor`.
+#[derive(Debug)]
+struct Pipeline {
+    source: u32,
+    tag: u64,
+    size: usize,
+    got: usize,
+    cursor: Cursor,
 }
 
 /// What a receiver owes the sender of a synchronous inline or eager
@@ -143,17 +164,21 @@ struct Ack {
 /// An unexpected arrival's body.
 #[derive(Debug)]
 enum Arrival {
-    Data {
-        bytes: Vec<u8>,
-        ack: Option<Ack>,
-    },
-    Rts {
-        from: u32,
-        size: usize,
-        sreq: u64,
-        addr: u64,
-        pid: u32,
-    },
+    Data { bytes: Vec<u8>, ack: Option<Ack> },
+    Rts(Rts),
+}
+
+/// A rendezvous offer, as its RTS cell names it.
+#[derive(Clone, Copy, Debug)]
+struct Rts {
+    /// Local index of the sender.
+    from: u32,
+    size: usize,
+    sreq: u64,
+    /// The sender's buffer (`pieces == 0`) or its list of pieces.
+    addr: u64,
+    pieces: u64,
+    pid: u32,
 }
 
 impl Arrival {
@@ -161,7 +186,7 @@ impl Arrival {
     fn len(&self) -> usize {
         match self {
             Self::Data { bytes, .. } => bytes.len(),
-            Self::Rts { size, .. } => *size,
+            Self::Rts(rts) => rts.size,
         }
     }
 }
@@ -171,16 +196,18 @@ impl Arrival {
 enum Outgoing {
     /// A ready control cell.
     Cell(Cell),
-    /// An eager message needing a staging slot.
-    Eager { cell: Cell, src: *const u8 },
-    /// Pipelined rendezvous data: sender request, receiver request, buffer,
-    /// total length, bytes already staged.
+    /// An eager message needing a staging slot; its data is gathered
+    /// from sender request `cell.b`.
+    Eager(Cell),
+    /// Pipelined rendezvous data: sender request, receiver request, total
+    /// length, bytes already staged and where they end in the sender's
+    /// pieces.
     Stream {
         sreq: ReqId,
         rreq: u64,
-        src: *const u8,
         len: usize,
         off: usize,
+        cursor: Cursor,
     },
 }
 
@@ -400,8 +427,7 @@ impl Endpoint {
 
     fn new_req(
         &mut self,
-        buf: *mut u8,
-        cap: usize,
+        buf: Buf,
         owned: Option<Vec<u8>>,
         status: Status,
         is_recv: bool,
@@ -412,6 +438,7 @@ impl Endpoint {
         });
         let slot = &mut self.reqs[idx as usize];
         let generation = slot.as_ref().map_or(0, |r| r.generation);
+        let cap = total(buf.pieces());
         *slot = Some(Req {
             generation,
             result: None,
@@ -445,7 +472,7 @@ impl Endpoint {
             // the request that reuses it.
             r.result = None;
             r.owned = None;
-            r.buf = std::ptr::null_mut();
+            r.buf = Buf::of(&[]);
             r.generation = r.generation.wrapping_add(1);
         }
         self.free_reqs.push(idx as u32);
@@ -456,15 +483,15 @@ impl Endpoint {
     /// Start sending `data` to `dest` with `tag`. The engine owns the
     /// buffer until the request completes.
     pub fn isend(&mut self, dest: u32, tag: u64, data: Vec<u8>) -> Result<Request, Error> {
-        let (ptr, len) = (data.as_ptr(), data.len());
-        self.start_send(dest, tag, ptr, len, Some(data), false)
+        let one = Buf::One(Piece::new(data.as_ptr().cast_mut(), data.len()));
+        self.start_send(dest, tag, one, Some(data), false)
     }
 
     /// Start a synchronous send of `data` (MPI-4.0 §3.4): it completes
     /// only once a receive (or a matched probe) at `dest` matched it.
     pub fn issend(&mut self, dest: u32, tag: u64, data: Vec<u8>) -> Result<Request, Error> {
-        let (ptr, len) = (data.as_ptr(), data.len());
-        self.start_send(dest, tag, ptr, len, Some(data), true)
+        let one = Buf::One(Piece::new(data.as_ptr().cast_mut(), data.len()));
+        self.start_send(dest, tag, one, Some(data), true)
     }
 
     /// Start a synchronous send of `len` bytes at `ptr` (see
@@ -479,7 +506,39 @@ impl Endpoint {
         ptr: *const u8,
         len: usize,
     ) -> Result<Request, Error> {
-        self.start_send(dest, tag, ptr, len, None, true)
+        let one = Buf::One(Piece::new(ptr.cast_mut(), len));
+        self.start_send(dest, tag, one, None, true)
+    }
+
+    /// Start a synchronous send of the concatenation of `pieces` (see
+    /// [`issend`](Self::issend) and [`isend_iov_raw`](Self::isend_iov_raw)).
+    ///
+    /// # Safety
+    /// As for [`isend_iov_raw`](Self::isend_iov_raw).
+    pub unsafe fn issend_iov_raw(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        pieces: &[Piece],
+    ) -> Result<Request, Error> {
+        self.start_send(dest, tag, Buf::of(pieces), None, true)
+    }
+
+    /// Start sending the concatenation of `pieces`, in order, to `dest`
+    /// with `tag`, without packing them: the data moves straight from
+    /// the pieces (the receiver sees one message of their total size).
+    /// The list itself is copied; only the memory it names must stay.
+    ///
+    /// # Safety
+    /// Every piece stays valid for reads and unmodified until the request
+    /// completes (through [`wait`](Self::wait) or [`test`](Self::test)).
+    pub unsafe fn isend_iov_raw(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        pieces: &[Piece],
+    ) -> Result<Request, Error> {
+        self.start_send(dest, tag, Buf::of(pieces), None, false)
     }
 
     /// Start sending `len` bytes at `ptr` to `dest` with `tag`.
@@ -494,7 +553,8 @@ impl Endpoint {
         ptr: *const u8,
         len: usize,
     ) -> Result<Request, Error> {
-        self.start_send(dest, tag, ptr, len, None, false)
+        let one = Buf::One(Piece::new(ptr.cast_mut(), len));
+        self.start_send(dest, tag, one, None, false)
     }
 
     /// Send and wait for completion.
@@ -508,14 +568,20 @@ impl Endpoint {
         &mut self,
         dest: u32,
         tag: u64,
-        ptr: *const u8,
-        len: usize,
+        buf: Buf,
         owned: Option<Vec<u8>>,
         sync: bool,
     ) -> Result<Request, Error> {
         let j = self.local(dest)?;
+        let len = total(buf.pieces());
         let sent = Status::new(self.rank, tag, len);
-        let id = self.new_req(ptr.cast_mut(), len, owned, sent, false);
+        // The RTS names the buffer (or its list, whose heap storage stays
+        // put in the request until FIN).
+        let (addr, pieces) = match &buf {
+            Buf::One(p) => (p.ptr as u64, 0),
+            Buf::Many(v) => (v.as_ptr() as u64, v.len() as u64),
+        };
+        let id = self.new_req(buf, owned, sent, false);
         let mut cell = Cell::new(CellKind::Inline);
         cell.tag = tag;
         cell.size = len as u64;
@@ -523,9 +589,12 @@ impl Endpoint {
         cell.c = if sync { id + 1 } else { 0 };
         if len <= self.cfg.inline_max {
             cell.len = len as u32;
-            // SAFETY: the caller guarantees `len` readable bytes at `ptr`;
-            // the payload array holds inline_max <= INLINE_CAPACITY bytes.
-            unsafe { std::ptr::copy_nonoverlapping(ptr, cell.payload.as_mut_ptr(), len) };
+            let r = self.req_mut(id).expect("new request exists");
+            let pieces = r.buf.pieces();
+            // SAFETY: the caller guarantees the pieces are readable (`len`
+            // bytes in all); the payload array holds inline_max <=
+            // INLINE_CAPACITY bytes.
+            unsafe { Cursor::start(pieces).gather(pieces, cell.payload.as_mut_ptr(), len) };
             self.enqueue(j, Outgoing::Cell(cell));
             if !sync {
                 self.complete(id, Ok(sent));
@@ -534,13 +603,14 @@ impl Endpoint {
             cell.kind = CellKind::Eager as u32;
             cell.len = len as u32;
             cell.b = id;
-            self.enqueue(j, Outgoing::Eager { cell, src: ptr });
+            self.enqueue(j, Outgoing::Eager(cell));
         } else {
             // A rendezvous completes at FIN, after the match.
             cell.kind = CellKind::Rts as u32;
             cell.a = id;
-            cell.b = ptr as u64;
+            cell.b = addr;
             cell.c = u64::from(sys::pid());
+            cell.set_rts_pieces(pieces);
             self.enqueue(j, Outgoing::Cell(cell));
         }
         Ok(Request { id })
@@ -565,7 +635,14 @@ impl Endpoint {
         let slot_size = self.seg.layout().geometry.staging_slot_size as usize;
         let mut pushed = false;
         let mut done_sends = Vec::new();
-        let (me, seg) = (self.me, &self.seg);
+        let (me, seg, reqs) = (self.me, &self.seg, &self.reqs);
+        // The pieces of a send still in flight.
+        let pieces_of = |id: ReqId| {
+            reqs.get(req_index(id))
+                .and_then(Option::as_ref)
+                .filter(|r| u64::from(r.generation) == id >> 32)
+                .map_or(&[][..], |r| r.buf.pieces())
+        };
         let Peer {
             tx,
             staging,
@@ -584,15 +661,17 @@ impl Endpoint {
         while let Some(front) = backlog.front_mut() {
             let progressed = match front {
                 Outgoing::Cell(cell) => tx.push(cell).is_ok(),
-                Outgoing::Eager { cell, src } => {
+                Outgoing::Eager(cell) => {
                     if !(has_slot(staging) && tx.has_room()) {
                         false
                     } else {
                         let dst = seg.staging_slot(me, j, staging.staged);
+                        let src = pieces_of(cell.b);
                         // SAFETY: slot `staged` is ours (FIFO staging
-                        // protocol: fewer than `slots` unfreed); the source
-                        // is valid per isend's contract; len <= slot size.
-                        unsafe { std::ptr::copy_nonoverlapping(*src, dst, cell.len as usize) };
+                        // protocol: fewer than `slots` unfreed); the pieces
+                        // are valid per isend's contract and hold `len` <=
+                        // slot size bytes.
+                        unsafe { Cursor::start(src).gather(src, dst, cell.len as usize) };
                         cell.a = staging.staged;
                         let ok = tx.push(cell).is_ok();
                         debug_assert!(ok, "room was checked");
@@ -608,15 +687,18 @@ impl Endpoint {
                 Outgoing::Stream {
                     sreq,
                     rreq,
-                    src,
                     len,
                     off,
+                    cursor,
                 } => {
+                    let src = pieces_of(*sreq);
                     while *off < *len && has_slot(staging) && tx.has_room() {
                         let n = (*len - *off).min(slot_size);
                         let dst = seg.staging_slot(me, j, staging.staged);
-                        // SAFETY: as for eager; `off + n <= len`.
-                        unsafe { std::ptr::copy_nonoverlapping(src.add(*off), dst, n) };
+                        // SAFETY: as for eager; `off + n <= len`, the
+                        // total of the pieces.
+                        let got = unsafe { cursor.gather(src, dst, n) };
+                        debug_assert_eq!(got, n, "the send's pieces hold len bytes");
                         let mut c = Cell::new(CellKind::Chunk);
                         c.a = *rreq;
                         c.b = *off as u64;
@@ -673,8 +755,8 @@ impl Endpoint {
         capacity: usize,
     ) -> Result<Request, Error> {
         let mut buf = vec![0u8; capacity];
-        let ptr = buf.as_mut_ptr();
-        self.start_recv(source, tag, ptr, capacity, Some(buf))
+        let one = Buf::One(Piece::new(buf.as_mut_ptr(), capacity));
+        self.start_recv(source, tag, one, Some(buf))
     }
 
     /// Start receiving into `cap` bytes at `ptr`.
@@ -689,7 +771,24 @@ impl Endpoint {
         ptr: *mut u8,
         cap: usize,
     ) -> Result<Request, Error> {
-        self.start_recv(source, tag, ptr, cap, None)
+        self.start_recv(source, tag, Buf::One(Piece::new(ptr, cap)), None)
+    }
+
+    /// Start receiving into `pieces`, in order, as if they were one buffer
+    /// of their total size: the data lands straight in the pieces (a
+    /// message larger than the total is truncated as for
+    /// [`irecv_raw`](Self::irecv_raw)). The list itself is copied.
+    ///
+    /// # Safety
+    /// Every piece stays valid for writes and is not otherwise accessed
+    /// until the request completes; pieces do not overlap.
+    pub unsafe fn irecv_iov_raw(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+        pieces: &[Piece],
+    ) -> Result<Request, Error> {
+        self.start_recv(source, tag, Buf::of(pieces), None)
     }
 
     /// Receive into `buf` and wait for the message.
@@ -703,14 +802,13 @@ impl Endpoint {
         &mut self,
         source: Source,
         tag: TagMatch,
-        ptr: *mut u8,
-        cap: usize,
+        buf: Buf,
         owned: Option<Vec<u8>>,
     ) -> Result<Request, Error> {
         if let Source::Rank(r) = source {
             self.local(r)?;
         }
-        let id = self.new_req(ptr, cap, owned, Status::new(0, 0, 0), true);
+        let id = self.new_req(buf, owned, Status::new(0, 0, 0), true);
         let posted = Posted {
             req: req_index(id) as u32,
             source,
@@ -730,13 +828,7 @@ impl Endpoint {
                 let result = self.deliver(id, from, tag, &bytes);
                 self.complete(id, result);
             }
-            Arrival::Rts {
-                from: j,
-                size,
-                sreq,
-                addr,
-                pid,
-            } => self.start_rndv(id, j, tag, size, sreq, addr, pid),
+            Arrival::Rts(rts) => self.start_rndv(id, tag, rts),
         }
     }
 
@@ -816,8 +908,8 @@ impl Endpoint {
     /// bytes; the data comes back in the completion.
     pub fn imrecv(&mut self, msg: Message, capacity: usize) -> Request {
         let mut buf = vec![0u8; capacity];
-        let ptr = buf.as_mut_ptr();
-        self.start_mrecv(msg, ptr, capacity, Some(buf))
+        let one = Buf::One(Piece::new(buf.as_mut_ptr(), capacity));
+        self.start_mrecv(msg, one, Some(buf))
     }
 
     /// Start receiving a matched message into `cap` bytes at `ptr`: an
@@ -826,7 +918,17 @@ impl Endpoint {
     /// # Safety
     /// As for [`irecv_raw`](Self::irecv_raw).
     pub unsafe fn imrecv_raw(&mut self, msg: Message, ptr: *mut u8, cap: usize) -> Request {
-        self.start_mrecv(msg, ptr, cap, None)
+        self.start_mrecv(msg, Buf::One(Piece::new(ptr, cap)), None)
+    }
+
+    /// Start receiving a matched message into `pieces` (see
+    /// [`imrecv_raw`](Self::imrecv_raw) and
+    /// [`irecv_iov_raw`](Self::irecv_iov_raw)).
+    ///
+    /// # Safety
+    /// As for [`irecv_iov_raw`](Self::irecv_iov_raw).
+    pub unsafe fn imrecv_iov_raw(&mut self, msg: Message, pieces: &[Piece]) -> Request {
+        self.start_mrecv(msg, Buf::of(pieces), None)
     }
 
     /// Receive a matched message into `buf` and wait for it.
@@ -836,14 +938,8 @@ impl Endpoint {
         self.wait(r).map(|c| c.status)
     }
 
-    fn start_mrecv(
-        &mut self,
-        msg: Message,
-        ptr: *mut u8,
-        cap: usize,
-        owned: Option<Vec<u8>>,
-    ) -> Request {
-        let id = self.new_req(ptr, cap, owned, Status::new(0, 0, 0), true);
+    fn start_mrecv(&mut self, msg: Message, buf: Buf, owned: Option<Vec<u8>>) -> Request {
+        let id = self.new_req(buf, owned, Status::new(0, 0, 0), true);
         self.receive_arrival(id, msg.source, msg.tag, msg.body);
         Request { id }
     }
@@ -866,40 +962,29 @@ impl Endpoint {
         true
     }
 
-    /// Copy a whole message into request `id`'s buffer.
+    /// Scatter a whole message into request `id`'s pieces (as much as
+    /// fits).
     fn deliver(&mut self, id: ReqId, source: u32, tag: u64, data: &[u8]) -> Result<Status, Error> {
         let r = self.req_mut(id).expect("matched request exists");
-        let n = data.len().min(r.cap);
-        // SAFETY: the receive buffer is valid for `cap` bytes (irecv contract
-        // or our own Vec); `data` is a distinct allocation or a staging slot.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), r.buf, n) };
+        let pieces = r.buf.pieces();
+        // SAFETY: the pieces are writable (irecv contract or our own Vec);
+        // `data` is a distinct allocation or a staging slot.
+        unsafe { Cursor::start(pieces).scatter(pieces, data.as_ptr(), data.len()) };
         truncation(source, tag, data.len(), r.cap)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn start_rndv(
-        &mut self,
-        id: ReqId,
-        j: u32,
-        tag: u64,
-        size: usize,
-        sreq: u64,
-        addr: u64,
-        pid: u32,
-    ) {
+    /// Start receiving rendezvous `rts` into matched request `id`: read
+    /// it over CMA and send FIN, or (CMA refused) ask for the pipeline.
+    fn start_rndv(&mut self, id: ReqId, tag: u64, rts: Rts) {
+        let j = rts.from;
         let source = self.peers[j as usize].rank;
-        let (buf, cap) = {
-            let r = self.req_mut(id).expect("matched request exists");
-            (r.buf, r.cap)
-        };
         if self.cma {
-            // SAFETY: the receive buffer is valid for `cap` bytes.
-            let read = unsafe { sys::cma_read(pid, addr, buf, size.min(cap)) };
-            if read.is_ok() {
+            let cap = self.req_mut(id).expect("matched request exists").cap;
+            if self.cma_get(id, &rts).is_ok() {
                 let mut fin = Cell::new(CellKind::Fin);
-                fin.a = sreq;
+                fin.a = rts.sreq;
                 self.enqueue(j, Outgoing::Cell(fin));
-                self.complete(id, truncation(source, tag, size, cap));
+                self.complete(id, truncation(source, tag, rts.size, cap));
                 return;
             }
             // Refused after all (ptrace policy changed, seccomp...): fall
@@ -907,12 +992,54 @@ impl Endpoint {
             self.cma = false;
         }
         if let Some(r) = self.req_mut(id) {
-            r.pipeline = Some((source, tag, size, 0));
+            let cursor = Cursor::start(r.buf.pieces());
+            r.pipeline = Some(Pipeline {
+                source,
+                tag,
+                size: rts.size,
+                got: 0,
+                cursor,
+            });
         }
         let mut cts = Cell::new(CellKind::CtsPipeline);
-        cts.a = sreq;
+        cts.a = rts.sreq;
         cts.b = id;
         self.enqueue(j, Outgoing::Cell(cts));
+    }
+
+    /// Read the sender's pieces of `rts` into request `id`'s pieces with
+    /// `process_vm_readv` (first the sender's list, when it has one), as
+    /// much as fits.
+    fn cma_get(&mut self, id: ReqId, rts: &Rts) -> std::io::Result<()> {
+        let remote = if rts.pieces == 0 {
+            vec![Piece::new(rts.addr as usize as *mut u8, rts.size)]
+        } else {
+            let n = usize::try_from(rts.pieces).map_err(std::io::Error::other)?;
+            let mut list = vec![Piece::new(std::ptr::null_mut(), 0); n];
+            // SAFETY: `list` is a local array of `n` pieces, plain data
+            // whatever bytes land in it (the sender wrote `iovec`s).
+            unsafe {
+                sys::cma_read(
+                    rts.pid,
+                    rts.addr,
+                    list.as_mut_ptr().cast(),
+                    size_of_val(&list[..]),
+                )?;
+            }
+            list
+        };
+        let r = self.req_mut(id).expect("matched request exists");
+        let mut sink = [0u8; iov::MAX_BRIDGE];
+        let bridged = iov::bridge(&remote, r.buf.pieces(), sink.as_mut_ptr());
+        let (local, remote) = match &bridged {
+            Some((remote, local)) => (&local[..], &remote[..]),
+            None => (r.buf.pieces(), &remote[..]),
+        };
+        // SAFETY: the receive's pieces are writable and untouched until
+        // completion (irecv contract, or our own Vec); the sink is a local
+        // array nothing reads. `cma_readv` fills the shorter list or fails.
+        unsafe { sys::cma_readv(rts.pid, local, remote)? };
+        Ok(())
     }
 
     /// Act on one control cell from local peer `j`.
@@ -932,29 +1059,28 @@ impl Endpoint {
                 self.free_slot(j, cell.a);
             }
             Some(CellKind::Rts) => {
-                let (size, sreq, addr, pid) = (cell.size as usize, cell.a, cell.b, cell.c as u32);
+                let rts = Rts {
+                    from: j,
+                    size: cell.size as usize,
+                    sreq: cell.a,
+                    addr: cell.b,
+                    pieces: cell.rts_pieces(),
+                    pid: cell.c as u32,
+                };
                 match self.matcher.match_arrival(from, cell.tag) {
                     Some(p) => {
                         let id = self.posted_id(p);
-                        self.start_rndv(id, j, cell.tag, size, sreq, addr, pid);
+                        self.start_rndv(id, cell.tag, rts);
                     }
-                    None => self.matcher.push_unexpected(
-                        from,
-                        cell.tag,
-                        Arrival::Rts {
-                            from: j,
-                            size,
-                            sreq,
-                            addr,
-                            pid,
-                        },
-                    ),
+                    None => self
+                        .matcher
+                        .push_unexpected(from, cell.tag, Arrival::Rts(rts)),
                 }
             }
             Some(CellKind::Fin | CellKind::Ack) => self.complete_sent(cell.a),
             Some(CellKind::CtsPipeline) => {
-                let (src, len) = match self.req_mut(cell.a) {
-                    Some(r) => (r.buf.cast_const(), r.cap),
+                let (len, cursor) = match self.req_mut(cell.a) {
+                    Some(r) => (r.cap, Cursor::start(r.buf.pieces())),
                     None => return,
                 };
                 self.enqueue(
@@ -962,9 +1088,9 @@ impl Endpoint {
                     Outgoing::Stream {
                         sreq: cell.a,
                         rreq: cell.b,
-                        src,
                         len,
                         off: 0,
+                        cursor,
                     },
                 );
             }
@@ -973,15 +1099,16 @@ impl Endpoint {
                 let (off, n) = (cell.b as usize, cell.len as usize);
                 let mut finished = None;
                 if let Some(r) = self.req_mut(cell.a)
-                    && let Some((source, tag, size, got)) = r.pipeline.as_mut()
+                    && let Some(p) = r.pipeline.as_mut()
                 {
-                    let keep = r.cap.saturating_sub(off).min(n);
-                    // SAFETY: the slot holds `n` published bytes (SP1);
-                    // `off + keep <= cap` of the receive buffer.
-                    unsafe { std::ptr::copy_nonoverlapping(slot, r.buf.add(off), keep) };
-                    *got += n;
-                    if *got == *size {
-                        finished = Some(truncation(*source, *tag, *size, r.cap));
+                    // Chunks come in order (one FIFO ring per pair).
+                    debug_assert_eq!(off, p.got, "pipeline chunk out of order");
+                    // SAFETY: the slot holds `n` published bytes (SP1); the
+                    // cursor writes only what fits in the receive's pieces.
+                    unsafe { p.cursor.scatter(r.buf.pieces(), slot, n) };
+                    p.got += n;
+                    if p.got == p.size {
+                        finished = Some(truncation(p.source, p.tag, p.size, r.cap));
                     }
                 }
                 self.free_slot(j, cell.c);
@@ -1298,6 +1425,105 @@ mod tests {
         let mut buf = [0u8; 3];
         assert_eq!(ep.mrecv(msg, &mut buf).unwrap().len, 3);
         assert_eq!(buf, [1, 2, 3]);
+    }
+
+    /// Pieces of `buf` holding `want` bytes in all, of the lengths in
+    /// `lens` (cycled, the last one cut short), each followed by a gap of
+    /// `gap` untouched bytes.
+    fn pieces(buf: &mut [u8], lens: &[usize], gap: usize, want: usize) -> Vec<Piece> {
+        let (mut at, mut left, mut out) = (0, want, Vec::new());
+        for &n in lens.iter().cycle() {
+            if left == 0 && !out.is_empty() {
+                break;
+            }
+            let n = n.min(left);
+            out.push(Piece::new(buf[at..at + n].as_mut_ptr(), n));
+            (at, left) = (at + n + gap, left - n);
+        }
+        out
+    }
+
+    /// The bytes of `pieces`, in order.
+    fn packed(pieces: &[Piece]) -> Vec<u8> {
+        let mut v = vec![0; total(pieces)];
+        // SAFETY: the pieces lie in a live test buffer.
+        unsafe { Cursor::start(pieces).gather(pieces, v.as_mut_ptr(), v.len()) };
+        v
+    }
+
+    #[test]
+    fn pieces_to_pieces_in_every_protocol() {
+        pieces_to_pieces(endpoint());
+        let cfg = Config {
+            cma: CmaMode::Off,
+            ..Config::default()
+        };
+        let ep = Endpoint::with_config(Box::new(Singleton::default()), cfg).unwrap();
+        assert!(!ep.uses_cma());
+        pieces_to_pieces(ep);
+    }
+
+    /// Messages of every protocol from pieces into pieces split another
+    /// way, synchronous or not, whole or truncated.
+    fn pieces_to_pieces(mut ep: Endpoint) {
+        let big = ep.config().staging_slot_size as usize * 3 + 5;
+        for (k, n) in sizes(&ep).into_iter().chain([big]).enumerate() {
+            let mut src = bytes(2 * n + 64, k as u8);
+            let sp = pieces(&mut src, &[0, 5, 1000, 3], 1, n);
+            let data = packed(&sp);
+            assert_eq!(data.len(), n);
+            for (lens, truncate) in [(&[7usize, 0, 64][..], false), (&[300], true)] {
+                let mut dst = vec![0u8; 2 * n + 600];
+                let cap = if truncate { n.saturating_sub(1) } else { n };
+                let dp = pieces(&mut dst, lens, 2, cap);
+                let want = data.len().min(total(&dp));
+                // SAFETY: both buffers outlive the requests: we wait here.
+                let (s, r) = unsafe {
+                    let sync = k % 2 == 1;
+                    let s = if sync {
+                        ep.issend_iov_raw(0, 3, &sp).unwrap()
+                    } else {
+                        ep.isend_iov_raw(0, 3, &sp).unwrap()
+                    };
+                    (
+                        s,
+                        ep.irecv_iov_raw(Source::Any, TagMatch::exact(3), &dp)
+                            .unwrap(),
+                    )
+                };
+                let got = ep.wait(r);
+                assert_eq!(ep.wait(s).unwrap().status.len, data.len());
+                match got {
+                    Ok(c) => assert_eq!(c.status.len, data.len()),
+                    Err(Error::Truncated {
+                        incoming, capacity, ..
+                    }) => {
+                        assert!(truncate && n > 0);
+                        assert_eq!((incoming, capacity), (data.len(), total(&dp)));
+                    }
+                    Err(e) => panic!("{n} bytes: {e}"),
+                }
+                assert_eq!(packed(&dp)[..want], data[..want], "{n} bytes, {lens:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unexpected_and_probed_messages_scatter_into_pieces() {
+        let mut ep = endpoint();
+        for n in sizes(&ep) {
+            let data = bytes(n, 9);
+            let s = ep.isend(0, 4, data.clone()).unwrap();
+            ep.probe(Source::Any, TagMatch::exact(4));
+            let mut dst = vec![0u8; 2 * n + 8];
+            let dp = pieces(&mut dst, &[1, 17], 1, n);
+            let (_, msg) = ep.mprobe(Source::Any, TagMatch::exact(4));
+            // SAFETY: `dst` outlives the request: we wait here.
+            let r = unsafe { ep.imrecv_iov_raw(msg, &dp) };
+            ep.wait(r).unwrap();
+            ep.wait(s).unwrap();
+            assert_eq!(packed(&dp)[..n], data[..]);
+        }
     }
 
     #[test]

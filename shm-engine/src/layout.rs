@@ -28,7 +28,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 80;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -129,8 +129,12 @@ pub enum CellKind {
     /// A whole message in staging slot `a`, `len` bytes. `c` as for
     /// [`Inline`](Self::Inline).
     Eager = 2,
-    /// Request to send `size` bytes: sender request `a`, buffer address `b`
-    /// in process `c` (pid).
+    /// Request to send `size` bytes: sender request `a`, in process `c`
+    /// (pid). The first 8 bytes of `payload` (little-endian) count the
+    /// pieces of the sender's buffer ([`Cell::rts_pieces`]): 0 means `b` is
+    /// the address of the contiguous buffer; `n > 0` means `b` is the
+    /// address of an array of `n` [`Piece`](crate::iov::Piece)s (the
+    /// layout of `struct iovec`) that the sender keeps until FIN.
     Rts = 3,
     /// The receiver is done with sender request `a` (rendezvous complete).
     Fin = 4,
@@ -194,6 +198,20 @@ impl Cell {
             c: 0,
             payload: [0; INLINE_CAPACITY],
         }
+    }
+}
+
+impl Cell {
+    /// The piece count of an [`Rts`](CellKind::Rts) cell.
+    pub fn rts_pieces(&self) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.payload[..8]);
+        u64::from_le_bytes(w)
+    }
+
+    /// Set the piece count of an [`Rts`](CellKind::Rts) cell.
+    pub fn set_rts_pieces(&mut self, n: u64) {
+        self.payload[..8].copy_from_slice(&n.to_le_bytes());
     }
 }
 

@@ -27,6 +27,7 @@ pub mod config;
 pub mod doorbell;
 pub mod endpoint;
 pub mod error;
+pub mod iov;
 pub mod layout;
 pub mod matching;
 pub mod queue;
@@ -37,6 +38,7 @@ mod sys;
 pub use config::{CmaMode, Config};
 pub use endpoint::{Backoff, Completion, Endpoint, Message, Request, Status};
 pub use error::{Error, InitError};
+pub use iov::Piece;
 pub use matching::{Source, TagMatch};
 
 /// The README's Rust example, compiled by `cargo test --doc`.

@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use crate::iov::{Cursor, Piece};
 use crate::sync::AtomicU32;
 
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
@@ -71,29 +72,61 @@ pub fn pid() -> u32 {
 /// `local` is valid for writes of `len` bytes and not otherwise accessed
 /// during the call.
 pub unsafe fn cma_read(pid: u32, remote: u64, local: *mut u8, len: usize) -> io::Result<()> {
+    let l = [Piece::new(local, len)];
+    let r = [Piece::new(remote as usize as *mut u8, len)];
+    // SAFETY: forwarded from the caller.
+    let n = unsafe { cma_readv(pid, &l, &r)? };
+    if n < len {
+        return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+    }
+    Ok(())
+}
+
+/// Most entries `process_vm_readv` takes on either side (`IOV_MAX`).
+pub const IOV_MAX: usize = 1024;
+
+/// Copy the pieces `remote` of process `pid` into the pieces `local`, in
+/// order, until either list ends; the two lists may be split differently.
+/// Batches of at most [`IOV_MAX`] entries per side; a cursor on each list
+/// carries over partial reads. Returns the bytes copied: the smaller of
+/// the two totals (a read that stops short is an error).
+///
+/// # Safety
+/// Every piece of `local` is valid for writes and not otherwise accessed
+/// during the call.
+pub unsafe fn cma_readv(pid: u32, local: &[Piece], remote: &[Piece]) -> io::Result<usize> {
+    let (mut lc, mut rc) = (Cursor::start(local), Cursor::start(remote));
+    let (mut lb, mut rb) = (Vec::new(), Vec::new());
     let mut done = 0usize;
-    while done < len {
-        let liov = libc::iovec {
-            // SAFETY: done < len, within the caller's buffer.
-            iov_base: unsafe { local.add(done) }.cast(),
-            iov_len: len - done,
-        };
-        let riov = libc::iovec {
-            iov_base: (remote as usize + done) as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        // SAFETY: liov describes memory the caller gave us for writing; the
-        // remote side is checked by the kernel (EFAULT), not dereferenced.
-        let n = check(
-            unsafe { libc::process_vm_readv(pid as libc::pid_t, &liov, 1, &riov, 1, 0) }
-                as libc::c_long,
-        )?;
+    while !lc.at_end(local) && !rc.at_end(remote) {
+        lb.clear();
+        rb.clear();
+        // The kernel pins the remote pages of a batch (up to 4 MiB at a
+        // time) whether or not the local side has room for them: ask for
+        // no more remote bytes than the local batch takes.
+        let room = lc.fill(local, &mut lb, IOV_MAX, usize::MAX);
+        rc.fill(remote, &mut rb, IOV_MAX, room);
+        // SAFETY: `Piece` has the layout of `iovec` (checked in `iov`); the
+        // local entries are the caller's writable memory; the remote side
+        // is checked by the kernel (EFAULT), not dereferenced here.
+        let n = check(unsafe {
+            libc::process_vm_readv(
+                pid as libc::pid_t,
+                lb.as_ptr().cast(),
+                lb.len() as libc::c_ulong,
+                rb.as_ptr().cast(),
+                rb.len() as libc::c_ulong,
+                0,
+            )
+        } as libc::c_long)? as usize;
         if n == 0 {
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
         }
-        done += n as usize;
+        lc.advance(local, n);
+        rc.advance(remote, n);
+        done += n;
     }
-    Ok(())
+    Ok(done)
 }
 
 /// Send `fd` over a unix stream socket (SCM_RIGHTS) with one data byte.

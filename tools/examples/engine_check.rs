@@ -8,11 +8,13 @@
 //! `nodes` (with `--ppn`: cross-node sends are refused with a typed error),
 //! `probes` (synchronous sends complete only after the match; probes and
 //! matched probes from any source; cancel of a posted receive),
+//! `pieces` (every protocol size sent from a list of pieces into a list
+//! split differently, checksummed, gaps untouched, also truncated),
 //! `die` (rank 1 is killed while the others wait for it).
 
 use std::process::ExitCode;
 
-use shm_engine::{Endpoint, Error, Source, TagMatch, bootstrap};
+use shm_engine::{Endpoint, Error, Piece, Source, TagMatch, bootstrap};
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
@@ -309,6 +311,120 @@ fn nodes(ep: &mut Endpoint) -> Res {
     })
 }
 
+/// Ranges of a buffer holding `want` bytes in all: lengths from `lens`
+/// (cycled, the last cut short), each followed by `gap` unused bytes.
+fn cut(lens: &[usize], gap: usize, want: usize) -> Vec<(usize, usize)> {
+    let (mut at, mut left, mut out) = (0, want, Vec::new());
+    for &n in lens.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        let n = n.min(left);
+        out.push((at, n));
+        (at, left) = (at + n + gap, left - n);
+    }
+    out
+}
+
+/// The pieces of `buf` at `ranges`.
+fn pieces_of(buf: &mut [u8], ranges: &[(usize, usize)]) -> Vec<Piece> {
+    ranges
+        .iter()
+        .map(|&(at, n)| Piece::new(buf[at..at + n].as_mut_ptr(), n))
+        .collect()
+}
+
+/// A buffer long enough for `ranges`, filled with `byte`.
+fn spread(ranges: &[(usize, usize)], byte: u8) -> Vec<u8> {
+    vec![byte; ranges.last().map_or(0, |&(at, n)| at + n + 8)]
+}
+
+const GAP: u8 = 0xee;
+
+/// Each rank sends every size to its right neighbour from pieces split
+/// one way into pieces split another way; odd sizes are sent before the
+/// receive is posted, so they may arrive unexpected. Then one
+/// rendezvous into too few pieces: truncated, only what fits written.
+fn pieces(ep: &mut Endpoint) -> Res {
+    let (me, n) = (ep.rank(), ep.size());
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    // Sender's piece lengths and gap (short gaps are read across by a
+    // CMA receiver, long ones are not), receiver's piece lengths.
+    let splits: [(&[usize], usize, &[usize]); 3] = [
+        (&[1, 4096, 0, 333], 3, &[1024]),
+        (&[65536, 7], 5000, &[7, 0, 70_000, 13]),
+        (&[20], 3, &[1 << 20]),
+    ];
+    for (i, &size) in SIZES.iter().enumerate() {
+        let (slens, gap, rlens) = splits[i % splits.len()];
+        let (sr, rr) = (cut(slens, gap, size), cut(rlens, 5, size));
+        let mut src = spread(&sr, GAP);
+        let data = expected(me, size);
+        let mut at = 0;
+        for &(o, k) in &sr {
+            src[o..o + k].copy_from_slice(&data[at..at + k]);
+            at += k;
+        }
+        let mut dst = spread(&rr, GAP);
+        let (sp, rp) = (pieces_of(&mut src, &sr), pieces_of(&mut dst, &rr));
+        let tag = TagMatch::exact(size as u64);
+        // SAFETY: `src` and `dst` outlive both requests: we wait for them
+        // below, before either buffer is touched or dropped.
+        let (r, s) = unsafe {
+            if size % 2 == 1 {
+                let s = ep.isend_iov_raw(next, size as u64, &sp)?;
+                (ep.irecv_iov_raw(Source::Rank(prev), tag, &rp)?, s)
+            } else {
+                let r = ep.irecv_iov_raw(Source::Any, tag, &rp)?;
+                (r, ep.issend_iov_raw(next, size as u64, &sp)?)
+            }
+        };
+        let got = ep.wait(r)?;
+        ep.wait(s)?;
+        ensure(got.status.source == prev && got.status.len == size, || {
+            format!("size {size}: status {:?}", got.status)
+        })?;
+        let mut joined = Vec::with_capacity(size);
+        for &(o, k) in &rr {
+            joined.extend_from_slice(&dst[o..o + k]);
+        }
+        ensure(joined == expected(prev, size), || {
+            format!("size {size}: payload from {prev} corrupt")
+        })?;
+        let mut gaps = dst.clone();
+        rr.iter().for_each(|&(o, k)| gaps[o..o + k].fill(GAP));
+        ensure(gaps.iter().all(|&b| b == GAP), || {
+            format!("size {size}: bytes written outside the pieces")
+        })?;
+    }
+    // Truncation: 1 MiB into 1000 pieces of 1000 bytes.
+    let size = 1 << 20;
+    let mut dst = vec![GAP; 2_000_000];
+    let rr: Vec<_> = (0..1000).map(|k| (k * 2000, 1000)).collect();
+    let rp = pieces_of(&mut dst, &rr);
+    // SAFETY: `dst` outlives the receive: we wait for it here.
+    let r = unsafe { ep.irecv_iov_raw(Source::Rank(prev), TagMatch::exact(3), &rp)? };
+    let s = ep.isend(next, 3, expected(me, size))?;
+    let got = ep.wait(r);
+    ep.wait(s)?;
+    match got {
+        Err(Error::Truncated {
+            incoming, capacity, ..
+        }) if incoming == size && capacity == 1_000_000 => {}
+        other => return Err(format!("truncated receive: {other:?}").into()),
+    }
+    let want = expected(prev, size);
+    for (k, &(o, len)) in rr.iter().enumerate() {
+        ensure(dst[o..o + len] == want[k * 1000..(k + 1) * 1000], || {
+            format!("truncated receive: piece {k} corrupt")
+        })?;
+        ensure(dst[o + len..o + 2 * len].iter().all(|&b| b == GAP), || {
+            format!("truncated receive: gap after piece {k} written")
+        })?;
+    }
+    Ok(())
+}
+
 fn die(ep: &mut Endpoint) -> Res {
     if ep.rank() == 1 {
         // SAFETY: kill(2) of our own pid has no memory-safety preconditions.
@@ -329,6 +445,7 @@ fn main() -> ExitCode {
             "errors" => errors(&mut ep)?,
             "nodes" => nodes(&mut ep)?,
             "probes" => probes(&mut ep)?,
+            "pieces" => pieces(&mut ep)?,
             "die" => die(&mut ep)?,
             other => return Err(format!("unknown case {other:?}").into()),
         }

@@ -97,6 +97,15 @@ fn truncation_and_invalid_peers_are_typed_errors() {
 }
 
 #[test]
+fn pieces_to_pieces_in_every_protocol_checksummed() {
+    for cma in [Cma::Auto, Cma::Off] {
+        for n in [2, 3] {
+            check("pieces", n, cma);
+        }
+    }
+}
+
+#[test]
 fn peers_on_other_virtual_nodes_are_unreachable() {
     let run = run(
         "nodes",

@@ -570,6 +570,24 @@ impl Datatype {
         per.checked_mul(count)
     }
 
+    /// The data of `count` elements at `buf` as pieces of memory, in type
+    /// map order, adjacent pieces merged (also across elements): what the
+    /// engine moves without packing. A null `buf` is `MPI_BOTTOM`, as for
+    /// [`Datatype::pack`]. The pointers are only computed here, never
+    /// dereferenced.
+    pub fn pieces(&self, buf: *const u8, count: usize) -> Vec<shm_engine::Piece> {
+        let mut out: Vec<shm_engine::Piece> = Vec::new();
+        let total = self.size.saturating_mul(count);
+        self.walk(count, total, |off, _, len| {
+            let at = address(buf, off).cast_mut();
+            match out.last_mut() {
+                Some(p) if p.ptr.wrapping_add(p.len) == at => p.len += len,
+                _ => out.push(shm_engine::Piece::new(at, len)),
+            }
+        });
+        out
+    }
+
     /// Gather the data of `count` elements at `src` into `dst`
     /// (`dst.len() == count * size`).
     ///
@@ -858,6 +876,32 @@ mod tests {
         assert_eq!(&packed[16..20], &[48, 49, 50, 51]);
         assert_eq!(&back[44..48], &[44, 45, 46, 47]);
         assert_eq!(back[4], 0xee);
+    }
+
+    #[test]
+    fn pieces_merge_across_elements_and_keep_absolute_addresses() {
+        let v = vector(3, 1, 2, &int());
+        assert_eq!(v.extent, 20);
+        let buf = [0u8; 64];
+        let at = |off: usize| buf.as_ptr().wrapping_add(off).cast_mut();
+        let got: Vec<_> = v
+            .pieces(buf.as_ptr(), 2)
+            .iter()
+            .map(|p| (p.ptr, p.len))
+            .collect();
+        // Element 1's first block follows element 0's last one.
+        let want = [
+            (at(0), 4),
+            (at(8), 4),
+            (at(16), 8),
+            (at(28), 4),
+            (at(36), 4),
+        ];
+        assert_eq!(got, want);
+        // MPI_BOTTOM: the displacements are the addresses.
+        let bottom = v.pieces(std::ptr::null(), 1);
+        assert_eq!(bottom[1].ptr as usize, 8);
+        assert!(v.pieces(buf.as_ptr(), 0).is_empty());
     }
 
     #[test]

@@ -144,9 +144,10 @@ pub enum Req {
         /// Communicator slot, to translate the source and pick the error
         /// handler.
         comm: usize,
-        /// A receive into a non-contiguous datatype lands packed and is
-        /// scattered at completion; a non-contiguous send keeps its packed
-        /// copy alive here until the engine is done with it.
+        /// A non-contiguous message the engine does not move piece by
+        /// piece (small blocks): a receive lands packed and is scattered
+        /// at completion; a send keeps its packed copy alive here until
+        /// the engine is done with it.
         staged: Option<Staged>,
     },
     Done(abi::MPI_Status),
@@ -158,7 +159,8 @@ pub enum Req {
     Coll(Box<crate::coll::Schedule>),
 }
 
-/// The packed copy of a non-contiguous message.
+/// The packed copy of a non-contiguous message whose blocks are too
+/// small to move piece by piece.
 #[derive(Debug)]
 pub enum Staged {
     /// Sent from this buffer; dropped at completion.

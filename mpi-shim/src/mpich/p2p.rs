@@ -81,8 +81,9 @@ unsafe fn send_args(
 }
 
 /// Start sending `ub` to `to` in `mode`: straight from the user's memory
-/// when it is contiguous, from a packed copy the request keeps otherwise;
-/// a buffered send copies into the attached buffer and is done at once.
+/// when it is contiguous or worth sending piece by piece (see
+/// [`UserBuf::wire`]), from a packed copy the request keeps otherwise; a
+/// buffered send copies into the attached buffer and is done at once.
 ///
 /// # Safety
 /// The buffer stays readable and unchanged until the request completes.
@@ -94,9 +95,9 @@ unsafe fn start_send(
     comm: usize,
     mode: Mode,
 ) -> MpiResult<Req> {
-    // SAFETY: forwarded from the caller.
-    let data = unsafe { ub.data() };
     if mode == Mode::Buffered {
+        // SAFETY: forwarded from the caller.
+        let data = unsafe { ub.data() };
         let attached = rt.bsend.as_mut().ok_or_else(|| {
             err(
                 abi::MPI_ERR_BUFFER,
@@ -106,21 +107,19 @@ unsafe fn start_send(
         attached.send(&mut rt.ep, to, tag, &data)?;
         return Ok(Req::Done(empty_status()));
     }
-    let (ptr, len) = (data.as_ptr(), data.len());
+    // SAFETY: forwarded from the caller (a send's buffer is readable).
+    let wire = unsafe { ub.wire(&rt.ep, true) };
     // SAFETY: MPI forbids touching the buffer until the request completes,
-    // so it outlives the engine request; a packed copy moves into the
-    // request below and its heap storage stays put until then.
+    // so its pieces outlive the engine request; a packed copy moves into
+    // the request below and its heap storage stays put until then.
     let req = unsafe {
         if mode == Mode::Synchronous {
-            rt.ep.issend_raw(to, tag, ptr, len)?
+            rt.ep.issend_iov_raw(to, tag, wire.pieces())?
         } else {
-            rt.ep.isend_raw(to, tag, ptr, len)?
+            rt.ep.isend_iov_raw(to, tag, wire.pieces())?
         }
     };
-    let staged = match data {
-        Cow::Borrowed(_) => None,
-        Cow::Owned(packed) => Some(Staged::Send(packed)),
-    };
+    let staged = wire.packed.map(Staged::Send);
     Ok(Req::Engine { req, comm, staged })
 }
 
@@ -427,36 +426,28 @@ fn proc_null_status() -> MPI_Status {
     MPI_Status::new(abi::MPI_PROC_NULL, abi::MPI_ANY_TAG, 0)
 }
 
-/// Start receiving into `ub` with `post`, which hands the engine a
-/// buffer: the user's memory when the datatype is contiguous, a packed
+/// Start receiving into `ub` with `post`, which hands the engine the
+/// pieces of a buffer: the user's memory when the datatype is contiguous
+/// or worth receiving piece by piece (see [`UserBuf::wire`]), a packed
 /// buffer the request keeps (and unpacks at completion) otherwise.
 fn recv_into(
     rt: &mut Runtime,
     ub: &UserBuf,
     comm: usize,
-    post: impl FnOnce(&mut shm_engine::Endpoint, *mut u8, usize) -> MpiResult<shm_engine::Request>,
+    post: impl FnOnce(&mut shm_engine::Endpoint, &[Piece]) -> MpiResult<shm_engine::Request>,
 ) -> MpiResult<Req> {
-    if ub.dt.is_contiguous() {
-        let req = post(&mut rt.ep, ub.ptr, ub.len)?;
-        return Ok(Req::Engine {
-            req,
-            comm,
-            staged: None,
-        });
-    }
-    let mut packed = vec![0u8; ub.len];
-    let req = post(&mut rt.ep, packed.as_mut_ptr(), ub.len)?;
-    let unpack = Unpack {
-        packed,
-        dst: ub.ptr,
-        count: ub.count,
-        dt: ub.dt.clone(),
-    };
-    Ok(Req::Engine {
-        req,
-        comm,
-        staged: Some(Staged::Recv(unpack)),
-    })
+    // SAFETY: a receive's wire is not read (`send == false`).
+    let wire = unsafe { ub.wire(&rt.ep, false) };
+    let req = post(&mut rt.ep, wire.pieces())?;
+    let staged = wire.packed.map(|packed| {
+        Staged::Recv(Unpack {
+            packed,
+            dst: ub.ptr,
+            count: ub.count,
+            dt: ub.dt.clone(),
+        })
+    });
+    Ok(Req::Engine { req, comm, staged })
 }
 
 /// Post a receive of checked arguments; a completed request for
@@ -473,10 +464,10 @@ unsafe fn start_recv(
     let Some((src, matcher)) = from else {
         return Ok(Req::Done(proc_null_status()));
     };
-    recv_into(rt, ub, comm, |ep, ptr, len| {
-        // SAFETY: the caller's promise: `len` writable bytes at `ptr` (or
-        // the request's own packed buffer) until completion.
-        Ok(unsafe { ep.irecv_raw(src, matcher, ptr, len)? })
+    recv_into(rt, ub, comm, |ep, pieces| {
+        // SAFETY: the caller's promise: the pieces (the user's elements, or
+        // the request's own packed buffer) stay writable until completion.
+        Ok(unsafe { ep.irecv_iov_raw(src, matcher, pieces)? })
     })
 }
 
@@ -909,10 +900,10 @@ unsafe fn start_mrecv(
     // SAFETY: as above.
     unsafe { *message = abi::MPI_MESSAGE_NULL };
     let Matched { msg, comm } = matched;
-    recv_into(rt, &ub, comm, |ep, ptr, len| {
-        // SAFETY: `len` writable bytes at `ptr` until completion (the
-        // caller's promise, or the request's packed buffer).
-        Ok(unsafe { ep.imrecv_raw(msg, ptr, len) })
+    recv_into(rt, &ub, comm, |ep, pieces| {
+        // SAFETY: the pieces stay writable until completion (the caller's
+        // promise, or the request's packed buffer).
+        Ok(unsafe { ep.imrecv_iov_raw(msg, pieces) })
     })
 }
 

@@ -407,6 +407,143 @@ static void large(void) {
     free(b);
 }
 
+/* Fill `n` doubles with values of (rank, index); -1 stands for "unset". */
+static double *doubles(size_t n, int who) {
+    double *v = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++) v[i] = who < 0 ? -1 : who * 1e7 + i;
+    return v;
+}
+
+/* Element `k` of `count` x vector(blocks, bl, stride) sits at this index. */
+static size_t vec_index(size_t k, int bl, int stride) {
+    return (k / bl) * stride + k % bl;
+}
+
+/* Vectors of blocks large enough to be moved piece by piece rather than
+ * packed (on one side or both, depending on block size and transport)
+ * against a contiguous buffer, both ways, and against another vector:
+ * eager and rendezvous sizes, a truncated receive, absolute addresses. */
+static void large_blocks(void) {
+    enum { N = 250000 }; /* 2 MB of doubles */
+    /* 125 doubles (1000 bytes) every 200; 500 (4000 bytes) every 600. */
+    MPI_Datatype v1, v2, small;
+    OK(MPI_Type_vector(N / 125, 125, 200, MPI_DOUBLE, &v1));
+    OK(MPI_Type_vector(N / 500, 500, 600, MPI_DOUBLE, &v2));
+    OK(MPI_Type_vector(4, 64, 100, MPI_DOUBLE, &small)); /* 2 KiB: eager */
+    OK(MPI_Type_commit(&v1));
+    OK(MPI_Type_commit(&v2));
+    OK(MPI_Type_commit(&small));
+    double *a = doubles(2 * N, rank), *b = doubles(2 * N, -1);
+    MPI_Status st;
+    int n;
+
+    /* Vector -> contiguous. */
+    ring(a, 1, v1, b, N, MPI_DOUBLE, &st);
+    OK(MPI_Get_count(&st, MPI_DOUBLE, &n));
+    CHECK(n == N, "vector->contiguous count %d", n);
+    for (size_t k = 0; k < N; k++)
+        CHECK(b[k] == prev * 1e7 + vec_index(k, 125, 200),
+              "vector->contiguous element %zu: %g", k, b[k]);
+    CHECK(b[N] == -1, "vector->contiguous wrote past the message");
+
+    /* Contiguous -> vector, nonblocking. */
+    free(b);
+    b = doubles(2 * N, -1);
+    MPI_Request rq;
+    OK(MPI_Irecv(b, 1, v2, prev, 4, MPI_COMM_WORLD, &rq));
+    OK(MPI_Send(a, N, MPI_DOUBLE, next, 4, MPI_COMM_WORLD));
+    OK(MPI_Wait(&rq, &st));
+    for (size_t k = 0; k < N; k++) {
+        size_t at = vec_index(k, 500, 600);
+        CHECK(b[at] == prev * 1e7 + k, "contiguous->vector element %zu: %g", k, b[at]);
+    }
+    for (size_t g = 500; g < 600; g++) CHECK(b[g] == -1, "contiguous->vector gap written");
+
+    /* Vector -> another vector (different splits on the two sides), and
+     * the eager-sized vector -> contiguous. */
+    free(b);
+    b = doubles(2 * N, -1);
+    ring(a, 1, v1, b, 1, v2, &st);
+    for (size_t k = 0; k < N; k++) {
+        size_t at = vec_index(k, 500, 600);
+        CHECK(b[at] == prev * 1e7 + vec_index(k, 125, 200),
+              "vector->vector element %zu: %g", k, b[at]);
+    }
+    ring(a, 1, small, b, 256, MPI_DOUBLE, &st);
+    for (size_t k = 0; k < 256; k++)
+        CHECK(b[k] == prev * 1e7 + vec_index(k, 64, 100), "eager vector element %zu", k);
+
+    /* Blocks of 16000 and 32000 bytes (moved piece by piece even where
+     * the receiver reads the sender's memory), short and long gaps. */
+    MPI_Datatype v3, v4;
+    OK(MPI_Type_vector(100, 2000, 2100, MPI_DOUBLE, &v3));
+    OK(MPI_Type_vector(50, 4000, 5000, MPI_DOUBLE, &v4));
+    OK(MPI_Type_commit(&v3));
+    OK(MPI_Type_commit(&v4));
+    free(b);
+    b = doubles(2 * N, -1);
+    ring(a, 1, v3, b, 1, v4, &st);
+    for (size_t k = 0; k < 200000; k++) {
+        size_t at = vec_index(k, 4000, 5000);
+        CHECK(b[at] == prev * 1e7 + vec_index(k, 2000, 2100),
+              "large-block vector element %zu: %g", k, b[at]);
+    }
+    CHECK(b[4000] == -1 && b[4999] == -1, "large-block vector gap written");
+    ring(a, 1, v4, b, 200000, MPI_DOUBLE, &st);
+    for (size_t k = 0; k < 200000; k++)
+        CHECK(b[k] == prev * 1e7 + vec_index(k, 4000, 5000),
+              "large-block vector->contiguous element %zu: %g", k, b[k]);
+    MPI_Type_free(&v3);
+    MPI_Type_free(&v4);
+
+    /* Truncated: a 2 MB message into half a vector's worth of elements
+     * (the same vector with half the blocks). */
+    MPI_Datatype half;
+    OK(MPI_Type_vector(N / 1000, 500, 600, MPI_DOUBLE, &half));
+    OK(MPI_Type_commit(&half));
+    free(b);
+    b = doubles(2 * N, -1);
+    OK(MPI_Irecv(b, 1, half, prev, 5, MPI_COMM_WORLD, &rq));
+    OK(MPI_Send(a, N, MPI_DOUBLE, next, 5, MPI_COMM_WORLD));
+    EXPECT(MPI_Wait(&rq, &st), MPI_ERR_TRUNCATE);
+    for (size_t k = 0; k < N / 2; k++) {
+        size_t at = vec_index(k, 500, 600);
+        CHECK(b[at] == prev * 1e7 + k, "truncated element %zu: %g", k, b[at]);
+    }
+    CHECK(b[(N / 1000) * 600] == -1, "truncated receive wrote past its buffer");
+
+    /* MPI_BOTTOM: two large blocks at absolute addresses, both sides. */
+    free(b);
+    b = doubles(2 * N, -1);
+    MPI_Aint d[2], rd[2];
+    int bl[2] = {1000, 3000};
+    OK(MPI_Get_address(&a[5000], &d[0]));
+    OK(MPI_Get_address(&a[1000], &d[1]));
+    OK(MPI_Get_address(&b[100000], &rd[0]));
+    OK(MPI_Get_address(&b[0], &rd[1]));
+    MPI_Datatype abs_out, abs_in;
+    OK(MPI_Type_create_hindexed(2, bl, d, MPI_DOUBLE, &abs_out));
+    OK(MPI_Type_create_hindexed(2, bl, rd, MPI_DOUBLE, &abs_in));
+    OK(MPI_Type_commit(&abs_out));
+    OK(MPI_Type_commit(&abs_in));
+    ring(MPI_BOTTOM, 1, abs_out, MPI_BOTTOM, 1, abs_in, &st);
+    for (size_t k = 0; k < 4000; k++) {
+        size_t from = k < 1000 ? 5000 + k : 1000 + (k - 1000);
+        size_t at = k < 1000 ? 100000 + k : k - 1000;
+        CHECK(b[at] == prev * 1e7 + from, "MPI_BOTTOM element %zu: %g", k, b[at]);
+    }
+    CHECK(b[3000] == -1 && b[101000] == -1, "MPI_BOTTOM gaps written");
+
+    MPI_Type_free(&v1);
+    MPI_Type_free(&v2);
+    MPI_Type_free(&small);
+    MPI_Type_free(&half);
+    MPI_Type_free(&abs_out);
+    MPI_Type_free(&abs_in);
+    free(a);
+    free(b);
+}
+
 /* Pack/Unpack round trips, external32, Get_elements. */
 static void packing(void) {
     char buf[256];
@@ -596,6 +733,7 @@ int main(int argc, char **argv) {
     arrays();
     bottom();
     large();
+    large_blocks();
     packing();
     collectives();
     errors();
