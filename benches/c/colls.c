@@ -1,0 +1,86 @@
+/* Collectives: MPI_Allreduce (MPI_SUM on doubles) and MPI_Bcast (from rank 0)
+ * at 8 B, 64 KiB and 1 MiB, and MPI_Barrier.  Each repetition starts after a
+ * barrier; the program reports the median over repetitions of the slowest
+ * rank's time. */
+#include "bench.h"
+
+enum coll { ALLREDUCE, BCAST, BARRIER };
+static const char *names[] = {"allreduce", "bcast", "barrier"};
+
+static double *in, *out;
+
+static void run(enum coll c, int count)
+{
+    switch (c) {
+    case ALLREDUCE:
+        MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case BCAST:
+        MPI_Bcast(in, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        break;
+    case BARRIER:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+    }
+}
+
+/* Median over reps of the slowest rank's time of one collective of size
+ * bytes (on rank 0), after a few warm-up calls.  If adapt, fewer repetitions
+ * when they would take too long (see reps_within_budget). */
+static double measure(enum coll c, long size, int reps, int adapt)
+{
+    int count = (int)(size / (long)sizeof(double));
+    double t0 = MPI_Wtime();
+    for (int w = 0; w < 3; w++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        run(c, count);
+    }
+    if (adapt)
+        reps = reps_within_budget(reps, (MPI_Wtime() - t0) / 3, MPI_COMM_WORLD);
+    double *t = xmalloc((size_t)reps * sizeof *t);
+    for (int r = 0; r < reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        run(c, count);
+        t[r] = MPI_Wtime() - t0;
+    }
+    double m = median_of_max(t, reps, MPI_COMM_WORLD);
+    free(t);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    if (bench_parse(argc, argv, &o))
+        return 2;
+    MPI_Init(&argc, &argv);
+    int rank, np;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    const long full[] = {8, 64 * KIB, MIB}, quick[] = {8, KIB};
+    const long *sizes = o.quick ? quick : full;
+    int nsizes = o.quick ? 2 : 3;
+    long max = sizes[nsizes - 1];
+    in = xmalloc((size_t)max);
+    out = xmalloc((size_t)max);
+    for (long i = 0; i < max / (long)sizeof(double); i++) /* touch every page */
+        in[i] = out[i] = (double)i;
+
+    for (enum coll c = ALLREDUCE; c <= BCAST; c++) {
+        for (int s = 0; s < nsizes; s++) {
+            int reps = (int)(o.iters ? o.iters : o.quick ? 5 : sizes[s] < MIB ? 50 : 20);
+            double m = measure(c, sizes[s], reps, !o.iters);
+            if (rank == 0)
+                result("colls", names[c], m * 1e6, "us", "size=%ld np=%d", sizes[s], np);
+        }
+    }
+    double m = measure(BARRIER, 0, (int)(o.iters ? o.iters : o.quick ? 5 : 50), !o.iters);
+    if (rank == 0)
+        result("colls", names[BARRIER], m * 1e6, "us", "size=0 np=%d", np);
+
+    free(in);
+    free(out);
+    MPI_Finalize();
+    return 0;
+}
