@@ -8,6 +8,7 @@ enum coll { ALLREDUCE, BCAST, BARRIER };
 static const char *names[] = {"allreduce", "bcast", "barrier"};
 
 static double *in, *out;
+static int warmups = 3; /* untimed calls before each measurement */
 
 static void run(enum coll c, int count)
 {
@@ -31,12 +32,12 @@ static double measure(enum coll c, long size, int reps, int adapt)
 {
     int count = (int)(size / (long)sizeof(double));
     double t0 = MPI_Wtime();
-    for (int w = 0; w < 3; w++) {
+    for (int w = 0; w < warmups; w++) {
         MPI_Barrier(MPI_COMM_WORLD);
         run(c, count);
     }
     if (adapt)
-        reps = reps_within_budget(reps, (MPI_Wtime() - t0) / 3, MPI_COMM_WORLD);
+        reps = reps_within_budget(reps, (MPI_Wtime() - t0) / warmups, MPI_COMM_WORLD);
     double *t = xmalloc((size_t)reps * sizeof *t);
     for (int r = 0; r < reps; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -59,6 +60,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     const long full[] = {8, 64 * KIB, MIB}, quick[] = {8, KIB};
+    if (o.quick)
+        warmups = 1;
     const long *sizes = o.quick ? quick : full;
     int nsizes = o.quick ? 2 : 3;
     long max = sizes[nsizes - 1];
@@ -69,13 +72,13 @@ int main(int argc, char **argv)
 
     for (enum coll c = ALLREDUCE; c <= BCAST; c++) {
         for (int s = 0; s < nsizes; s++) {
-            int reps = (int)(o.iters ? o.iters : o.quick ? 5 : sizes[s] < MIB ? 50 : 20);
+            int reps = (int)(o.iters ? o.iters : o.quick ? 3 : sizes[s] < MIB ? 50 : 20);
             double m = measure(c, sizes[s], reps, !o.iters);
             if (rank == 0)
                 result("colls", names[c], m * 1e6, "us", "size=%ld np=%d", sizes[s], np);
         }
     }
-    double m = measure(BARRIER, 0, (int)(o.iters ? o.iters : o.quick ? 5 : 50), !o.iters);
+    double m = measure(BARRIER, 0, (int)(o.iters ? o.iters : o.quick ? 3 : 50), !o.iters);
     if (rank == 0)
         result("colls", names[BARRIER], m * 1e6, "us", "size=0 np=%d", np);
 

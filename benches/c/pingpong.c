@@ -99,7 +99,7 @@ static double median_time(double (*batch)(long, long), long size, long n, int ba
 static void run_pair(int quick)
 {
     long max = quick ? 64 * KIB : 16 * MIB;
-    int batches = quick ? 3 : 7;
+    int batches = quick ? 3 : 5;
     sbuf = xmalloc((size_t)max);
     rbuf = xmalloc((size_t)(max * window_of(max)));
     memset(sbuf, 1, (size_t)max); /* touch every page before timing */

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     int np, rank;
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     E = (int)(o.edge ? o.edge : o.quick ? 8 : 64);
-    int iters = (int)(o.iters ? o.iters : o.quick ? 5 : 50);
+    int iters = (int)(o.iters ? o.iters : o.quick ? 3 : 50), warmups = o.quick ? 1 : 3;
     int periods[3] = {1, 1, 1};
     MPI_Dims_create(np, 3, dims);
     MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &cart);
@@ -115,12 +115,12 @@ int main(int argc, char **argv)
     }
 
     double t0 = MPI_Wtime();
-    for (int w = 0; w < 3; w++) {
+    for (int w = 0; w < warmups; w++) {
         MPI_Barrier(cart);
         exchange(a);
     }
     if (!o.iters)
-        iters = reps_within_budget(iters, (MPI_Wtime() - t0) / 3, cart);
+        iters = reps_within_budget(iters, (MPI_Wtime() - t0) / warmups, cart);
     double *t = xmalloc((size_t)iters * sizeof *t);
     for (int i = 0; i < iters; i++) {
         MPI_Barrier(cart);
