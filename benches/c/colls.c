@@ -31,13 +31,13 @@ static void run(enum coll c, int count)
 static double measure(enum coll c, long size, int reps, int adapt)
 {
     int count = (int)(size / (long)sizeof(double));
-    double t0 = MPI_Wtime();
+    double start = MPI_Wtime();
     for (int w = 0; w < warmups; w++) {
         MPI_Barrier(MPI_COMM_WORLD);
         run(c, count);
     }
     if (adapt)
-        reps = reps_within_budget(reps, (MPI_Wtime() - t0) / warmups, MPI_COMM_WORLD);
+        reps = reps_within_budget(reps, (MPI_Wtime() - start) / warmups, MPI_COMM_WORLD);
     double *t = xmalloc((size_t)reps * sizeof *t);
     for (int r = 0; r < reps; r++) {
         MPI_Barrier(MPI_COMM_WORLD);

@@ -114,13 +114,13 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    double t0 = MPI_Wtime();
+    double start = MPI_Wtime();
     for (int w = 0; w < warmups; w++) {
         MPI_Barrier(cart);
         exchange(a);
     }
     if (!o.iters)
-        iters = reps_within_budget(iters, (MPI_Wtime() - t0) / warmups, cart);
+        iters = reps_within_budget(iters, (MPI_Wtime() - start) / warmups, cart);
     double *t = xmalloc((size_t)iters * sizeof *t);
     for (int i = 0; i < iters; i++) {
         MPI_Barrier(cart);
