@@ -262,6 +262,7 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
             )
         }
         Kind::Mpich => {
+            need("mpiexec.mpich")?;
             let v = first_line_with(&mut Command::new("mpichversion"), "MPICH Version:")
                 .map(|l| format!("MPICH {}", l.trim_start_matches("MPICH Version:").trim()));
             (
@@ -273,6 +274,7 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
             )
         }
         Kind::OpenMpi => {
+            need("mpiexec.openmpi")?;
             let v = first_line_with(Command::new("ompi_info").arg("--version"), "Open MPI");
             (
                 vec!["mpicc.openmpi".into()],
@@ -283,6 +285,7 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
             )
         }
         Kind::MpichPypi => {
+            need(&path_arg(&venv_bin.join("mpiexec")))?;
             let v = first_line_with(
                 &mut Command::new(venv_bin.join("mpichversion")),
                 "MPICH Version:",
@@ -325,11 +328,8 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
         }
     };
     let launcher = launcher.to_string_lossy().into_owned();
-    for tool in [&cc[0], &launcher] {
-        if which(tool).is_none() {
-            return Err(format!("`{tool}` not found (set-up skipped or failed)"));
-        }
-    }
+    need(&cc[0])?;
+    need(&launcher)?;
     let style = kind.launch_style();
     let shown = |np: u32| {
         let n = np.to_string();
@@ -352,6 +352,14 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
         skipped: None,
         style,
     })
+}
+
+/// An error naming `tool` when it is not installed.
+fn need(tool: &str) -> Result<(), String> {
+    match which(tool) {
+        Some(_) => Ok(()),
+        None => Err(format!("`{tool}` not found (set-up skipped or failed)")),
+    }
 }
 
 fn path_arg(p: &Path) -> String {
@@ -471,11 +479,23 @@ pub fn run_ok(cmd: &mut Command) -> Result<(), String> {
     }
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
-    Err(format!(
-        "{cmd:?} failed ({}): {}",
-        out.status,
-        tail(&text, 6)
-    ))
+    Err(format!("{cmd:?} failed ({}): {}", out.status, gist(&text)))
+}
+
+/// The error lines of a failed command's output (a compiler's), or its
+/// last lines when none says "error".
+fn gist(text: &str) -> String {
+    let errors: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("error"))
+        .take(3)
+        .collect();
+    if errors.is_empty() {
+        tail(text, 6)
+    } else {
+        errors.join(" | ")
+    }
 }
 
 /// The last `n` non-empty lines of `text`, joined by " | ".
@@ -556,6 +576,13 @@ mod tests {
             "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 7"
         ));
         assert!(!is_lock_busy("E: Unable to locate package openmpi-bin"));
+    }
+
+    #[test]
+    fn gist_prefers_error_lines() {
+        let cc = "x.c: In function 'main':\nx.c:1:25: error: 'syntax' undeclared\n  1 | int main\n";
+        assert_eq!(gist(cc), "x.c:1:25: error: 'syntax' undeclared");
+        assert_eq!(gist("one\ntwo\n"), "one | two");
     }
 
     #[test]

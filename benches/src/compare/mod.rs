@@ -81,6 +81,7 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
     println!("building the programs from {}", src.display());
     let reference = build::build_reference(&src, &build_dir.join("reference"));
     if let Err(e) = &reference {
+        println!("cannot build reference: {e}");
         failures.push(failure("reference", "build reference", 0, e));
     }
     let built: BTreeMap<Kind, Built> = mpis
@@ -91,6 +92,7 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
     for (kind, programs) in &built {
         for (p, r) in programs {
             if let Err(e) = r {
+                println!("{}: cannot build {p}: {e}", kind.name());
                 failures.push(failure(kind.name(), &format!("build {p}"), 0, e));
             }
         }

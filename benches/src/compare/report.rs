@@ -327,7 +327,11 @@ fn markdown(r: &Results, plots: &[Plot]) -> String {
                 "| {} | {} | {} | {} |",
                 f.mpi,
                 f.job,
-                f.rep,
+                if f.rep == 0 {
+                    "–".to_string()
+                } else {
+                    f.rep.to_string()
+                },
                 f.reason.replace('|', "/")
             );
         }

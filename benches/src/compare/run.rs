@@ -141,15 +141,15 @@ pub fn run_with_watchdog(cmd: &mut Command, timeout: Duration) -> Result<String,
             Err(e) => return Err(format!("waiting for the job: {e}")),
         }
     };
-    // Whatever the launcher left behind (or all of it, on a timeout) goes
-    // now, so that the pipes close and nothing runs into the next job.
-    // SAFETY: kill(2) with a negative pid signals the process group the
-    // child leads (process_group(0) above); it touches no memory.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
     let status = match status {
-        Some(s) => s,
+        Some(s) => {
+            // Whatever the launcher left in its group goes now, so that
+            // the pipes close and nothing runs into the next job.
+            kill_group(group, libc::SIGKILL);
+            s
+        }
         None => {
-            let _ = child.wait();
+            stop_job(&mut child, group);
             return Err(format!("timed out after {} s: killed", timeout.as_secs()));
         }
     };
@@ -160,6 +160,67 @@ pub fn run_with_watchdog(cmd: &mut Command, timeout: Duration) -> Result<String,
         return Err(format!("{status}: {}", tail(&text, 4)));
     }
     Ok(out)
+}
+
+/// Seconds a launcher gets to tear its job down after SIGTERM.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// End a job that outlived its time: SIGTERM to the launcher (launchers
+/// then tear down their ranks, which may live in process groups of their
+/// own), then SIGKILL to the launcher's group and to every process that
+/// descended from it when the watchdog fired.
+fn stop_job(child: &mut std::process::Child, group: libc::pid_t) {
+    let tree = descendants(group);
+    kill_group(group, libc::SIGTERM);
+    let start = Instant::now();
+    while start.elapsed() < GRACE && matches!(child.try_wait(), Ok(None)) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    kill_group(group, libc::SIGKILL);
+    for pid in tree {
+        // SAFETY: kill(2) only sends a signal; it touches no memory. The
+        // pids were descendants of the job a moment ago (reuse within the
+        // grace period is not a practical concern).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let _ = child.wait();
+}
+
+fn kill_group(group: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: kill(2) with a negative pid signals the process group that
+    // the job's launcher leads (`process_group(0)` at spawn); it touches no
+    // memory.
+    unsafe { libc::kill(-group, signal) };
+}
+
+/// Every process below `root`, from the parent pids in `/proc/*/stat`.
+fn descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut children: std::collections::HashMap<libc::pid_t, Vec<libc::pid_t>> = Default::default();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok());
+        if let Some(ppid) = ppid {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut found = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for &c in children.get(&p).map_or(&[][..], Vec::as_slice) {
+            found.push(c);
+            todo.push(c);
+        }
+    }
+    found
 }
 
 /// What runs now: a progress bar on a terminal, plain lines otherwise (CI
@@ -304,6 +365,24 @@ mod tests {
         assert!(e.contains("no `result` line"), "{e}");
         let e = run_job(sh("echo 'result bench=b value=1 unit=us'"), t, origin(1)).unwrap_err();
         assert!(e.contains("metric"), "{e}");
+    }
+
+    #[test]
+    fn descendants_are_found_through_proc() {
+        let mut child = sh("sleep 30 & wait").spawn().unwrap();
+        let pid = child.id() as libc::pid_t;
+        let start = Instant::now();
+        while descendants(pid).is_empty() && start.elapsed() < Duration::from_secs(10) {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let found = descendants(pid);
+        let _ = child.kill();
+        for p in &found {
+            // SAFETY: kill(2) touches no memory; p is the test's own sleep.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        let _ = child.wait();
+        assert_eq!(found.len(), 1);
     }
 
     #[test]
