@@ -7,13 +7,14 @@ use clap::Parser;
 use super::competitors::Kind;
 
 const AFTER_HELP: &str = "\
-Each repetition runs every program on every MPI in turn (A B C D, A B C D, ...);
-the report takes medians over repetitions. Ratios are always Tessel/other: for
+Each repetition runs the physical reference (reference.c, built with
+cc -O2 -pthread) once, then every program on every MPI in turn (A B C D for
+each program); the report takes medians over repetitions. Ratios are always Tessel/other: for
 times and memory below 1 means Tessel is better, for bandwidths above 1.
 
-Set-up (skipped with --no-setup): installs the Debian packages mpich,
-libmpich-dev, openmpi-bin and libopenmpi-dev when missing (apt-get, through sudo
-when not root), `pip install mpich` into target/bench-venv, and Tessel with
+Set-up (skipped with --no-setup), for the chosen MPIs: installs the Debian
+packages mpich, libmpich-dev, openmpi-bin and libopenmpi-dev when missing
+(apt-get, through sudo when not root, waiting for a busy dpkg lock), `pip install mpich` into target/bench-venv, and Tessel with
 tools/install.sh. A competitor whose set-up fails is skipped and the report
 says why.
 

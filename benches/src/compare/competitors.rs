@@ -130,6 +130,7 @@ pub struct Competitor {
     /// Launcher program.
     pub launcher: String,
     /// Environment added to the launcher's.
+    #[serde(skip)]
     pub env: Vec<(String, String)>,
     /// Launch settings as recorded in the report (`N` for the process
     /// count): processes within the cores, and more processes than cores.
@@ -337,7 +338,11 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
             .into_iter()
             .map(|a| if a == n { "N".to_string() } else { a })
             .collect();
-        format!("{launcher} {}", args.join(" "))
+        let shown = format!("{launcher} {}", args.join(" "));
+        match style {
+            Launcher::Tessel => format!("{shown} (default binding: {})", tessel_binding(&launcher)),
+            _ => shown,
+        }
     };
     Ok(Competitor {
         kind,
@@ -352,6 +357,23 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
         skipped: None,
         style,
     })
+}
+
+/// Tessel's `mpiexec` default `--bind`, as its `--help` states it.
+fn tessel_binding(mpiexec: &str) -> String {
+    let help = Command::new(mpiexec)
+        .arg("--help")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    default_of(&help, "--bind").unwrap_or_else(|| "see mpiexec --help".into())
+}
+
+/// The `[default: X]` clap prints after `option` in a help text.
+fn default_of(help: &str, option: &str) -> Option<String> {
+    let after = &help[help.find(option)?..];
+    let value = &after[after.find("[default: ")? + "[default: ".len()..];
+    Some(value[..value.find(']')?].to_string())
 }
 
 /// An error naming `tool` when it is not installed.
@@ -576,6 +598,14 @@ mod tests {
             "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 7"
         ));
         assert!(!is_lock_busy("E: Unable to locate package openmpi-bin"));
+    }
+
+    #[test]
+    fn reads_a_default_from_help() {
+        let help = "  -n, --np <N>  [default: 1]\n      --bind <core|none>\n          Pin.\n\n          [default: none]\n";
+        assert_eq!(default_of(help, "--bind").as_deref(), Some("none"));
+        assert_eq!(default_of(help, "--np").as_deref(), Some("1"));
+        assert_eq!(default_of(help, "--ppn"), None);
     }
 
     #[test]

@@ -355,6 +355,10 @@ fn summary(md: &mut String, medians: &[Summary], competitors: &[&str]) {
         return;
     }
     let rows = summary_rows(medians, competitors);
+    if rows.is_empty() {
+        md.push_str("No ratios: Tessel and the competitors have no measurement in common.\n");
+        return;
+    }
     let _ = write!(md, "| benchmark | direction |");
     for c in competitors {
         let _ = write!(md, " vs {c} |");
