@@ -59,3 +59,19 @@ fn compile(
         .arg("-lm");
     run_ok(&mut cmd).map(|()| binary)
 }
+
+/// The MPI library `binary` loads, from `ldd` (without the environment's
+/// `LD_LIBRARY_PATH`, as the runs have it).
+pub fn loaded_mpi(binary: &Path) -> Option<String> {
+    let out = Command::new("ldd")
+        .arg(binary)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.contains("libmpi"))
+        .and_then(|l| l.split("=>").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(String::from)
+}

@@ -136,6 +136,8 @@ pub struct Competitor {
     /// count): processes within the cores, and more processes than cores.
     pub settings_fit: String,
     pub settings_oversubscribed: String,
+    /// The MPI library its programs load (from `ldd`), once built.
+    pub library: Option<String>,
     /// `None` when ready; otherwise why it is skipped.
     pub skipped: Option<String>,
     #[serde(skip)]
@@ -150,9 +152,13 @@ impl Competitor {
     /// The launch command for `np` processes of `program args...`.
     pub fn command(&self, np: u32, m: Machine, program: &Path, args: &[String]) -> Command {
         let mut c = Command::new(&self.launcher);
+        // Every binary loads the MPI library it was linked with (through
+        // its rpath), whatever the caller's environment says.
         c.args(launch_args(self.style, np, m))
             .arg(program)
             .args(args)
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("LD_PRELOAD")
             .envs(self.env.iter().map(|(k, v)| (k, v)));
         c
     }
@@ -168,6 +174,7 @@ impl Competitor {
             env: Vec::new(),
             settings_fit: String::new(),
             settings_oversubscribed: String::new(),
+            library: None,
             skipped: Some(why),
             style: kind.launch_style(),
         }
@@ -222,7 +229,7 @@ pub fn prepare(
             }
         }
         if kinds.contains(&Kind::MpichPypi) {
-            log("set-up: pip install mpich (target/bench-venv)");
+            log("set-up: MPICH from PyPI in target/bench-venv (pip install mpich when missing)");
             if let Err(e) = pip_install_mpich(&ws.venv()) {
                 failed.push((Kind::MpichPypi, e));
             }
@@ -354,6 +361,7 @@ fn find(kind: Kind, ws: &Workspace, m: Machine) -> Result<Competitor, String> {
         settings_oversubscribed: shown(m.cores + 1),
         launcher,
         env,
+        library: None,
         skipped: None,
         style,
     })
@@ -402,6 +410,8 @@ fn git_rev(root: &Path) -> String {
 
 /// The first line of a command's output containing `needle`.
 fn first_line_with(cmd: &mut Command, needle: &str) -> Result<String, String> {
+    // The tool loads its own MPI library, not one the environment names.
+    cmd.env_remove("LD_LIBRARY_PATH").env_remove("LD_PRELOAD");
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()

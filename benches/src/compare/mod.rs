@@ -68,7 +68,7 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
 
     let mut order = plan.mpis.clone();
     order.sort();
-    let mpis = competitors::prepare(&order, &ws, machine, plan.setup, &mut |l| println!("{l}"));
+    let mut mpis = competitors::prepare(&order, &ws, machine, plan.setup, &mut |l| println!("{l}"));
     for c in &mpis {
         match &c.skipped {
             None => println!("{}: {} (launch: {})", c.name, c.version, c.settings_fit),
@@ -96,6 +96,13 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
                 failures.push(failure(kind.name(), &format!("build {p}"), 0, e));
             }
         }
+    }
+
+    for c in &mut mpis {
+        let first = built
+            .get(&c.kind)
+            .and_then(|b| b.values().find_map(|r| r.as_ref().ok()));
+        c.library = first.and_then(|bin| build::loaded_mpi(bin));
     }
 
     let samples = run_all(

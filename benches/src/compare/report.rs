@@ -276,7 +276,9 @@ fn markdown(r: &Results, plots: &[Plot]) -> String {
         },
     );
 
-    md.push_str("## MPIs\n\n| MPI | version | compiler | launch, processes ≤ cores | launch, processes > cores |\n|---|---|---|---|---|\n");
+    md.push_str(
+        "## MPIs\n\n| MPI | version | compiler | library loaded | launch, processes ≤ cores | launch, processes > cores |\n|---|---|---|---|---|---|\n",
+    );
     for c in r.mpis.iter().filter(|c| c.ready()) {
         let cc =
             c.cc.iter()
@@ -286,10 +288,19 @@ fn markdown(r: &Results, plots: &[Plot]) -> String {
                 .join(" ");
         let _ = writeln!(
             md,
-            "| {} | {} | `{}` | `{}` | `{}` |",
-            c.name, c.version, cc, c.settings_fit, c.settings_oversubscribed
+            "| {} | {} | `{}` | `{}` | `{}` | `{}` |",
+            c.name,
+            c.version,
+            cc,
+            c.library.as_deref().unwrap_or("?"),
+            c.settings_fit,
+            c.settings_oversubscribed
         );
     }
+    md.push_str(
+        "\nEvery run has `LD_LIBRARY_PATH` and `LD_PRELOAD` unset: each program loads the \
+         library it was linked with.\n",
+    );
     for c in r.mpis.iter().filter(|c| !c.ready()) {
         let _ = writeln!(
             md,
