@@ -76,41 +76,14 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
         }
     }
 
-    let build_dir = ws.root.join("target/bench-build");
     let mut failures = Vec::new();
-    println!("building the programs from {}", src.display());
-    let reference = build::build_reference(&src, &build_dir.join("reference"));
-    if let Err(e) = &reference {
-        println!("cannot build reference: {e}");
-        failures.push(failure("reference", "build reference", 0, e));
-    }
-    let built: BTreeMap<Kind, Built> = mpis
-        .iter()
-        .filter(|c| c.ready())
-        .map(|c| (c.kind, build::build_mpi(c, &src, &build_dir.join(c.name))))
-        .collect();
-    for (kind, programs) in &built {
-        for (p, r) in programs {
-            if let Err(e) = r {
-                println!("{}: cannot build {p}: {e}", kind.name());
-                failures.push(failure(kind.name(), &format!("build {p}"), 0, e));
-            }
-        }
-    }
-
-    for c in &mut mpis {
-        let first = built
-            .get(&c.kind)
-            .and_then(|b| b.values().find_map(|r| r.as_ref().ok()));
-        c.library = first.and_then(|bin| build::loaded_mpi(bin));
-    }
-
+    let (reference, built) = build_everything(&ws, &src, &mut mpis, &mut failures);
     let samples = run_all(
         plan,
         machine,
         &mpis,
         &built,
-        reference.as_ref().ok(),
+        reference.as_ref(),
         &mut failures,
     );
 
@@ -150,6 +123,39 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
             ExitCode::SUCCESS
         },
     )
+}
+
+/// Build `reference.c` and every MPI program with every ready competitor
+/// into `target/bench-build/`, record which MPI library each one's
+/// programs load, and record what failed to build.
+fn build_everything(
+    ws: &Workspace,
+    src: &Path,
+    mpis: &mut [Competitor],
+    failures: &mut Vec<Failure>,
+) -> (Option<PathBuf>, BTreeMap<Kind, Built>) {
+    let build_dir = ws.root.join("target/bench-build");
+    println!("building the programs from {}", src.display());
+    let reference = build::build_reference(src, &build_dir.join("reference"))
+        .inspect_err(|e| {
+            println!("cannot build reference: {e}");
+            failures.push(failure("reference", "build reference", 0, e));
+        })
+        .ok();
+    let mut built = BTreeMap::new();
+    for c in mpis.iter_mut().filter(|c| c.ready()) {
+        let programs = build::build_mpi(c, src, &build_dir.join(c.name));
+        for (p, r) in &programs {
+            if let Err(e) = r {
+                println!("{}: cannot build {p}: {e}", c.name);
+                failures.push(failure(c.name, &format!("build {p}"), 0, e));
+            }
+        }
+        let first = programs.values().find_map(|r| r.as_ref().ok());
+        c.library = first.and_then(|bin| build::loaded_mpi(bin));
+        built.insert(c.kind, programs);
+    }
+    (reference, built)
 }
 
 fn failure(mpi: &str, job: &str, rep: u32, reason: &str) -> Failure {

@@ -31,6 +31,7 @@ struct Spec<'a> {
 /// Write every plot the medians allow into `dir`; returns them in report
 /// order. Plots without points are not written.
 pub fn write_all(dir: &Path, medians: &[Summary]) -> Result<Vec<Plot>, String> {
+    remove_old(dir);
     let mut plots = Vec::new();
     for spec in specs(medians) {
         let series = series(medians, &spec);
@@ -44,6 +45,22 @@ pub fn write_all(dir: &Path, medians: &[Summary]) -> Result<Vec<Plot>, String> {
         });
     }
     Ok(plots)
+}
+
+/// Plots of an earlier run in `dir` (by this module's file names only), so
+/// that none outlives the data it showed.
+fn remove_old(dir: &Path) {
+    let ours = |name: &str| {
+        name.ends_with(".svg")
+            && ["pingpong_", "stencil", "colls_", "startup_"]
+                .iter()
+                .any(|p| name.starts_with(p))
+    };
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_name().to_str().is_some_and(ours) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn is(s: &Summary, bench: &str, metric: &str) -> bool {
