@@ -549,7 +549,8 @@ fn per_benchmark(md: &mut String, medians: &[Summary], mpis: &[Competitor], comp
     if !unsupported.is_empty() {
         let _ = writeln!(
             md,
-            "\n`unsupported` rows: the MPI has no Sessions (MPI < 4) for that start-up mode: {unsupported:?}."
+            "\n`unsupported` rows: {} has no Sessions (MPI < 4) for that start-up mode.",
+            unsupported.into_iter().collect::<Vec<_>>().join(", ")
         );
     }
 }
