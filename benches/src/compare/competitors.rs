@@ -163,6 +163,18 @@ impl Competitor {
         c
     }
 
+    /// A ready competitor with made-up tools, for tests of the report.
+    #[cfg(test)]
+    pub fn stand_in(kind: Kind) -> Competitor {
+        Competitor {
+            version: format!("{} 1.0", kind.name()),
+            cc: vec!["cc".into()],
+            launcher: "mpiexec".into(),
+            skipped: None,
+            ..Competitor::skipped(kind, String::new())
+        }
+    }
+
     fn skipped(kind: Kind, why: String) -> Competitor {
         Competitor {
             kind,

@@ -587,6 +587,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::competitors::Kind;
     use crate::compare::stats::summarize;
 
     fn s(
@@ -748,6 +749,104 @@ mod tests {
         assert!(rows.iter().all(|r| !r.what.contains("unsupported")));
         assert!(rows.iter().all(|r| !r.ratios.contains_key("openmpi")));
         assert_eq!(rows.len(), 4);
+    }
+
+    #[test]
+    fn writes_every_file_and_names_every_competitor() {
+        let mut samples = Vec::new();
+        for (mpi, f) in [("tessel", 1.0), ("mpich", 2.0), ("openmpi", 3.0)] {
+            for size in ["0", "8", "4096"] {
+                samples.push(s(mpi, "pingpong", "latency", &[("size", size)], f, "us", 2));
+                samples.push(s(
+                    mpi,
+                    "pingpong",
+                    "bw_uni",
+                    &[("size", size)],
+                    100.0 / f,
+                    "MB/s",
+                    2,
+                ));
+            }
+            for np in [2, 4] {
+                let n = np.to_string();
+                let keys = [("np", n.as_str()), ("edge", "64"), ("variant", "total")];
+                samples.push(s(mpi, "stencil", "exchange", &keys, f * 10.0, "us", np));
+            }
+        }
+        samples.push(s(
+            "reference",
+            "reference",
+            "cacheline_pingpong",
+            &[],
+            70.0,
+            "ns",
+            1,
+        ));
+        samples.push(s(
+            "reference",
+            "reference",
+            "memcpy",
+            &[("size", "4096")],
+            9000.0,
+            "MB/s",
+            1,
+        ));
+        let mut mpis: Vec<Competitor> = [Kind::Tessel, Kind::Mpich, Kind::OpenMpi]
+            .into_iter()
+            .map(Competitor::stand_in)
+            .collect();
+        let mut skipped = Competitor::stand_in(Kind::MpichPypi);
+        skipped.skipped = Some("no network".into());
+        mpis.push(skipped);
+        let dir = std::env::temp_dir().join(format!("tessel-compare-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let medians = summarize(&samples);
+        let plots = crate::compare::plot::write_all(&dir, &medians).unwrap();
+        let env = Environment::this(Machine {
+            cores: 2,
+            root: false,
+        });
+        let options = Options {
+            np: vec![2, 4],
+            startup_np: vec![1],
+            reps: 1,
+            quick: true,
+            timeout_secs: 1,
+        };
+        let results = Results {
+            environment: &env,
+            options: &options,
+            mpis: &mpis,
+            failures: &[],
+            medians: &medians,
+            samples: &samples,
+        };
+        write(&dir, &results, &plots).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        for file in [
+            "results.json",
+            "results.csv",
+            "samples.csv",
+            "pingpong_latency.svg",
+            "stencil.svg",
+        ] {
+            assert!(dir.join(file).is_file(), "{file}");
+            assert!(
+                file.ends_with(".svg") == md.contains(&format!("]({file})")),
+                "{file}"
+            );
+        }
+        assert!(md.contains("| vs mpich | vs openmpi |"), "{md}");
+        assert!(md.contains("**mpich-pypi skipped**: no network"));
+        assert!(md.contains("(*oversubscribed*)"));
+        // Tessel's 1 us against 70 ns.
+        assert!(md.contains("**14.3×** the cache-line ping-pong"), "{md}");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["samples"].as_array().unwrap().len(), samples.len());
+        assert_eq!(json["mpis"][3]["skipped"], "no network");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
