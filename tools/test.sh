@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every check CI runs: formatting, lints, unit and multi-process tests (with
 # and without cross-memory attach, oversubscribed, killed peer, Hydra),
-# loom models and their mutation builds, the benchmarks' build, and a
-# short pingpong. Installs what it needs first (tools/setup.sh).
+# loom models and their mutation builds, the benchmarks' build, a short
+# pingpong, and the comparison with other MPIs in its --quick mode. Installs
+# what it needs first (tools/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/setup.sh
@@ -46,5 +47,18 @@ cargo bench --locked --workspace --no-run
 cargo build --release --locked -p tools --bin mpiexec
 cargo build --release --locked -p benches --example pingpong
 target/release/mpiexec -n 2 target/release/examples/pingpong --quick
+
+step "compare against other MPIs, --quick (proves the harness works; no timing is checked)"
+cargo run --release --locked -p benches --bin compare -- --quick
+report=target/bench-report
+for f in report.md results.json results.csv; do
+    test -s "$report/$f" || { echo "compare wrote no $report/$f" >&2; exit 1; }
+done
+# Every competitor that set up has its column in the summary table.
+for mpi in $(python3 -c 'import json, sys
+print(" ".join(m["name"] for m in json.load(open(sys.argv[1]))["mpis"]
+               if m["skipped"] is None and m["name"] != "tessel"))' "$report/results.json"); do
+    grep -qF "| vs $mpi |" "$report/report.md" || { echo "the summary does not name $mpi" >&2; exit 1; }
+done
 
 step "all checks passed"
