@@ -79,13 +79,23 @@ impl Machine {
 pub enum Launcher {
     /// Tessel's `mpiexec`: default settings (no binding: `--bind none`).
     Tessel,
-    /// MPICH's Hydra: `-bind-to core` when the processes fit the cores.
+    /// MPICH's Hydra: `-bind-to core` when the processes fit the cores;
+    /// otherwise no binding, and MPICH's progress engine told to yield
+    /// instead of polling (the settings MPICH's own tests use when
+    /// oversubscribed; versions that lack a variable ignore it).
     Hydra,
     /// Open MPI's `mpiexec`: `--bind-to core` when the processes fit,
     /// `--oversubscribe --bind-to none` otherwise; `--allow-run-as-root`
     /// as root.
     OpenMpi,
 }
+
+/// MPICH variables that make a waiting process yield its core.
+const MPICH_YIELD: [&str; 3] = [
+    "MPIR_CVAR_POLLS_BEFORE_YIELD",
+    "MPIR_CVAR_CH4_PROGRESS_THROTTLE",
+    "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT",
+];
 
 /// The launcher's arguments before the program for `np` processes: the
 /// recommended settings of each MPI for this machine.
@@ -99,6 +109,10 @@ pub fn launch_args(launcher: Launcher, np: u32, m: Machine) -> Vec<String> {
             a.extend(["-n", &n]);
             if fits {
                 a.extend(["-bind-to", "core"]);
+            } else {
+                for var in MPICH_YIELD {
+                    a.extend(["-genv", var, "1"]);
+                }
             }
         }
         Launcher::OpenMpi => {
@@ -581,7 +595,13 @@ mod tests {
             launch_args(Launcher::Hydra, 1, TWO),
             ["-n", "1", "-bind-to", "core"]
         );
-        assert_eq!(launch_args(Launcher::Hydra, 3, TWO), ["-n", "3"]);
+        let over = launch_args(Launcher::Hydra, 3, TWO);
+        assert_eq!(over[..2], ["-n", "3"]);
+        assert!(!over.contains(&"-bind-to".to_string()));
+        assert!(
+            over.windows(3)
+                .any(|w| w == ["-genv", "MPIR_CVAR_POLLS_BEFORE_YIELD", "1"])
+        );
     }
 
     #[test]
