@@ -62,9 +62,18 @@ pub struct Results<'a> {
     pub samples: &'a [Sample],
 }
 
-/// Write the whole report into `dir` (created if needed).
+/// Write the whole report into `dir` (created if needed). Paths inside
+/// the workspace are written relative to its root, so that a report can
+/// be shared or kept without naming the machine's directories.
 pub fn write(dir: &Path, r: &Results, plots: &[Plot]) -> Result<(), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(|p| format!("{}/", p.display()));
     let put = |name: &str, text: String| {
+        let text = match &root {
+            Some(root) => text.replace(root.as_str(), ""),
+            None => text,
+        };
         std::fs::write(dir.join(name), text)
             .map_err(|e| format!("{}: {e}", dir.join(name).display()))
     };
