@@ -1271,7 +1271,10 @@ impl Endpoint {
         let (spin, yields) = (self.cfg.spin, self.cfg.yields);
         if *idle <= spin {
             spin_hint();
-        } else if *idle <= spin + yields {
+        } else if *idle <= spin + yields || !self.blocked.is_empty() {
+            // A backlog waits for a peer to free ring cells or staging
+            // slots, which rings no doorbell: sleeping on the futex would
+            // last until its timeout, so keep yielding instead.
             sys::yield_now();
         } else {
             let bell = self.seg.bell(self.me);
