@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build Tessel's MPI library and lay it out as an MPI installation:
-#   PREFIX/bin/mpicc, PREFIX/bin/mpiexec, PREFIX/include/mpi.h,
+#   PREFIX/bin/mpicc, PREFIX/bin/mpiexec, PREFIX/bin/tessel-info, PREFIX/include/mpi.h,
 #   PREFIX/lib/libmpi.so.12 (and libmpi.so, libmpich.so.12), PREFIX/lib/pkgconfig/mpi.pc
 # Usage: tools/install.sh [PREFIX]   (default: target/tessel)
 set -euo pipefail
@@ -10,7 +10,7 @@ mkdir -p "$prefix"
 prefix=$(cd "$prefix" && pwd)
 
 cargo build --release --locked -p mpi-shim --lib --bin tessel-mpi-header
-cargo build --release --locked -p tools --bin mpiexec
+cargo build --release --locked -p tools --bin mpiexec --bin tessel-info
 mkdir -p "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig"
 install -m 0755 target/release/libmpi.so "$prefix/lib/libmpi.so.12"
 ln -sf libmpi.so.12 "$prefix/lib/libmpi.so"
@@ -18,6 +18,7 @@ ln -sf libmpi.so.12 "$prefix/lib/libmpi.so"
 # built with their mpicc look for that name.
 ln -sf libmpi.so.12 "$prefix/lib/libmpich.so.12"
 install -m 0755 target/release/mpiexec "$prefix/bin/mpiexec"
+install -m 0755 target/release/tessel-info "$prefix/bin/tessel-info"
 target/release/tessel-mpi-header > "$prefix/include/mpi.h"
 
 cat > "$prefix/bin/mpicc" <<'MPICC'

@@ -5,11 +5,13 @@
 # them on our library, and compare our mpi.h with its), the third-party
 # MPI programs the tests run on our library unchanged (Debian's NetPIPE
 # built against MPICH; mpi4py from PyPI, in the virtual environment
-# target/venv), and a Rust toolchain when none is on PATH. Safe to run
-# again: it installs only what is missing. Sourced by demo.sh and test.sh.
+# target/venv), hwloc with its headers for the topology (hwloc.pc links
+# -ludev, hence libudev-dev), and a Rust toolchain when none is on PATH.
+# Safe to run again: it installs only what is missing. Sourced by demo.sh and test.sh.
 set -euo pipefail
 
-apt_packages=(build-essential pkg-config mpich libmpich-dev netpipe-mpich2 python3 python3-venv)
+apt_packages=(build-essential pkg-config mpich libmpich-dev netpipe-mpich2 python3 python3-venv
+    libhwloc-dev libudev-dev)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

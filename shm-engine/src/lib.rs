@@ -34,6 +34,7 @@ pub mod queue;
 pub mod segment;
 pub mod sync;
 mod sys;
+pub mod topo;
 
 pub use config::{CmaMode, Config};
 pub use endpoint::{Backoff, Completion, Endpoint, Message, Request, Status};

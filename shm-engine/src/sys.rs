@@ -60,6 +60,30 @@ pub fn yield_now() {
     }
 }
 
+/// The CPUs this process may run on (its affinity mask), increasing.
+pub fn affinity() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer and size describe `set`, a live local cpu_set_t
+    // the kernel writes.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: every index is below CPU_SETSIZE, inside the set.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// The CPU the calling thread runs on right now, if the kernel says.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: no arguments, no memory.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
 /// This process's pid.
 pub fn pid() -> u32 {
     std::process::id()

@@ -42,9 +42,12 @@ through the PMI key-value store (keys tessel.psets and tessel.pset.I).";
 /// Where processes may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Bind {
-    /// Pin each process to one CPU: the (local rank mod n)-th of the n CPUs
-    /// mpiexec may run on.
+    /// Pin each process to the PUs of one core (hwloc's cores, keeping
+    /// only the CPUs mpiexec may use), round robin by local rank.
     Core,
+    /// Pin each process to the PUs of one NUMA node, round robin by local
+    /// rank.
+    Numa,
     /// Leave placement to the kernel.
     #[value(name = "none")]
     Unbound,
@@ -78,9 +81,11 @@ pub struct Cli {
     #[arg(short = 'x', long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
 
-    /// Pin processes to CPUs: `core` binds each process to the
-    /// (local rank mod n)-th of the n CPUs mpiexec may use; `none` does not.
-    #[arg(long, value_enum, value_name = "core|none", default_value_t = Bind::Unbound)]
+    /// Pin processes, round robin by local rank over the places mpiexec may
+    /// use (found with hwloc): `core` binds each process to the PUs of one
+    /// core, `numa` to those of one NUMA node; `none` leaves placement to the
+    /// kernel.
+    #[arg(long, value_enum, value_name = "core|numa|none", default_value_t = Bind::Unbound)]
     pub bind: Bind,
 
     /// Kill the job and exit with 124 if it is still running after SECS
@@ -241,6 +246,8 @@ mod tests {
             [("A".into(), "1".into()), ("B".into(), "x=y".into())]
         );
         assert_eq!(cli.bind, Bind::Core);
+        assert_eq!(parse(&["--bind", "numa", "p"]).unwrap().bind, Bind::Numa);
+        assert_eq!(parse(&["--bind", "none", "p"]).unwrap().bind, Bind::Unbound);
         let spec = cli.job_spec();
         assert_eq!(spec.program, "prog");
         assert_eq!(spec.args, ["-n", "5", "--help", "--", "x"]);
@@ -289,6 +296,7 @@ mod tests {
             &["-x", "NOEQUALS", "prog"],
             &["-x", "=v", "prog"],
             &["--bind", "socket", "prog"],
+            &["--bind", "", "prog"],
             &["--timeout", "-1", "prog"],
             &["--pset", "a", "prog"],
             &["--pset", "=0", "prog"],

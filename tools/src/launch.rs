@@ -21,6 +21,7 @@ use crate::cli::Bind;
 use crate::mapping::Mapping;
 use crate::pmi_server::PmiServer;
 use crate::sys::{self, CpuSet};
+use shm_engine::topo::Topology;
 
 /// How long poll(2) waits before the children are checked again.
 const POLL_INTERVAL_MS: i32 = 20;
@@ -75,15 +76,12 @@ pub fn run(spec: &JobSpec) -> i32 {
     // Best effort: without it, orphans of the ranks are reaped by init
     // instead, which only makes the teardown wait for them longer.
     let _ = sys::become_subreaper();
-    let cpus = match spec.bind {
-        Bind::Unbound => None,
-        Bind::Core => match CpuSet::available() {
-            Ok(set) => Some(set.cpus()),
-            Err(e) => {
-                eprintln!("mpiexec: --bind core: cannot read the CPUs this process may use: {e}");
-                return 1;
-            }
-        },
+    let places = match bind_places(spec.bind) {
+        Ok(places) => places,
+        Err(e) => {
+            eprintln!("mpiexec: --bind {}: {e}", bind_name(spec.bind));
+            return 1;
+        }
     };
     let kvsname = format!("tessel_{}", std::process::id());
     let mut server = PmiServer::new(&kvsname, &spec.mapping);
@@ -100,7 +98,7 @@ pub fn run(spec: &JobSpec) -> i32 {
         started,
     };
     for rank in 0..spec.mapping.np() {
-        match spawn_rank(spec, rank, cpus.as_deref()) {
+        match spawn_rank(spec, rank, &places) {
             Ok(proc) => job.procs.push(proc),
             Err(e) => {
                 eprintln!(
@@ -120,9 +118,60 @@ pub fn run(spec: &JobSpec) -> i32 {
     job.event_loop()
 }
 
+/// The option's name on the command line.
+fn bind_name(bind: Bind) -> &'static str {
+    match bind {
+        Bind::Core => "core",
+        Bind::Numa => "numa",
+        Bind::Unbound => "none",
+    }
+}
+
+/// The CPU sets processes are bound to under `bind`, in round-robin order
+/// (none for `--bind none`, which does not look at the topology).
+fn bind_places(bind: Bind) -> Result<Vec<CpuSet>, String> {
+    if bind == Bind::Unbound {
+        return Ok(Vec::new());
+    }
+    let available = CpuSet::available()
+        .map_err(|e| format!("cannot read the CPUs this process may use: {e}"))?
+        .cpus();
+    let topo = Topology::discover().map_err(|e| e.to_string())?;
+    let places = places(bind, &topo, &available);
+    if places.is_empty() {
+        return Err(format!(
+            "no {} holds a CPU this process may use ({})",
+            bind_name(bind),
+            crate::info::cpu_list(&available)
+        ));
+    }
+    Ok(places.iter().map(|p| CpuSet::of(p)).collect())
+}
+
+/// The places of `topo` for `bind` (its cores or its NUMA nodes), each
+/// restricted to the `available` CPUs; places left empty are dropped.
+pub fn places(bind: Bind, topo: &Topology, available: &[usize]) -> Vec<Vec<usize>> {
+    let domains: Vec<&Vec<usize>> = match bind {
+        Bind::Unbound => return Vec::new(),
+        Bind::Core => topo.cores.iter().map(|c| &c.pus).collect(),
+        Bind::Numa => topo.numa_nodes.iter().map(|n| &n.pus).collect(),
+    };
+    domains
+        .into_iter()
+        .map(|pus| {
+            pus.iter()
+                .copied()
+                .filter(|c| available.contains(c))
+                .collect::<Vec<_>>()
+        })
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
 /// Start rank `rank`: a new process group, its end of a socket pair as
-/// `PMI_FD`, the job variables, and optionally one CPU from `cpus`.
-fn spawn_rank(spec: &JobSpec, rank: u32, cpus: Option<&[usize]>) -> io::Result<Proc> {
+/// `PMI_FD`, the job variables, and bound to the (local rank mod n)-th of
+/// the n `places` if there are any.
+fn spawn_rank(spec: &JobSpec, rank: u32, places: &[CpuSet]) -> io::Result<Proc> {
     let (ours, theirs) = UnixStream::pair()?;
     // Keep the child's descriptor clear of 0..=2, which Command may replace
     // with the child's stdio (possible if mpiexec was started with one
@@ -157,9 +206,7 @@ fn spawn_rank(spec: &JobSpec, rank: u32, cpus: Option<&[usize]>) -> io::Result<P
         cmd.stdin(Stdio::null());
     }
     cmd.process_group(0);
-    let cpu = cpus
-        .filter(|cpus| !cpus.is_empty())
-        .map(|cpus| CpuSet::single(cpus[m.local_rank(rank) as usize % cpus.len()]));
+    let cpu = (!places.is_empty()).then(|| places[m.local_rank(rank) as usize % places.len()]);
     // SAFETY: the closure runs in the child between fork and exec, where
     // only async-signal-safe operations are allowed: `child_setup` makes
     // fcntl, sched_setaffinity and write calls only, and allocates nothing
@@ -196,7 +243,7 @@ fn child_setup(fd: i32, cpu: Option<&CpuSet>) -> io::Result<()> {
     if let Some(set) = cpu
         && let Err(e) = sys::set_affinity(set)
     {
-        sys::write_stderr_raw(b"mpiexec: --bind core: sched_setaffinity failed\n");
+        sys::write_stderr_raw(b"mpiexec: --bind: sched_setaffinity failed\n");
         return Err(e);
     }
     Ok(())
@@ -585,5 +632,52 @@ impl Job<'_> {
                 ..
             } => (*killed || !groups.iter().any(|&g| sys::group_exists(g))).then_some(*code),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shm_engine::topo::{Domain, NumaNode};
+
+    /// Two NUMA nodes of two cores of two PUs each.
+    fn machine() -> Topology {
+        let core = |index: usize| Domain {
+            index,
+            pus: vec![2 * index, 2 * index + 1],
+        };
+        let node = |os_index: usize| NumaNode {
+            os_index,
+            pus: (4 * os_index..4 * os_index + 4).collect(),
+            memory: None,
+        };
+        Topology {
+            packages: vec![Domain {
+                index: 0,
+                pus: (0..8).collect(),
+            }],
+            numa_nodes: vec![node(0), node(1)],
+            caches: Vec::new(),
+            cores: (0..4).map(core).collect(),
+            pus: (0..8).collect(),
+        }
+    }
+
+    #[test]
+    fn places_are_cores_or_nodes_within_the_available_cpus() {
+        let t = machine();
+        let all: Vec<usize> = (0..8).collect();
+        assert_eq!(
+            places(Bind::Core, &t, &all),
+            [[0, 1], [2, 3], [4, 5], [6, 7]]
+        );
+        assert_eq!(places(Bind::Numa, &t, &all), [[0, 1, 2, 3], [4, 5, 6, 7]]);
+        assert!(places(Bind::Unbound, &t, &all).is_empty());
+        let some = [1, 2, 3, 7];
+        assert_eq!(
+            places(Bind::Core, &t, &some),
+            [vec![1], vec![2, 3], vec![7]]
+        );
+        assert_eq!(places(Bind::Numa, &t, &some), [vec![1, 2, 3], vec![7]]);
     }
 }

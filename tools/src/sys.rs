@@ -145,12 +145,14 @@ impl CpuSet {
         Self(unsafe { std::mem::zeroed() })
     }
 
-    /// The set holding only `cpu`.
-    pub(crate) fn single(cpu: usize) -> Self {
+    /// The set of `cpus` (each below `CPU_SETSIZE`).
+    pub(crate) fn of(cpus: &[usize]) -> Self {
         let mut set = Self::empty();
-        assert!(cpu < libc::CPU_SETSIZE as usize, "CPU {cpu} out of range");
-        // SAFETY: `cpu` is below CPU_SETSIZE, so the bit is inside the set.
-        unsafe { libc::CPU_SET(cpu, &mut set.0) };
+        for &cpu in cpus {
+            assert!(cpu < libc::CPU_SETSIZE as usize, "CPU {cpu} out of range");
+            // SAFETY: `cpu` is below CPU_SETSIZE, so the bit is inside the set.
+            unsafe { libc::CPU_SET(cpu, &mut set.0) };
+        }
         set
     }
 
@@ -259,7 +261,7 @@ mod tests {
 
     #[test]
     fn cpu_sets() {
-        assert_eq!(CpuSet::single(3).cpus(), [3]);
+        assert_eq!(CpuSet::of(&[3]).cpus(), [3]);
         let available = CpuSet::available().unwrap().cpus();
         assert!(!available.is_empty());
     }

@@ -5,6 +5,8 @@
 mod common;
 
 use std::process::Command;
+
+use shm_engine::topo::Topology;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -192,27 +194,92 @@ fn sigterm_is_forwarded_to_the_job() {
     );
 }
 
-#[test]
-fn bind_core_pins_each_process_to_one_cpu() {
+/// The CPU list of each rank, by rank, from the `affinity` example run
+/// under `mpiexec --bind POLICY -n N`.
+fn bound_cpus(policy: &str, n: usize) -> Vec<Vec<usize>> {
+    let affinity = example("affinity");
+    let np = n.to_string();
     let run = run_mpiexec(
-        "bind",
+        &format!("bind-{policy}"),
         &[
             "--bind",
-            "core",
+            policy,
             "-n",
-            "2",
-            "sh",
-            "-c",
-            "grep Cpus_allowed_list /proc/self/status",
+            &np,
+            affinity.to_str().expect("UTF-8 path"),
         ],
     );
     assert_code(&run, 0);
     let lines = run.sorted_lines();
-    assert_eq!(lines.len(), 2, "{}", run.stdout);
-    for line in lines {
-        let cpus = line.split_whitespace().last().unwrap_or_default();
-        assert!(cpus.parse::<usize>().is_ok(), "not a single CPU: {line:?}");
+    assert_eq!(lines.len(), n, "{}", run.stdout);
+    lines
+        .iter()
+        .map(|l| {
+            let (_, cpus) = l.split_once(": ").expect("rank R: CPUS");
+            cpus.split(',')
+                .map(|c| c.parse().expect("a CPU number"))
+                .collect()
+        })
+        .collect()
+}
+
+/// The CPUs this test process (and so mpiexec) may use, from the kernel's
+/// `Cpus_allowed_list` (like `0-3,6`).
+fn own_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list");
+    let mut cpus = Vec::new();
+    for part in list.trim().split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(lo.parse::<usize>().unwrap()..=hi.parse::<usize>().unwrap());
     }
+    cpus
+}
+
+/// The places of the topology (cores or NUMA nodes) restricted to the CPUs
+/// mpiexec may use.
+fn usable(places: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+    let mine = own_cpus();
+    places
+        .into_iter()
+        .map(|p| {
+            p.into_iter()
+                .filter(|c| mine.contains(c))
+                .collect::<Vec<_>>()
+        })
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+#[test]
+fn bind_core_pins_each_process_to_the_pus_of_one_core() {
+    let topo = Topology::discover().expect("hwloc discovers this machine");
+    let cores = usable(topo.cores.into_iter().map(|c| c.pus).collect());
+    let got = bound_cpus("core", 2);
+    for cpus in &got {
+        assert!(cores.contains(cpus), "{cpus:?} is not a core of {cores:?}");
+    }
+    if cores.len() >= 2 {
+        assert_ne!(got[0], got[1], "two ranks on one core out of {cores:?}");
+    }
+}
+
+#[test]
+fn bind_numa_pins_each_process_to_the_pus_of_one_node() {
+    let topo = Topology::discover().expect("hwloc discovers this machine");
+    let nodes = usable(topo.numa_nodes.into_iter().map(|n| n.pus).collect());
+    for cpus in bound_cpus("numa", 2) {
+        assert!(nodes.contains(&cpus), "{cpus:?} is not a node of {nodes:?}");
+    }
+}
+
+#[test]
+fn bind_none_leaves_the_affinity_alone() {
+    let mine = own_cpus();
+    assert_eq!(bound_cpus("none", 2), [mine.clone(), mine]);
 }
 
 /// Raw PMI-1 lines through bash: the server answers bad input with

@@ -1,0 +1,227 @@
+//! What `tessel-info` prints: the node's topology, the copy mechanisms that
+//! work between processes of this user, and every engine setting in force
+//! with the environment variable that sets it.
+
+use std::fmt::Write as _;
+use std::io;
+
+use shm_engine::config::{CmaMode, Config};
+use shm_engine::layout::Geometry;
+use shm_engine::segment::NodeSegment;
+use shm_engine::topo::Topology;
+
+/// A CPU list in the kernel's style: `0-3,6,8-9`.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if j == i {
+            let _ = write!(out, "{}", cpus[i]);
+        } else {
+            let _ = write!(out, "{}-{}", cpus[i], cpus[j]);
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// Bytes in the largest binary unit that keeps a whole number.
+fn size(bytes: Option<u64>) -> String {
+    let Some(b) = bytes else {
+        return "size unknown".into();
+    };
+    let mut v = b;
+    for unit in ["B", "KiB", "MiB", "GiB"] {
+        if v % 1024 != 0 || v < 1024 || unit == "GiB" {
+            return format!("{v} {unit}");
+        }
+        v /= 1024;
+    }
+    unreachable!("the loop returns at GiB")
+}
+
+/// The "Topology" section.
+pub fn topology_section(out: &mut String) {
+    out.push_str("Topology (hwloc)\n");
+    let t = match Topology::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(out, "  unavailable: {e}");
+            return;
+        }
+    };
+    let _ = writeln!(out, "  PUs: {} ({})", cpu_list(&t.pus), t.pus.len());
+    let _ = writeln!(out, "  packages: {}", t.packages.len());
+    for p in &t.packages {
+        let _ = writeln!(out, "    package {}: PUs {}", p.index, cpu_list(&p.pus));
+    }
+    let _ = writeln!(out, "  NUMA nodes: {}", t.numa_nodes.len());
+    for n in &t.numa_nodes {
+        let _ = writeln!(
+            out,
+            "    node {}: PUs {}, memory {}",
+            n.os_index,
+            cpu_list(&n.pus),
+            size(n.memory)
+        );
+    }
+    let _ = writeln!(out, "  cores: {}", t.cores.len());
+    for c in &t.cores {
+        let _ = writeln!(out, "    core {}: PUs {}", c.index, cpu_list(&c.pus));
+    }
+    let _ = writeln!(out, "  caches: {}", t.caches.len());
+    for c in &t.caches {
+        let _ = writeln!(
+            out,
+            "    L{} {}, {}: PUs {}",
+            c.level,
+            c.kind,
+            size(c.size),
+            cpu_list(&c.pus)
+        );
+    }
+    let node = t.current_numa_node().map_or_else(
+        || "unknown".into(),
+        |i| t.numa_nodes[i].os_index.to_string(),
+    );
+    let _ = writeln!(out, "  this process: NUMA node {node}");
+}
+
+/// Whether a child process can read this process's memory with
+/// `process_vm_readv`: the engine's own start-up probe
+/// ([`NodeSegment::probe_cma`]), run by a forked child against a segment
+/// this process created.
+pub fn cma_between_processes(cfg: &Config) -> io::Result<bool> {
+    let seg = NodeSegment::create(Geometry {
+        nlocal: 1,
+        ring_cells: cfg.ring_cells,
+        staging_slots: cfg.staging_slots,
+        staging_slot_size: cfg.staging_slot_size,
+    })
+    .map_err(io::Error::other)?;
+    // SAFETY: the child runs only `probe_cma` (one process_vm_readv into a
+    // local variable, no allocation, no lock) and `_exit`, so forking is
+    // sound even if another thread held a lock at the time of the fork.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            let code = if seg.probe_cma() { 0 } else { 1 };
+            // SAFETY: `_exit` ends the child without running the parent's
+            // atexit handlers or flushing its copied stdio buffers.
+            unsafe { libc::_exit(code) }
+        }
+        child => {
+            let mut status = 0;
+            // SAFETY: `child` is our own child; `status` is a live local.
+            let rc = unsafe { libc::waitpid(child, &mut status, 0) };
+            if rc != child {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
+        }
+    }
+}
+
+/// The "Copy mechanisms" section.
+pub fn copy_section(out: &mut String, cfg: &Config) {
+    out.push_str("Copy mechanisms\n");
+    out.push_str("  shared-memory staging slots (eager and pipelined copy): always\n");
+    let cma = cma_between_processes(cfg);
+    let verdict = match &cma {
+        Ok(true) => "works".to_owned(),
+        Ok(false) => "refused".to_owned(),
+        Err(e) => format!("could not be probed: {e}"),
+    };
+    let _ = writeln!(
+        out,
+        "  process_vm_readv between two processes of this user: {verdict}"
+    );
+    let large = match (cfg.cma, cma) {
+        (CmaMode::Auto, Ok(true)) => "process_vm_readv by the receiver (TESSEL_CMA=auto)",
+        (CmaMode::Auto, _) => "pipelined copy through staging slots (cross-memory attach refused)",
+        (CmaMode::Off, _) => "pipelined copy through staging slots (TESSEL_CMA=off)",
+    };
+    let _ = writeln!(
+        out,
+        "  messages above TESSEL_EAGER_MAX ({} bytes) use: {large}",
+        cfg.eager_max
+    );
+}
+
+/// Every setting of `cfg`, with its variable, in the README's order.
+pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
+    let cma = match cfg.cma {
+        CmaMode::Auto => "auto",
+        CmaMode::Off => "off",
+    };
+    vec![
+        ("TESSEL_INLINE_MAX", cfg.inline_max.to_string()),
+        ("TESSEL_EAGER_MAX", cfg.eager_max.to_string()),
+        ("TESSEL_RING_CELLS", cfg.ring_cells.to_string()),
+        ("TESSEL_STAGING_SLOTS", cfg.staging_slots.to_string()),
+        (
+            "TESSEL_STAGING_SLOT_SIZE",
+            cfg.staging_slot_size.to_string(),
+        ),
+        ("TESSEL_CMA", cma.to_owned()),
+        ("TESSEL_SPIN", cfg.spin.to_string()),
+        ("TESSEL_YIELD", cfg.yields.to_string()),
+        ("TESSEL_SLEEP_US", cfg.sleep.as_micros().to_string()),
+    ]
+}
+
+/// The "Configuration" section.
+pub fn config_section(out: &mut String, cfg: &Config) {
+    out.push_str("Configuration (defaults overridden by the environment)\n");
+    for (var, value) in settings(cfg) {
+        let _ = writeln!(out, "  {var:<26}{value}");
+    }
+}
+
+/// The whole report, or why the configuration in force is invalid.
+pub fn report() -> Result<String, String> {
+    let cfg = Config::from_env().map_err(|e| format!("invalid configuration: {e}"))?;
+    let mut out = String::new();
+    topology_section(&mut out);
+    out.push('\n');
+    copy_section(&mut out, &cfg);
+    out.push('\n');
+    config_section(&mut out, &cfg);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_fold_ranges() {
+        assert_eq!(cpu_list(&[]), "");
+        assert_eq!(cpu_list(&[3]), "3");
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+    }
+
+    #[test]
+    fn sizes_use_whole_units() {
+        assert_eq!(size(Some(32768)), "32 KiB");
+        assert_eq!(size(Some(1000)), "1000 B");
+        assert_eq!(size(Some(3 << 30)), "3 GiB");
+        assert_eq!(size(None), "size unknown");
+    }
+
+    #[test]
+    fn settings_follow_the_configuration() {
+        let cfg = Config::from_lookup(|k| (k == "TESSEL_SPIN").then(|| "7".into())).unwrap();
+        let s = settings(&cfg);
+        assert!(s.contains(&("TESSEL_SPIN", "7".into())));
+        assert!(s.contains(&("TESSEL_CMA", "auto".into())));
+    }
+}
