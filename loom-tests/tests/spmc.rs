@@ -28,7 +28,7 @@
 use std::sync::Arc;
 
 use loom::cell::UnsafeCell;
-use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use loom::sync::atomic::AtomicU64;
 use loom::thread;
 use shm_engine::layout::CopyTask;
 use shm_engine::queue::spmc::{OwnedQueue, PushError, Steal, Stealer};
@@ -89,19 +89,18 @@ fn queue_model() {
     });
 }
 
-/// One transfer of two chunks: source and destination buffers, the
-/// completion words and the FIN flag.
+/// One transfer of two chunks: source and destination buffers and the
+/// completion words.
 struct Transfer {
     src: [UnsafeCell<u64>; 2],
     dst: [UnsafeCell<u64>; 2],
     chunk_words: [AtomicU64; 1],
     helper_words: [AtomicU64; 1],
-    fin: AtomicU32,
 }
 
 // SAFETY: the buffers are touched under the protocol the model checks
 // (a chunk by its single taker; all of them by the receiver after it saw
-// the set complete, by the sender after FIN); loom reports any race.
+// the set complete, by the sender after FIN, here the join); loom reports any race.
 unsafe impl Sync for Transfer {}
 
 impl Transfer {
@@ -131,7 +130,6 @@ fn fin_model() {
             dst: [UnsafeCell::new(0), UnsafeCell::new(0)],
             chunk_words: [AtomicU64::new(0)],
             helper_words: [AtomicU64::new(0)],
-            fin: AtomicU32::new(0),
         });
         let (mut owner, stealer) = OwnedQueue::new(2).into_split();
         let helper = {
@@ -167,20 +165,18 @@ fn fin_model() {
                     let v = x.dst[k].with(|p| unsafe { *p });
                     assert_eq!(v, 10 + k as u64);
                 }
-                let helpers = x.completion().helpers();
-                x.fin.store(1, Ordering::Release); // FIN
-                (copied, helpers)
+                (copied, x.completion().helpers())
             })
         };
-        // The sender: waits for FIN, then reuses its buffer.
-        while x.fin.load(Ordering::Acquire) == 0 {
-            thread::yield_now();
-        }
+        // The sender: FIN reaches it through a control ring, a Release /
+        // Acquire pair like the join that stands for it here; then it
+        // reuses its buffer. Only the stealer's chunk bit orders the
+        // stealer's source reads before that.
+        let (recv_copied, helpers) = receiver.join().unwrap();
         for cell in &x.src {
             // SAFETY: FIN says every copier is done with the source.
             cell.with_mut(|p| unsafe { *p = 0 });
         }
-        let (recv_copied, helpers) = receiver.join().unwrap();
         let stolen = helper.join().unwrap();
         assert_eq!(recv_copied + stolen, 2);
         let copiers = u32::from(recv_copied > 0) + u32::from(stolen > 0);
