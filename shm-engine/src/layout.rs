@@ -118,6 +118,61 @@ pub struct StagingHeader {
     pub freed: CachePadded<AtomicU64>,
 }
 
+/// Indices of one SPMC steal queue ([`crate::queue::spmc`]): the owner's
+/// line (role word and the tail it alone writes) and the stealers' line
+/// (the head they claim with a CAS).
+///
+/// A zero-filled header with zero-filled slots is a valid empty queue
+/// without an owner.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct StealHeader {
+    /// Next index the owner writes. Written only by the owner (Relaxed); a
+    /// later owner reads it after claiming the role, and anyone may read it
+    /// as an estimate of the queue's length.
+    pub tail: CachePadded<AtomicU64>,
+    /// Next index to claim; advanced by one with a CAS by whoever takes the
+    /// task at that index (a stealer or the owner itself).
+    pub head: CachePadded<AtomicU64>,
+    /// Role word: 1 while an owner handle exists, 0 otherwise.
+    pub owner: CachePadded<AtomicU32>,
+}
+
+/// One chunk of a large transfer, as posted on a steal queue: copy `len`
+/// bytes from `src` to `dst` for chunk `chunk` of request `request`.
+///
+/// `src` and `dst` are addresses or segment offsets as the rendezvous
+/// protocol that posts the task defines; the queue only moves the task.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyTask {
+    /// The posting process's request id.
+    pub request: u64,
+    /// Chunk index within the request (its bit in the completion set).
+    pub chunk: u32,
+    _pad: u32,
+    /// Where the bytes are read.
+    pub src: u64,
+    /// Where the bytes are written.
+    pub dst: u64,
+    /// Bytes to copy.
+    pub len: u64,
+}
+
+impl CopyTask {
+    /// A task copying `len` bytes from `src` to `dst`.
+    pub const fn new(request: u64, chunk: u32, src: u64, dst: u64, len: u64) -> Self {
+        Self {
+            request,
+            chunk,
+            _pad: 0,
+            src,
+            dst,
+            len,
+        }
+    }
+}
+
 /// What a control cell asks of its receiver. Stored as a `u32`.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,6 +284,14 @@ const _: () = {
     assert!(offset_of!(ProcArea, pid) == 128);
     assert!(offset_of!(SegmentHeader, ready) == 104);
     assert!(size_of::<SegmentHeader>() == 112);
+    assert!(size_of::<StealHeader>() == 384);
+    assert!(offset_of!(StealHeader, head) == 128);
+    assert!(offset_of!(StealHeader, owner) == 256);
+    assert!(size_of::<CopyTask>() == 40);
+    assert!(offset_of!(CopyTask, chunk) == 8);
+    assert!(offset_of!(CopyTask, src) == 16);
+    assert!(offset_of!(CopyTask, dst) == 24);
+    assert!(offset_of!(CopyTask, len) == 32);
 };
 
 /// Geometry of a node segment, chosen by its creator.

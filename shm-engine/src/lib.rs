@@ -32,6 +32,7 @@ pub mod layout;
 pub mod matching;
 pub mod queue;
 pub mod segment;
+pub mod steal;
 pub mod sync;
 mod sys;
 pub mod topo;

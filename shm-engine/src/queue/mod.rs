@@ -1,3 +1,4 @@
 //! Lock-free queues that live in shared memory.
 
+pub mod spmc;
 pub mod spsc;
