@@ -707,17 +707,16 @@ impl Runtime {
         &mut self,
         req: shm_engine::Request,
     ) -> Result<shm_engine::Completion, shm_engine::Error> {
-        let mut idle = 0u32;
+        let mut backoff = shm_engine::Backoff::default();
         loop {
             let (did, any) = self.progress_colls();
             if !any || self.ep.test(&req) {
                 return self.ep.wait(req);
             }
             if did {
-                idle = 0;
+                backoff = shm_engine::Backoff::default();
             } else {
-                idle += 1;
-                backoff(idle);
+                self.ep.progress_or_back_off(&mut backoff);
             }
         }
     }
@@ -725,7 +724,7 @@ impl Runtime {
     /// Run schedule `s` to its end, progressing the other outstanding
     /// collectives meanwhile (another process may wait for them first).
     pub fn wait_coll(&mut self, mut s: Box<crate::coll::Schedule>) -> MpiResult<abi::MPI_Status> {
-        let mut idle = 0u32;
+        let mut backoff = shm_engine::Backoff::default();
         loop {
             let mine = s.advance(&mut self.ep);
             if s.is_done() {
@@ -735,29 +734,18 @@ impl Runtime {
             if !any {
                 // Nothing else to progress: sleep in the engine.
                 s.block(&mut self.ep);
-            } else if mine || others || self.ep.progress() {
-                idle = 0;
+            } else if mine || others {
+                backoff = shm_engine::Backoff::default();
             } else {
-                idle += 1;
-                backoff(idle);
+                // Schedules move only on engine messages, which wake the
+                // engine's back-off.
+                self.ep.progress_or_back_off(&mut backoff);
             }
         }
         let comm = s.comm;
         s.result()
             .map(|()| abi::MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0))
             .map_err(|e| e.on(comm))
-    }
-}
-
-/// Waiting with several schedules to progress: spin, then yield the core,
-/// then nap briefly (oversubscribed jobs share cores).
-fn backoff(idle: u32) {
-    if idle < 64 {
-        std::hint::spin_loop();
-    } else if idle < 4096 {
-        std::thread::yield_now();
-    } else {
-        std::thread::sleep(std::time::Duration::from_micros(20));
     }
 }
 
