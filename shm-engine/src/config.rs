@@ -15,6 +15,21 @@ pub enum CmaMode {
     Off,
 }
 
+/// How the receiver moves a large message (`TESSEL_RNDV`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RndvMode {
+    /// Learn per peer and size class (default): the first transfer is
+    /// split into small chunks that idle processes may copy; the number of
+    /// processes that took part picks GET, COOP or work stealing next time.
+    Adaptive,
+    /// The receiver copies alone, then sends FIN.
+    Get,
+    /// Receiver and sender copy one half each.
+    Coop,
+    /// Small chunks on the receiver's steal queue, for anyone who can copy.
+    Steal,
+}
+
 /// Engine settings. Segment geometry (`ring_cells`, `staging_*`) is decided
 /// by the node's first process and read by the others from the segment.
 #[derive(Clone, Debug)]
@@ -43,6 +58,24 @@ pub struct Config {
     /// `TESSEL_SLEEP_US`: longest futex sleep in microseconds; a sleeper is
     /// woken early by any message. Default 1000.
     pub sleep: Duration,
+    /// `TESSEL_RNDV`: `adaptive` (default), `get`, `coop` or `steal`: the
+    /// protocol of contiguous messages above `eager_max` between processes
+    /// of a node when cross-memory attach works (non-contiguous ones use
+    /// GET, and without CMA every large message uses the staging pipeline).
+    pub rndv: RndvMode,
+    /// `TESSEL_CHUNK`: bytes per chunk when a transfer is split finely (the
+    /// adaptive protocol's first transfer of a size class, and `steal`);
+    /// at most 1024 chunks are made, so larger messages get larger chunks.
+    /// A multiple of 64. Default 1024.
+    pub chunk: usize,
+    /// `TESSEL_REPROBE`: after this many transfers of one peer and size
+    /// class, the adaptive protocol splits finely again to notice a changed
+    /// pattern; 0 = never. Default 64.
+    pub reprobe: u32,
+    /// `TESSEL_STATS`: `1` prints, when the endpoint finalizes, the
+    /// transfers per protocol and size class and the bytes each helper
+    /// copied (one `tessel-stats:` line each, on stderr). Default off.
+    pub stats: bool,
 }
 
 impl Default for Config {
@@ -57,6 +90,10 @@ impl Default for Config {
             spin: 100,
             yields: 200,
             sleep: Duration::from_micros(1000),
+            rndv: RndvMode::Adaptive,
+            chunk: 1024,
+            reprobe: 64,
+            stats: false,
         }
     }
 }
@@ -111,6 +148,25 @@ impl Config {
         let mut us = c.sleep.as_micros() as u64;
         parse(&get, "TESSEL_SLEEP_US", &mut us)?;
         c.sleep = Duration::from_micros(us.max(1));
+        parse(&get, "TESSEL_CHUNK", &mut c.chunk)?;
+        parse(&get, "TESSEL_REPROBE", &mut c.reprobe)?;
+        if let Some(v) = get("TESSEL_STATS") {
+            c.stats = !matches!(v.trim(), "" | "0" | "off" | "no");
+        }
+        if let Some(v) = get("TESSEL_RNDV") {
+            c.rndv = match v.trim().to_ascii_lowercase().as_str() {
+                "adaptive" => RndvMode::Adaptive,
+                "get" => RndvMode::Get,
+                "coop" => RndvMode::Coop,
+                "steal" => RndvMode::Steal,
+                _ => {
+                    return Err(ConfigError {
+                        var: "TESSEL_RNDV",
+                        reason: format!("{v:?} is not adaptive, get, coop or steal"),
+                    });
+                }
+            };
+        }
         if let Some(v) = get("TESSEL_CMA") {
             c.cma = match v.trim().to_ascii_lowercase().as_str() {
                 "auto" | "on" | "1" => CmaMode::Auto,
@@ -145,6 +201,9 @@ impl Config {
                 "must be a multiple of 64".into(),
             );
         }
+        if self.chunk < 64 || !self.chunk.is_multiple_of(64) {
+            return bad("TESSEL_CHUNK", "must be a multiple of 64".into());
+        }
         if self.eager_max as u64 > self.staging_slot_size {
             return bad(
                 "TESSEL_EAGER_MAX",
@@ -176,6 +235,17 @@ mod tests {
         assert_eq!(e.unwrap_err().var, "TESSEL_RING_CELLS");
         let e = Config::from_lookup(|k| (k == "TESSEL_EAGER_MAX").then(|| "1000000".into()));
         assert_eq!(e.unwrap_err().var, "TESSEL_EAGER_MAX");
+        let e = Config::from_lookup(|k| (k == "TESSEL_RNDV").then(|| "fast".into()));
+        assert_eq!(e.unwrap_err().var, "TESSEL_RNDV");
+        let e = Config::from_lookup(|k| (k == "TESSEL_CHUNK").then(|| "1000".into()));
+        assert_eq!(e.unwrap_err().var, "TESSEL_CHUNK");
+        let c = Config::from_lookup(|k| match k {
+            "TESSEL_RNDV" => Some("Steal".into()),
+            "TESSEL_STATS" => Some("1".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!((c.rndv, c.stats), (RndvMode::Steal, true));
         let e = Config::from_lookup(|k| (k == "TESSEL_SPIN").then(|| "lots".into()));
         assert!(e.unwrap_err().reason.contains("lots"));
     }

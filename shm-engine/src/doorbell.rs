@@ -77,3 +77,11 @@ pub fn prepare_sleep(bell: &AtomicU32) -> bool {
 pub fn cancel_sleep(bell: &AtomicU32) {
     let _ = bell.compare_exchange(SLEEPING, 0, Ordering::AcqRel, Ordering::Relaxed);
 }
+
+/// Wake the owner of `bell` without news in a ring (a steal queue got work,
+/// or a transfer it waits for completed). Returns true when the owner
+/// sleeps and must be woken with a futex wake.
+#[inline]
+pub fn nudge(bell: &AtomicU32) -> bool {
+    bell.fetch_or(RUNG, Ordering::AcqRel) & SLEEPING != 0
+}

@@ -42,14 +42,18 @@
 use std::collections::VecDeque;
 
 use crate::bootstrap::Bootstrap;
-use crate::config::{CmaMode, Config};
+use crate::config::{CmaMode, Config, RndvMode};
 use crate::doorbell;
 use crate::error::{Error, InitError};
+use crate::heap::{self, HeapRef, PeerHeaps};
 use crate::iov::{self, Buf, Cursor, Piece, total};
-use crate::layout::{Cell, CellKind, Geometry};
+use crate::layout::{Cell, CellKind, CopyTask, Geometry, XFER_SLOTS};
 use crate::matching::{Matcher, Posted, Source, TagMatch};
+use crate::queue::spmc::{Owner, PushError, Steal, Stealer};
 use crate::queue::spsc::{Consumer, Producer};
-use crate::segment::{FdServer, NodeSegment};
+use crate::rndv::{self, Adapt, End, Hint, Loc, Plan, Protocol, Stats};
+use crate::segment::{FdServer, NodeSegment, XferView};
+use crate::steal::{self, Snapshot};
 use crate::sync::{Ordering, spin_hint};
 use crate::sys;
 
@@ -179,6 +183,28 @@ struct Rts {
     addr: u64,
     pieces: u64,
     pid: u32,
+    /// Where the contiguous buffer lies in the sender's shared heap.
+    heap: Option<HeapRef>,
+}
+
+/// A large receive being copied in chunks through transfer slot `slot`
+/// (the receiver's side of [`rndv`]).
+#[derive(Debug)]
+struct Xfer {
+    req: ReqId,
+    /// Local index of the sender, its request, its rank.
+    j: u32,
+    sreq: u64,
+    source: u32,
+    tag: u64,
+    /// The message's size, the receive's capacity.
+    size: usize,
+    cap: usize,
+    chunks: u32,
+    chunk_len: usize,
+    plan: Plan,
+    /// Both ends private: only sender and receiver could copy.
+    at_most_coop: bool,
 }
 
 impl Arrival {
@@ -233,8 +259,24 @@ struct Peer {
 /// A process's endpoint.
 #[derive(Debug)]
 pub struct Endpoint {
-    // Declared before `seg`: the rings' handles must drop before the mapping.
+    // Declared before `seg`: the rings' and queues' handles must drop
+    // before the mapping.
     peers: Vec<Peer>,
+    /// Our steal queue (`None` if another handle owns it: never in practice).
+    own: Option<Owner<'static>>,
+    /// Every local process's steal queue, ours included.
+    stealers: Vec<Stealer<'static>>,
+    /// Local peers in the order an idle process visits their queues.
+    steal_order: Vec<u32>,
+    /// Our transfer slots: large receives being copied in chunks.
+    xfers: Vec<Option<Xfer>>,
+    /// Transfer slots in use.
+    active: u32,
+    /// Whether our bit is set in the stealer mask.
+    advertised: bool,
+    adapt: Adapt,
+    stats: Stats,
+    heaps: PeerHeaps,
     rank: u32,
     size: u32,
     node: u32,
@@ -356,8 +398,27 @@ impl Endpoint {
                 }
             })
             .collect();
+        // SAFETY: the queues live in `seg`, which outlives these handles
+        // (field order); each process claims only its own queue's owner role.
+        let (own, stealers) = unsafe {
+            (
+                Owner::claim(seg.steal_queue(me)),
+                (0..nlocal)
+                    .map(|p| Stealer::new(seg.steal_queue(p)))
+                    .collect(),
+            )
+        };
         Ok(Self {
             peers,
+            own,
+            stealers,
+            steal_order: (1..nlocal).map(|d| (me + d) % nlocal).collect(),
+            xfers: (0..XFER_SLOTS).map(|_| None).collect(),
+            active: 0,
+            advertised: false,
+            adapt: Adapt::default(),
+            stats: Stats::default(),
+            heaps: PeerHeaps::new(),
             rank,
             size,
             node,
@@ -611,6 +672,14 @@ impl Endpoint {
             cell.b = addr;
             cell.c = u64::from(sys::pid());
             cell.set_rts_pieces(pieces);
+            if pieces == 0
+                && let Some(h) = heap::locate(addr as usize as *const u8, len)
+            {
+                cell.set_word(1, 1);
+                cell.set_word(2, u64::from(h.fd));
+                cell.set_word(3, h.arena_len);
+                cell.set_word(4, h.offset);
+            }
             self.enqueue(j, Outgoing::Cell(cell));
         }
         Ok(Request { id })
@@ -979,11 +1048,15 @@ impl Endpoint {
         let j = rts.from;
         let source = self.peers[j as usize].rank;
         if self.cma {
+            if self.start_chunked(id, tag, &rts) {
+                return;
+            }
             let cap = self.req_mut(id).expect("matched request exists").cap;
             if self.cma_get(id, &rts).is_ok() {
                 let mut fin = Cell::new(CellKind::Fin);
                 fin.a = rts.sreq;
                 self.enqueue(j, Outgoing::Cell(fin));
+                self.stats.transfer(Protocol::Get, rts.size);
                 self.complete(id, truncation(source, tag, rts.size, cap));
                 return;
             }
@@ -1004,6 +1077,7 @@ impl Endpoint {
         let mut cts = Cell::new(CellKind::CtsPipeline);
         cts.a = rts.sreq;
         cts.b = id;
+        self.stats.transfer(Protocol::Pipeline, rts.size);
         self.enqueue(j, Outgoing::Cell(cts));
     }
 
@@ -1066,6 +1140,12 @@ impl Endpoint {
                     addr: cell.b,
                     pieces: cell.rts_pieces(),
                     pid: cell.c as u32,
+                    heap: (cell.word(1) == 1).then(|| HeapRef {
+                        pid: cell.c as u32,
+                        fd: cell.word(2) as u32,
+                        arena_len: cell.word(3),
+                        offset: cell.word(4),
+                    }),
                 };
                 match self.matcher.match_arrival(from, cell.tag) {
                     Some(p) => {
@@ -1078,6 +1158,7 @@ impl Endpoint {
                 }
             }
             Some(CellKind::Fin | CellKind::Ack) => self.complete_sent(cell.a),
+            Some(CellKind::Cts) => self.help(j),
             Some(CellKind::CtsPipeline) => {
                 let (len, cursor) = match self.req_mut(cell.a) {
                     Some(r) => (r.cap, Cursor::start(r.buf.pieces())),
@@ -1196,6 +1277,9 @@ impl Endpoint {
         }
         flagged.clear();
         self.flagged = flagged;
+        if self.active > 0 {
+            did |= self.progress_chunked();
+        }
         did
     }
 
@@ -1219,9 +1303,17 @@ impl Endpoint {
     /// progress happened. A loop waiting for several requests (or for
     /// something the engine does not know) calls this between its checks.
     pub fn progress_or_back_off(&mut self, backoff: &mut Backoff) -> bool {
-        if self.progress() {
+        if self.progress() || self.steal_round() {
+            if self.advertised {
+                self.advertised = false;
+                steal::withdraw(self.seg.stealers(), self.me);
+            }
             backoff.idle = 0;
             return true;
+        }
+        if !self.advertised {
+            self.advertised = true;
+            steal::advertise(self.seg.stealers(), self.me);
         }
         backoff.idle += 1;
         self.idle(&mut backoff.idle);
@@ -1271,10 +1363,11 @@ impl Endpoint {
         let (spin, yields) = (self.cfg.spin, self.cfg.yields);
         if *idle <= spin {
             spin_hint();
-        } else if *idle <= spin + yields || !self.blocked.is_empty() {
+        } else if *idle <= spin + yields || !self.blocked.is_empty() || self.active > 0 {
             // A backlog waits for a peer to free ring cells or staging
             // slots, which rings no doorbell: sleeping on the futex would
-            // last until its timeout, so keep yielding instead.
+            // last until its timeout, so keep yielding instead. Likewise
+            // while helpers copy chunks of our transfers.
             sys::yield_now();
         } else {
             let bell = self.seg.bell(self.me);
@@ -1290,7 +1383,7 @@ impl Endpoint {
     /// then a collective fence and the bootstrap's finalize.
     pub fn finalize(mut self) -> Result<(), InitError> {
         let mut idle = 0;
-        while !self.blocked.is_empty() {
+        while !self.blocked.is_empty() || self.active > 0 {
             if self.progress() {
                 idle = 0;
             } else {
@@ -1298,9 +1391,309 @@ impl Endpoint {
                 self.idle(&mut idle);
             }
         }
+        if self.advertised {
+            steal::withdraw(self.seg.stealers(), self.me);
+        }
+        if self.cfg.stats {
+            let text: String = self
+                .stats_lines()
+                .iter()
+                .map(|l| l.clone() + "\n")
+                .collect();
+            // One write, so lines of different processes do not interleave.
+            use std::io::Write;
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        }
         self.boot.fence()?;
         self.boot.finalize()?;
         Ok(())
+    }
+}
+
+impl Endpoint {
+    // ----- chunked rendezvous (see `rndv`) ---------------------------------
+
+    /// Start receiving rendezvous `rts` into request `id` in chunks, as the
+    /// plan for its (peer, size class) says. False when the plan is GET or
+    /// the transfer cannot be chunked (non-contiguous buffers, no free
+    /// transfer slot, nothing to copy): the caller then GETs.
+    fn start_chunked(&mut self, id: ReqId, tag: u64, rts: &Rts) -> bool {
+        let me = self.me;
+        let (ptr, cap) = match self.req_mut(id) {
+            Some(Req {
+                buf: Buf::One(p),
+                cap,
+                ..
+            }) => (p.ptr, *cap),
+            _ => return false,
+        };
+        let n = rts.size.min(cap);
+        let free = self.xfers.iter().position(Option::is_none);
+        let (Some(slot), false, true, Some(_)) = (free, rts.pieces != 0, n > 0, self.own.as_ref())
+        else {
+            return false;
+        };
+        let plan = self
+            .adapt
+            .plan(self.cfg.rndv, rts.from, rts.size, self.cfg.reprobe);
+        if plan == Plan::Get {
+            return false;
+        }
+        let src = End {
+            proc: rts.from,
+            pid: rts.pid,
+            loc: rts.heap.map_or(Loc::Private(rts.addr), Loc::Shared),
+        };
+        let dst = End {
+            proc: me,
+            pid: sys::pid(),
+            loc: heap::locate(ptr, n).map_or(Loc::Private(ptr as u64), Loc::Shared),
+        };
+        let at_most_coop = src.is_private() && dst.is_private();
+        let (chunk_len, chunks) = plan.chunking(n, self.cfg.chunk);
+        let slot = slot as u32;
+        let x = self.seg.xfer(me, slot);
+        // Nobody reads this slot now: its last transfer completed, so no
+        // task of it is left to claim. The pushes below publish these
+        // stores to whoever takes a task (SQ1 of the steal queue).
+        let generation = x.desc.generation.load(Ordering::Relaxed) + 1;
+        for w in &x.chunk_words[..steal::words_for(chunks)] {
+            w.store(0, Ordering::Relaxed);
+        }
+        for w in x.helper_words {
+            w.store(0, Ordering::Relaxed);
+        }
+        x.desc.generation.store(generation, Ordering::Relaxed);
+        x.desc.size.store(n as u64, Ordering::Relaxed);
+        x.desc.chunk_len.store(chunk_len as u64, Ordering::Relaxed);
+        x.desc.chunks.store(u64::from(chunks), Ordering::Relaxed);
+        x.desc.error.store(0, Ordering::Relaxed);
+        src.store(&x.desc.src);
+        dst.store(&x.desc.dst);
+        self.xfers[slot as usize] = Some(Xfer {
+            req: id,
+            j: rts.from,
+            sreq: rts.sreq,
+            source: self.peers[rts.from as usize].rank,
+            tag,
+            size: rts.size,
+            cap,
+            chunks,
+            chunk_len,
+            plan,
+            at_most_coop,
+        });
+        self.active += 1;
+        let hint = Hint {
+            slot,
+            only: at_most_coop.then_some(rts.from),
+        }
+        .encode();
+        let owner = self.own.as_mut().expect("checked above");
+        let mut ours = Vec::new();
+        for k in 0..chunks {
+            let off = k as usize * chunk_len;
+            let t = rndv::task(slot, generation, k, off, chunk_len.min(n - off));
+            if let Err(PushError::Full(t)) = owner.push_hinted(t, hint) {
+                ours.push(t);
+            }
+        }
+        // The sender waits for FIN anyway: ask it to copy what it can take.
+        let mut cts = Cell::new(CellKind::Cts);
+        cts.a = rts.sreq;
+        cts.b = u64::from(slot);
+        self.enqueue(rts.from, Outgoing::Cell(cts));
+        if !at_most_coop && chunks > 2 {
+            self.wake_stealers(chunks - 2, rts.from);
+        }
+        for t in ours {
+            self.run_task(me, t);
+        }
+        true
+    }
+
+    /// Nudge up to `k` advertised stealers other than `except`, nearest
+    /// first, so that sleeping ones come and take chunks.
+    fn wake_stealers(&self, k: u32, except: u32) {
+        let idle = Snapshot::take(self.seg.stealers());
+        if idle.count() == 0 {
+            return;
+        }
+        for &p in self
+            .steal_order
+            .iter()
+            .filter(|&&p| p != except && idle.contains(p))
+            .take(k as usize)
+        {
+            let bell = self.seg.bell(p);
+            if doorbell::nudge(bell) {
+                sys::futex_wake(bell);
+            }
+        }
+    }
+
+    /// Copy chunk `t` of a transfer of local process `q` (ourselves or a
+    /// peer whose queue we took it from), then mark it done.
+    fn run_task(&mut self, q: u32, t: CopyTask) {
+        let me = self.me;
+        let x = self.seg.xfer(q, rndv::task_slot(&t));
+        let (src, dst) = (End::load(&x.desc.src), End::load(&x.desc.dst));
+        let copied = match (
+            src.reach(me, &mut self.heaps),
+            dst.reach(me, &mut self.heaps),
+        ) {
+            (Some(s), Some(d)) if rndv::can_copy(s, d, self.cma) => {
+                // SAFETY: we hold task `t` (posted by us, or claimed from
+                // q's queue: nobody else copies these bytes); the sender
+                // keeps its buffer until FIN and the receiver its own
+                // until the last chunk bit, which we set only below.
+                unsafe { rndv::copy(s, d, t.src as usize, t.len as usize) }
+            }
+            // A stealer checks this before claiming; the owner and the
+            // sender can always copy. Reaching here means an arena could
+            // not be mapped after all.
+            _ => Err(std::io::Error::from(std::io::ErrorKind::Unsupported)),
+        };
+        if let Err(e) = copied {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            let _ = x.desc.error.compare_exchange(
+                0,
+                errno as u64 + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        x.copiers[t.chunk as usize].store(me, Ordering::Relaxed);
+        let chunks = x.desc.chunks.load(Ordering::Relaxed) as u32;
+        let done = rndv::completion(&x, chunks);
+        let first = done.mark(t.chunk, me);
+        debug_assert!(first, "chunk {} of a transfer copied twice", t.chunk);
+        if q != me {
+            self.stats.helped_others(t.len);
+            if done.is_complete() {
+                let bell = self.seg.bell(q);
+                if doorbell::nudge(bell) {
+                    sys::futex_wake(bell);
+                }
+            }
+        }
+    }
+
+    /// Try to claim a task from local process `q`'s queue that we can run.
+    fn try_steal(&mut self, q: u32) -> Option<CopyTask> {
+        let (me, cma) = (self.me, self.cma);
+        let (seg, heaps, queue) = (&self.seg, &mut self.heaps, &self.stealers[q as usize]);
+        let mut can_run = |word: u64| {
+            let h = Hint::decode(word);
+            h.slot < XFER_SLOTS && h.allows(me) && runnable(&seg.xfer(q, h.slot), me, heaps, cma)
+        };
+        for _ in 0..16 {
+            match queue.steal_if(&mut can_run) {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => return None,
+                Steal::Retry => spin_hint(),
+            }
+        }
+        None
+    }
+
+    /// A CTS from local peer `j`: copy what we can take from its queue.
+    fn help(&mut self, j: u32) {
+        while let Some(t) = self.try_steal(j) {
+            self.run_task(j, t);
+        }
+    }
+
+    /// Idle: take one task from the nearest peer that has one for us.
+    fn steal_round(&mut self) -> bool {
+        for i in 0..self.steal_order.len() {
+            let q = self.steal_order[i];
+            if self.stealers[q as usize].is_empty() {
+                continue;
+            }
+            if let Some(t) = self.try_steal(q) {
+                self.run_task(q, t);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Run the tasks left on our own queue, then finish every transfer
+    /// whose chunks are all copied. Returns whether anything happened.
+    fn progress_chunked(&mut self) -> bool {
+        let mut did = false;
+        while let Some(t) = self.own.as_mut().and_then(Owner::pop) {
+            self.run_task(self.me, t);
+            did = true;
+        }
+        for slot in 0..XFER_SLOTS {
+            let Some(x) = &self.xfers[slot as usize] else {
+                continue;
+            };
+            if rndv::completion(&self.seg.xfer(self.me, slot), x.chunks).is_complete() {
+                self.finish_chunked(slot);
+                did = true;
+            }
+        }
+        did
+    }
+
+    /// Every chunk of transfer slot `slot` is copied: FIN to the sender,
+    /// complete the receive, learn how many helped.
+    fn finish_chunked(&mut self, slot: u32) {
+        let x = self.xfers[slot as usize].take().expect("active slot");
+        self.active -= 1;
+        let view = self.seg.xfer(self.me, slot);
+        let helpers = rndv::completion(&view, x.chunks).helpers();
+        let n = x.size.min(x.cap);
+        let mut by = vec![0u64; self.peers.len()];
+        for k in 0..x.chunks as usize {
+            let who = view.copiers[k].load(Ordering::Relaxed) as usize;
+            let len = x.chunk_len.min(n - k * x.chunk_len);
+            if let Some(b) = by.get_mut(who) {
+                *b += len as u64;
+            }
+        }
+        for (p, bytes) in by.into_iter().enumerate().filter(|(_, b)| *b > 0) {
+            self.stats.helped_by(self.peers[p].rank, bytes);
+        }
+        let errno = view.desc.error.load(Ordering::Relaxed);
+        let mut fin = Cell::new(CellKind::Fin);
+        fin.a = x.sreq;
+        self.enqueue(x.j, Outgoing::Cell(fin));
+        if self.cfg.rndv == RndvMode::Adaptive {
+            self.adapt.learn(x.j, x.size, helpers, x.at_most_coop);
+        }
+        self.stats.transfer(x.plan.protocol(), x.size);
+        let result = if errno != 0 {
+            Err(Error::Copy {
+                source: x.source,
+                errno: (errno - 1) as i32,
+            })
+        } else {
+            truncation(x.source, x.tag, x.size, x.cap)
+        };
+        self.complete(x.req, result);
+    }
+
+    /// The statistics `TESSEL_STATS=1` prints at finalize, as lines.
+    pub fn stats_lines(&self) -> Vec<String> {
+        self.stats.lines(self.rank)
+    }
+
+    /// Transfers received with protocol `p` so far (all size classes).
+    pub fn transfers(&self, p: Protocol) -> u64 {
+        self.stats.transfers(p)
+    }
+}
+
+/// Whether local process `me` can copy the chunks of transfer `x`.
+fn runnable(x: &XferView<'_>, me: u32, heaps: &mut PeerHeaps, cma: bool) -> bool {
+    let (src, dst) = (End::load(&x.desc.src), End::load(&x.desc.dst));
+    match (src.reach(me, heaps), dst.reach(me, heaps)) {
+        (Some(s), Some(d)) => rndv::can_copy(s, d, cma),
+        _ => false,
     }
 }
 

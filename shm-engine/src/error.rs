@@ -82,6 +82,14 @@ pub enum Error {
         /// The receive buffer's size.
         capacity: usize,
     },
+    /// Copying a large message between the processes failed (the OS
+    /// refused cross-memory attach midway, or a buffer was unmapped).
+    Copy {
+        /// Sender of the message.
+        source: u32,
+        /// The OS error number.
+        errno: i32,
+    },
 }
 
 impl fmt::Display for Error {
@@ -102,6 +110,11 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "message truncated: {incoming} bytes from {source} (tag {tag}) into a {capacity}-byte buffer"
+            ),
+            Self::Copy { source, errno } => write!(
+                f,
+                "copying a message from process {source} failed: {}",
+                std::io::Error::from_raw_os_error(*errno)
             ),
         }
     }

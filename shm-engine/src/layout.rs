@@ -15,6 +15,13 @@
 //! |                |  RingHeader (tail line, head line) + ring_cells x Cell
 //! +----------------+  staging_off
 //! | Staging x N*N  |  staging (i -> j): StagingHeader + staging_slots x slot
+//! +----------------+  stealers_off
+//! | stealer mask   |  ceil(N / 64) words: bit p = process p is idle
+//! +----------------+  steal_off
+//! | StealQueue x N |  queue of process p: StealHeader + STEAL_SLOTS x TaskSlot
+//! +----------------+  xfer_off
+//! | Xfer x N*XFERS |  transfer slot s of process p: XferDesc, chunk words,
+//! |                |  copier words, helper words
 //! +----------------+  size
 //! ```
 //!
@@ -28,11 +35,18 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 80;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
 pub const REGION_ALIGN: u64 = 4096;
+/// Slots of each process's steal queue (a power of two).
+pub const STEAL_SLOTS: u32 = 256;
+/// Transfer slots per process: large receives that may be split into
+/// chunks at the same time (more wait for a slot or use GET).
+pub const XFER_SLOTS: u32 = 16;
+/// Most chunks one transfer is split into (a multiple of 64).
+pub const MAX_CHUNKS: u32 = 1024;
 
 /// The first bytes of a node segment.
 ///
@@ -68,6 +82,12 @@ pub struct SegmentHeader {
     pub staging_off: u64,
     /// Bytes from one staging area to the next.
     pub staging_stride: u64,
+    /// Offset of the stealer mask.
+    pub stealers_off: u64,
+    /// Offset of process 0's steal queue.
+    pub steal_off: u64,
+    /// Offset of process 0's first transfer slot.
+    pub xfer_off: u64,
     /// Pid of the creator, whose [`SegmentHeader::cma_probe_addr`] peers read
     /// to learn whether cross-memory attach works.
     pub creator_pid: u64,
@@ -173,6 +193,37 @@ impl CopyTask {
     }
 }
 
+/// The shared description of one large transfer being copied in chunks:
+/// what any copier needs besides the [`CopyTask`] (which names the slot and
+/// the chunk). Written by the slot's owner (the receiver) before it posts
+/// the transfer's first task, so a copier that took a task (SQ1 of the
+/// steal queue) sees it; rewritten only after every chunk is marked, so
+/// never while a copier may still read it. All words are atomics because a
+/// stealer may read a slot speculatively before its claim fails.
+///
+/// Followed in the segment by `MAX_CHUNKS / 64` chunk words, `MAX_CHUNKS`
+/// copier words (`AtomicU32`: local index of who copied each chunk, for
+/// statistics) and `ceil(N / 64)` helper words ([`crate::steal::Completion`]).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct XferDesc {
+    /// Bumped each time the slot is used; tasks carry it.
+    pub generation: AtomicU64,
+    /// Bytes to copy.
+    pub size: AtomicU64,
+    /// Bytes per chunk (the last may be shorter).
+    pub chunk_len: AtomicU64,
+    /// Number of chunks.
+    pub chunks: AtomicU64,
+    /// 0, or the OS error number of a failed copy plus one.
+    pub error: AtomicU64,
+    /// Where the bytes are read: an encoded transfer end (`rndv::End`).
+    pub src: [AtomicU64; 4],
+    /// Where they are written.
+    pub dst: [AtomicU64; 4],
+    _pad: [u64; 3],
+}
+
 /// What a control cell asks of its receiver. Stored as a `u32`.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +251,10 @@ pub enum CellKind {
     /// The synchronous inline or eager send of sender request `a` matched
     /// a receive (a rendezvous needs none: its FIN implies the match).
     Ack = 7,
+    /// Cooperative rendezvous: the receiver split sender request `a` into
+    /// chunks on its steal queue (transfer slot `b`); the sender is asked
+    /// to copy what it can take from there. FIN still ends the send.
+    Cts = 8,
 }
 
 impl CellKind {
@@ -213,6 +268,7 @@ impl CellKind {
             5 => Self::CtsPipeline,
             6 => Self::Chunk,
             7 => Self::Ack,
+            8 => Self::Cts,
             _ => return None,
         })
     }
@@ -259,14 +315,24 @@ impl Cell {
 impl Cell {
     /// The piece count of an [`Rts`](CellKind::Rts) cell.
     pub fn rts_pieces(&self) -> u64 {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&self.payload[..8]);
-        u64::from_le_bytes(w)
+        self.word(0)
     }
 
     /// Set the piece count of an [`Rts`](CellKind::Rts) cell.
     pub fn set_rts_pieces(&mut self, n: u64) {
-        self.payload[..8].copy_from_slice(&n.to_le_bytes());
+        self.set_word(0, n);
+    }
+
+    /// Payload word `i` (little-endian), `i < 10`.
+    pub fn word(&self, i: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.payload[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    }
+
+    /// Set payload word `i`.
+    pub fn set_word(&mut self, i: usize, v: u64) {
+        self.payload[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -282,8 +348,11 @@ const _: () = {
     assert!(size_of::<StagingHeader>() == 128);
     assert!(size_of::<ProcArea>() == 256);
     assert!(offset_of!(ProcArea, pid) == 128);
-    assert!(offset_of!(SegmentHeader, ready) == 104);
-    assert!(size_of::<SegmentHeader>() == 112);
+    assert!(offset_of!(SegmentHeader, ready) == 128);
+    assert!(size_of::<SegmentHeader>() == 136);
+    assert!(size_of::<XferDesc>() == 128);
+    assert!(offset_of!(XferDesc, src) == 40);
+    assert!(offset_of!(XferDesc, dst) == 72);
     assert!(size_of::<StealHeader>() == 384);
     assert!(offset_of!(StealHeader, head) == 128);
     assert!(offset_of!(StealHeader, owner) == 256);
@@ -335,6 +404,16 @@ pub struct SegmentLayout {
     pub staging_off: u64,
     /// See [`SegmentHeader::staging_stride`].
     pub staging_stride: u64,
+    /// See [`SegmentHeader::stealers_off`].
+    pub stealers_off: u64,
+    /// See [`SegmentHeader::steal_off`].
+    pub steal_off: u64,
+    /// Bytes from one steal queue to the next.
+    pub steal_stride: u64,
+    /// See [`SegmentHeader::xfer_off`].
+    pub xfer_off: u64,
+    /// Bytes from one transfer slot to the next.
+    pub xfer_stride: u64,
     /// Total bytes.
     pub size: u64,
 }
@@ -359,7 +438,19 @@ impl SegmentLayout {
             128 + u64::from(g.staging_slots) * g.staging_slot_size,
             REGION_ALIGN,
         );
-        let size = staging_off + n * n * staging_stride;
+        let stealers_off = staging_off + n * n * staging_stride;
+        let steal_off = align_up(stealers_off + 8 * mask_words, REGION_ALIGN);
+        let steal_stride = align_up(384 + 64 * u64::from(STEAL_SLOTS), REGION_ALIGN);
+        let xfer_off = steal_off + n * steal_stride;
+        let chunk_words = u64::from(MAX_CHUNKS / 64);
+        let xfer_stride = align_up(
+            128 + 8 * chunk_words + 4 * u64::from(MAX_CHUNKS) + 8 * mask_words,
+            128,
+        );
+        let size = align_up(
+            xfer_off + n * u64::from(XFER_SLOTS) * xfer_stride,
+            REGION_ALIGN,
+        );
         Self {
             geometry: g,
             procs_off,
@@ -368,6 +459,11 @@ impl SegmentLayout {
             ring_stride,
             staging_off,
             staging_stride,
+            stealers_off,
+            steal_off,
+            steal_stride,
+            xfer_off,
+            xfer_stride,
             size,
         }
     }
@@ -395,6 +491,9 @@ impl SegmentLayout {
             && l.ring_stride == h.ring_stride
             && l.staging_off == h.staging_off
             && l.staging_stride == h.staging_stride
+            && l.stealers_off == h.stealers_off
+            && l.steal_off == h.steal_off
+            && l.xfer_off == h.xfer_off
             && l.size == h.size;
         same.then_some(l)
     }
@@ -418,6 +517,30 @@ impl SegmentLayout {
     pub fn ring(&self, from: u32, to: u32) -> u64 {
         let n = u64::from(self.geometry.nlocal);
         self.rings_off + (u64::from(from) * n + u64::from(to)) * self.ring_stride
+    }
+
+    /// Offset of process `p`'s steal queue header; its `STEAL_SLOTS` task
+    /// slots follow at +384.
+    pub fn steal_queue(&self, p: u32) -> u64 {
+        self.steal_off + u64::from(p) * self.steal_stride
+    }
+
+    /// Offset of process `p`'s transfer slot `s`: its [`XferDesc`], then
+    /// the chunk words at +128, the copier words at
+    /// [`xfer_copiers`](Self::xfer_copiers), the helper words at
+    /// [`xfer_helpers`](Self::xfer_helpers).
+    pub fn xfer(&self, p: u32, s: u32) -> u64 {
+        self.xfer_off + (u64::from(p) * u64::from(XFER_SLOTS) + u64::from(s)) * self.xfer_stride
+    }
+
+    /// Offset of the copier words of transfer slot `s` of process `p`.
+    pub fn xfer_copiers(&self, p: u32, s: u32) -> u64 {
+        self.xfer(p, s) + 128 + 8 * u64::from(MAX_CHUNKS / 64)
+    }
+
+    /// Offset of the helper words of transfer slot `s` of process `p`.
+    pub fn xfer_helpers(&self, p: u32, s: u32) -> u64 {
+        self.xfer_copiers(p, s) + 4 * u64::from(MAX_CHUNKS)
     }
 
     /// Offset of the header of staging (`from` -> `to`); slots follow at +128.
@@ -444,7 +567,12 @@ mod tests {
         assert!(l.mask_word(69, 1) + 8 <= l.rings_off);
         assert!(l.ring(0, 0) + 256 + 64 * 128 <= l.ring(0, 1));
         assert!(l.ring(69, 69) + l.ring_stride <= l.staging_off);
-        assert!(l.staging(69, 69) + l.staging_stride == l.size);
+        assert!(l.staging(69, 69) + l.staging_stride <= l.stealers_off);
+        assert!(l.stealers_off + 8 * 2 <= l.steal_off);
+        assert!(l.steal_queue(69) + 384 + 64 * u64::from(STEAL_SLOTS) <= l.xfer_off);
+        assert!(l.xfer_helpers(0, 0) + 16 <= l.xfer(0, 1));
+        assert!(l.xfer(69, XFER_SLOTS - 1) + l.xfer_stride <= l.size);
+        assert!(l.size.is_multiple_of(REGION_ALIGN));
         assert_eq!(l.ring(1, 0) - l.ring(0, 0), 70 * l.ring_stride);
     }
 }

@@ -18,9 +18,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::layout::{
-    CMA_PROBE_VALUE, Cell, Geometry, LAYOUT_VERSION, MAGIC, ProcArea, RingHeader, SegmentHeader,
-    SegmentLayout, StagingHeader,
+    CMA_PROBE_VALUE, Cell, Geometry, LAYOUT_VERSION, MAGIC, MAX_CHUNKS, ProcArea, RingHeader,
+    STEAL_SLOTS, SegmentHeader, SegmentLayout, StagingHeader, StealHeader, XferDesc,
 };
+use crate::queue::spmc::{QueueView, TaskSlot};
 use crate::queue::spsc::{RingView, Slot};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::sys::{self, Mapping};
@@ -65,6 +66,19 @@ fn os(what: &'static str) -> impl FnOnce(io::Error) -> SegmentError {
 /// A word in the creator's private memory that peers read with
 /// `process_vm_readv` to learn whether cross-memory attach works.
 static CMA_PROBE: u64 = CMA_PROBE_VALUE;
+
+/// The shared words of one transfer slot ([`crate::layout::XferDesc`]).
+#[derive(Clone, Copy, Debug)]
+pub struct XferView<'a> {
+    /// What is copied from where to where.
+    pub desc: &'a XferDesc,
+    /// One bit per copied chunk.
+    pub chunk_words: &'a [AtomicU64],
+    /// Local index of the process that copied each chunk.
+    pub copiers: &'a [AtomicU32],
+    /// One bit per process that copied a chunk.
+    pub helper_words: &'a [AtomicU64],
+}
 
 /// A mapped node segment.
 #[derive(Debug)]
@@ -117,6 +131,9 @@ impl NodeSegment {
             (*header).ring_stride = layout.ring_stride;
             (*header).staging_off = layout.staging_off;
             (*header).staging_stride = layout.staging_stride;
+            (*header).stealers_off = layout.stealers_off;
+            (*header).steal_off = layout.steal_off;
+            (*header).xfer_off = layout.xfer_off;
             (*header).creator_pid = u64::from(sys::pid());
             (*header).cma_probe_addr = &CMA_PROBE as *const u64 as u64;
         }
@@ -219,6 +236,58 @@ impl NodeSegment {
                 self.at::<Slot>(off + size_of::<RingHeader>() as u64),
                 self.layout.geometry.ring_cells,
             )
+        }
+    }
+
+    /// The node-wide stealer mask ([`crate::steal`]).
+    pub fn stealers(&self) -> &[AtomicU64] {
+        let first = self.at::<AtomicU64>(self.layout.stealers_off);
+        // SAFETY: `mask_words` atomics at `stealers_off`, inside the
+        // mapping (layout).
+        unsafe { std::slice::from_raw_parts(first.as_ptr(), self.layout.mask_words() as usize) }
+    }
+
+    /// Process `p`'s steal queue. Handles made from it must not outlive
+    /// this segment (the caller keeps them in fields dropped before it).
+    pub fn steal_queue(&self, p: u32) -> QueueView {
+        let off = self.layout.steal_queue(p);
+        // SAFETY: the header and STEAL_SLOTS zero-filled (or previously used)
+        // slots lie inside the mapping (layout); STEAL_SLOTS is a power of
+        // two, the same for every process of this layout version.
+        unsafe {
+            QueueView::from_raw(
+                self.at::<StealHeader>(off),
+                self.at::<TaskSlot>(off + size_of::<StealHeader>() as u64),
+                STEAL_SLOTS,
+            )
+        }
+    }
+
+    /// Transfer slot `s` of process `p`: its description, chunk words,
+    /// copier words and helper words.
+    pub fn xfer(&self, p: u32, s: u32) -> XferView<'_> {
+        let l = &self.layout;
+        let off = l.xfer(p, s);
+        let words = (MAX_CHUNKS / 64) as usize;
+        // SAFETY: every part is atomics only, inside the mapping and aligned
+        // (layout: the slot stride is a multiple of 128, the desc 128 bytes,
+        // then 8-byte chunk words, 4-byte copier words, 8-byte helper words).
+        unsafe {
+            XferView {
+                desc: self.at::<XferDesc>(off).as_ref(),
+                chunk_words: std::slice::from_raw_parts(
+                    self.at::<AtomicU64>(off + 128).as_ptr(),
+                    words,
+                ),
+                copiers: std::slice::from_raw_parts(
+                    self.at::<AtomicU32>(l.xfer_copiers(p, s)).as_ptr(),
+                    MAX_CHUNKS as usize,
+                ),
+                helper_words: std::slice::from_raw_parts(
+                    self.at::<AtomicU64>(l.xfer_helpers(p, s)).as_ptr(),
+                    l.mask_words() as usize,
+                ),
+            }
         }
     }
 

@@ -106,6 +106,38 @@ pub unsafe fn cma_read(pid: u32, remote: u64, local: *mut u8, len: usize) -> io:
     Ok(())
 }
 
+/// Copy `len` bytes at `local` into `remote` in process `pid`, with
+/// `process_vm_writev`, looping over partial writes.
+///
+/// # Safety
+/// `local` is valid for reads of `len` bytes during the call; the caller
+/// owns the right to write `remote..remote+len` in `pid` (a protocol gave
+/// it that range).
+pub unsafe fn cma_write(pid: u32, remote: u64, local: *const u8, len: usize) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let l = libc::iovec {
+            // SAFETY: within the caller's `len` readable bytes.
+            iov_base: unsafe { local.add(done) }.cast_mut().cast(),
+            iov_len: len - done,
+        };
+        let r = libc::iovec {
+            iov_base: (remote as usize + done) as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: one readable local entry (caller); the remote side is
+        // checked by the kernel (EFAULT), not dereferenced here.
+        let n = check(
+            unsafe { libc::process_vm_writev(pid as libc::pid_t, &l, 1, &r, 1, 0) } as libc::c_long,
+        )? as usize;
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
 /// Most entries `process_vm_readv` takes on either side (`IOV_MAX`).
 pub const IOV_MAX: usize = 1024;
 

@@ -10,11 +10,16 @@
 //! matched probes from any source; cancel of a posted receive),
 //! `pieces` (every protocol size sent from a list of pieces into a list
 //! split differently, checksummed, gaps untouched, also truncated),
-//! `die` (rank 1 is killed while the others wait for it).
+//! `stealing` (ranks 0 and 1 exchange large messages round after round
+//! while the other ranks idle and may help copy, then every rank sends to
+//! every other; checksummed; each receive counted under the protocol
+//! `TESSEL_RNDV` forces), `die` (rank 1 is killed while the others wait
+//! for it).
 
 use std::process::ExitCode;
 
-use shm_engine::{Endpoint, Error, Piece, Source, TagMatch, bootstrap};
+use shm_engine::rndv::Protocol;
+use shm_engine::{Endpoint, Error, Piece, RndvMode, Source, TagMatch, bootstrap};
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
@@ -425,6 +430,102 @@ fn pieces(ep: &mut Endpoint) -> Res {
     Ok(())
 }
 
+/// Send `size` bytes made by `seed` to `peer` while receiving as much from
+/// it, and check what arrived (`cap` < size: a truncated receive).
+fn exchange(ep: &mut Endpoint, peer: u32, tag: u64, size: usize, cap: usize, seed: u32) -> Res {
+    let me = ep.rank();
+    let r = ep.irecv(Source::Rank(peer), TagMatch::exact(tag), cap)?;
+    let s = ep.isend(peer, tag, expected(me + seed, size))?;
+    let got = ep.wait(r);
+    ep.wait(s)?;
+    let want = expected(peer + seed, size);
+    match got {
+        Ok(c) => ensure(cap >= size && c.data.as_deref() == Some(&want[..]), || {
+            format!("{size} bytes from {peer} (seed {seed}): payload corrupt")
+        }),
+        Err(Error::Truncated { incoming, .. }) if cap < size && incoming == size => Ok(()),
+        Err(e) => Err(format!("{size} bytes from {peer}: {e}").into()),
+    }
+}
+
+fn stealing(ep: &mut Endpoint) -> Res {
+    const BIG: [usize; 3] = [65536, (1 << 20) + 3, 4 << 20];
+    const ROUNDS: u32 = 5;
+    let (me, n) = (ep.rank(), ep.size());
+    let mut large = 0u64;
+    if me < 2 && n >= 2 {
+        let peer = 1 - me;
+        for round in 0..ROUNDS {
+            for (i, &size) in BIG.iter().enumerate() {
+                exchange(ep, peer, 100 + i as u64, size, size, 16 * round)?;
+                large += 1;
+            }
+        }
+        // A truncated receive still moves (and counts) its first bytes.
+        exchange(ep, peer, 200, 300_000, 200_000, 99)?;
+        large += 1;
+        if me == 0 {
+            for helper in 2..n {
+                ep.send(helper, 7, b"stop")?;
+            }
+        }
+    } else if me >= 2 {
+        // Idle until rank 0 is done: this wait is where stealing happens.
+        ep.recv(Source::Rank(0), TagMatch::exact(7), &mut [0u8; 4])?;
+    }
+    // Everyone to everyone: many transfers in flight on every queue.
+    let size = (1 << 20) + 5;
+    let mut recvs = Vec::new();
+    for _ in 1..n {
+        recvs.push(ep.irecv(Source::Any, TagMatch::exact(300), size)?);
+    }
+    let mut sends = Vec::new();
+    for d in 1..n {
+        sends.push(ep.isend((me + d) % n, 300, expected(me, size))?);
+    }
+    for r in recvs {
+        let got = ep.wait(r)?;
+        let from = got.status.source;
+        ensure(
+            got.data.as_deref() == Some(&expected(from, size)[..]),
+            || format!("all-to-all: payload from {from} corrupt"),
+        )?;
+        large += 1;
+    }
+    for s in sends {
+        ep.wait(s)?;
+    }
+    let count = |p| ep.transfers(p);
+    let chunked = [Protocol::Probe, Protocol::Coop, Protocol::Steal];
+    let all: u64 = chunked.iter().map(|&p| count(p)).sum::<u64>() + count(Protocol::Get);
+    let forced = match ep.config().rndv {
+        RndvMode::Adaptive => None,
+        RndvMode::Get => Some(Protocol::Get),
+        RndvMode::Coop => Some(Protocol::Coop),
+        RndvMode::Steal => Some(Protocol::Steal),
+    };
+    if ep.uses_cma() {
+        ensure(all == large, || {
+            format!("{all} large receives counted, {large} made")
+        })?;
+        if let Some(p) = forced {
+            ensure(count(p) == large, || {
+                format!("{} of {large} receives used {p}", count(p))
+            })?;
+        } else if me < 2 && n >= 2 {
+            // The first transfer of each size class from the peer probes.
+            ensure(count(Protocol::Probe) >= BIG.len() as u64, || {
+                format!("only {} probes", count(Protocol::Probe))
+            })?;
+        }
+    } else {
+        ensure(count(Protocol::Pipeline) == large, || {
+            "without CMA every large message is pipelined".into()
+        })?;
+    }
+    Ok(())
+}
+
 fn die(ep: &mut Endpoint) -> Res {
     if ep.rank() == 1 {
         // SAFETY: kill(2) of our own pid has no memory-safety preconditions.
@@ -446,6 +547,7 @@ fn main() -> ExitCode {
             "nodes" => nodes(&mut ep)?,
             "probes" => probes(&mut ep)?,
             "pieces" => pieces(&mut ep)?,
+            "stealing" => stealing(&mut ep)?,
             "die" => die(&mut ep)?,
             other => return Err(format!("unknown case {other:?}").into()),
         }

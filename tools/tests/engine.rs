@@ -69,6 +69,39 @@ fn protocols_0_bytes_to_16_mib_checksummed() {
     }
 }
 
+/// `engine_check stealing` on `n` processes with `TESSEL_RNDV=mode`.
+fn stealing(mode: &str, n: u32, cma: Cma) {
+    let name = format!("stealing-{mode}-{n}-{}", cma.env());
+    let np = n.to_string();
+    let mut cmd = mpiexec(&["-n", &np]);
+    cmd.arg(example("engine_check"))
+        .arg("stealing")
+        .env("TESSEL_CMA", cma.env())
+        .env("TESSEL_RNDV", mode)
+        .env("TESSEL_STATS", "1");
+    let run = launch(&name, cmd).wait_for(WATCHDOG);
+    assert_all_ok(&run, "stealing", n);
+    // Every rank printed its statistics at finalize.
+    for r in 0..n {
+        let tag = format!("tessel-stats: rank {r} copied-for-others");
+        assert!(run.stderr.contains(&tag), "{name}: no stats for rank {r}");
+    }
+}
+
+#[test]
+fn large_messages_in_every_rendezvous_protocol_with_idle_helpers() {
+    for mode in ["get", "coop", "steal"] {
+        for n in [2, 5] {
+            stealing(mode, n, Cma::Auto);
+        }
+    }
+    // Oversubscribed: 4 and 8 processes on this machine's cores.
+    for n in [2, 4, 8] {
+        stealing("adaptive", n, Cma::Auto);
+    }
+    stealing("adaptive", 3, Cma::Off);
+}
+
 #[test]
 fn wildcards_masks_and_non_overtaking_order() {
     for cma in [Cma::Auto, Cma::Off] {

@@ -59,15 +59,20 @@ const CLAIM: Ordering = Ordering::Acquire;
 #[cfg(tessel_mutation = "spmc_claim")]
 const CLAIM: Ordering = Ordering::Relaxed;
 
-/// One slot of a steal queue: its sequence word and the task, on one
-/// 64-byte line.
+/// One slot of a steal queue: its sequence word, the task and the task's
+/// hint, on one 64-byte line.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct TaskSlot {
     /// See the module's index invariants.
     seq: AtomicU64,
     task: UnsafeCell<CopyTask>,
-    _pad: [u64; 2],
+    /// A word the owner attaches to the task, written with it (before the
+    /// SQ1 Release) and readable by a taker *before* it claims the task
+    /// ([`Stealer::steal_if`]), because it is an atomic: a stale read is
+    /// harmless, the claim then fails.
+    hint: AtomicU64,
+    _pad: u64,
 }
 
 #[cfg(not(tessel_loom))]
@@ -75,6 +80,7 @@ const _: () = {
     use core::mem::{offset_of, size_of};
     assert!(size_of::<TaskSlot>() == 64);
     assert!(offset_of!(TaskSlot, task) == 8);
+    assert!(offset_of!(TaskSlot, hint) == 48);
 };
 
 /// What a push that could not place its task returns.
@@ -162,8 +168,9 @@ impl QueueView {
         self.mask + 1
     }
 
-    /// Take the task at the head, if one is published.
-    fn steal(&self) -> Steal {
+    /// Take the task at the head, if one is published and `want` accepts
+    /// its hint.
+    fn steal(&self, want: impl FnOnce(u64) -> bool) -> Steal {
         let header = self.header();
         let head = header.head.load(Ordering::Relaxed);
         let slot = self.slot(head);
@@ -174,6 +181,12 @@ impl QueueView {
             0 => {}
             d if d < 0 => return Steal::Empty,
             _ => return Steal::Retry,
+        }
+        // Read after the Acquire above, so the hint is the one the owner
+        // stored with the task of index `head` (or a later one, and then
+        // the CAS below fails).
+        if !want(slot.hint.load(Ordering::Relaxed)) {
+            return Steal::Empty;
         }
         if header
             .head
@@ -245,6 +258,13 @@ impl<'a> Owner<'a> {
     /// for a consumer.
     #[inline]
     pub fn push(&mut self, task: CopyTask) -> Result<(), PushError> {
+        self.push_hinted(task, 0)
+    }
+
+    /// [`push`](Self::push) with a hint word that takers may read before
+    /// claiming ([`Stealer::steal_if`]).
+    #[inline]
+    pub fn push_hinted(&mut self, task: CopyTask, hint: u64) -> Result<(), PushError> {
         let q = &self.queue;
         let slot = q.slot(self.tail);
         let lap = q.lap(self.tail);
@@ -258,6 +278,7 @@ impl<'a> Owner<'a> {
             // before the sequence store below (SQ1).
             unsafe { p.write(task) }
         });
+        slot.hint.store(hint, Ordering::Relaxed);
         // SQ1: publish the task.
         slot.seq.store(lap + 1, Ordering::Release);
         self.tail += 1;
@@ -270,7 +291,7 @@ impl<'a> Owner<'a> {
     #[inline]
     pub fn pop(&mut self) -> Option<CopyTask> {
         loop {
-            match self.queue.steal() {
+            match self.queue.steal(|_| true) {
                 Steal::Success(t) => return Some(t),
                 Steal::Empty => return None,
                 Steal::Retry => crate::sync::spin_hint(),
@@ -324,7 +345,15 @@ impl Stealer<'_> {
     /// Try once to take the oldest published task.
     #[inline]
     pub fn steal(&self) -> Steal {
-        self.queue.steal()
+        self.queue.steal(|_| true)
+    }
+
+    /// Try once to take the oldest published task, but only if `want`
+    /// accepts the hint the owner pushed it with; a refused task stays for
+    /// others and the answer is [`Steal::Empty`] (nothing for this taker).
+    #[inline]
+    pub fn steal_if(&self, want: impl FnOnce(u64) -> bool) -> Steal {
+        self.queue.steal(want)
     }
 
     /// Published but not yet claimed tasks (an estimate).
