@@ -109,7 +109,115 @@ pub struct Completion {
     pub status: Status,
     /// For [`Endpoint::irecv`]: the received bytes. `None` otherwise.
     pub data: Option<Vec<u8>>,
+    /// For [`Endpoint::irecv_managed`]: the buffer the engine received
+    /// into. `None` otherwise.
+    pub buffer: Option<RecvBuf>,
 }
+
+/// A receive buffer the engine allocated for a receive posted without one
+/// ([`Endpoint::irecv_managed`]): in the shared heap, so the sender and
+/// idle processes can copy into it directly (no cross-memory attach on
+/// that side), or in private memory when the heap cannot grow. The memory
+/// is returned when the `RecvBuf` is dropped.
+pub struct RecvBuf {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    in_heap: bool,
+}
+
+// SAFETY: a RecvBuf owns its allocation exclusively, like a Box<[u8]>.
+unsafe impl Send for RecvBuf {}
+
+impl RecvBuf {
+    /// A buffer of `len` bytes (at least one byte is allocated, so every
+    /// buffer has its own address).
+    fn new(len: usize) -> Self {
+        if let Ok(ptr) = heap::alloc(len.max(1)) {
+            return Self {
+                ptr,
+                len,
+                in_heap: true,
+            };
+        }
+        let layout = Self::private_layout(len);
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let ptr =
+            std::ptr::NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        Self {
+            ptr,
+            len,
+            in_heap: false,
+        }
+    }
+
+    fn private_layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len.max(1), 64).expect("buffer size fits a layout")
+    }
+
+    /// The first byte.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The received bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `len` bytes allocated here and written by the receive
+        // before the completion handed the buffer out.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, writable (the application may reuse them until it drops
+    /// the buffer).
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as for `as_slice`; `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether it lies in the shared heap.
+    pub fn in_shared_heap(&self) -> bool {
+        self.in_heap
+    }
+}
+
+impl Drop for RecvBuf {
+    fn drop(&mut self) {
+        if self.in_heap {
+            // SAFETY: allocated by heap::alloc in `new`, freed once here.
+            let _ = unsafe { heap::free(self.ptr) };
+        } else {
+            // SAFETY: allocated by std::alloc with this layout in `new`.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::private_layout(self.len)) };
+        }
+    }
+}
+
+impl std::fmt::Debug for RecvBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvBuf")
+            .field("len", &self.len)
+            .field("in_heap", &self.in_heap)
+            .finish()
+    }
+}
+
+impl PartialEq for RecvBuf {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for RecvBuf {}
 
 /// A nonblocking operation in flight. Finish it with [`Endpoint::wait`].
 /// A request dropped without waiting still completes, but its bookkeeping
@@ -140,6 +248,10 @@ struct Req {
     is_recv: bool,
     /// Storage of a safe `isend`/`irecv`.
     owned: Option<Vec<u8>>,
+    /// For a receive posted without a buffer: the most bytes it takes;
+    /// the engine allocates `recv_buf` when a message matches.
+    managed: Option<usize>,
+    recv_buf: Option<RecvBuf>,
     /// Pipelined rendezvous receive in progress.
     pipeline: Option<Pipeline>,
     /// A send's status, known when it starts.
@@ -507,6 +619,8 @@ impl Endpoint {
             cap,
             is_recv,
             owned,
+            managed: None,
+            recv_buf: None,
             pipeline: None,
             status,
         });
@@ -533,6 +647,8 @@ impl Endpoint {
             // the request that reuses it.
             r.result = None;
             r.owned = None;
+            r.managed = None;
+            r.recv_buf = None;
             r.buf = Buf::of(&[]);
             r.generation = r.generation.wrapping_add(1);
         }
@@ -825,7 +941,34 @@ impl Endpoint {
     ) -> Result<Request, Error> {
         let mut buf = vec![0u8; capacity];
         let one = Buf::One(Piece::new(buf.as_mut_ptr(), capacity));
-        self.start_recv(source, tag, one, Some(buf))
+        self.start_recv(source, tag, one, Some(buf), None)
+    }
+
+    /// Start a receive without a buffer, of at most `capacity` bytes: when
+    /// a message matches, the engine allocates a buffer of its size in the
+    /// shared heap, where the sender and idle processes can copy into it
+    /// directly; the completion hands it out ([`Completion::buffer`]).
+    pub fn irecv_managed(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+        capacity: usize,
+    ) -> Result<Request, Error> {
+        let none = Buf::One(Piece::new(std::ptr::null_mut(), 0));
+        self.start_recv(source, tag, none, None, Some(capacity))
+    }
+
+    /// Give a managed receive its buffer, for a `size`-byte message.
+    fn provide(&mut self, id: ReqId, size: usize) {
+        if let Some(r) = self.req_mut(id)
+            && let Some(cap) = r.managed
+            && r.recv_buf.is_none()
+        {
+            let b = RecvBuf::new(size.min(cap));
+            r.buf = Buf::One(Piece::new(b.as_ptr(), b.len()));
+            r.cap = cap;
+            r.recv_buf = Some(b);
+        }
     }
 
     /// Start receiving into `cap` bytes at `ptr`.
@@ -840,7 +983,7 @@ impl Endpoint {
         ptr: *mut u8,
         cap: usize,
     ) -> Result<Request, Error> {
-        self.start_recv(source, tag, Buf::One(Piece::new(ptr, cap)), None)
+        self.start_recv(source, tag, Buf::One(Piece::new(ptr, cap)), None, None)
     }
 
     /// Start receiving into `pieces`, in order, as if they were one buffer
@@ -857,7 +1000,7 @@ impl Endpoint {
         tag: TagMatch,
         pieces: &[Piece],
     ) -> Result<Request, Error> {
-        self.start_recv(source, tag, Buf::of(pieces), None)
+        self.start_recv(source, tag, Buf::of(pieces), None, None)
     }
 
     /// Receive into `buf` and wait for the message.
@@ -873,11 +1016,15 @@ impl Endpoint {
         tag: TagMatch,
         buf: Buf,
         owned: Option<Vec<u8>>,
+        managed: Option<usize>,
     ) -> Result<Request, Error> {
         if let Source::Rank(r) = source {
             self.local(r)?;
         }
         let id = self.new_req(buf, owned, Status::new(0, 0, 0), true);
+        if let Some(r) = self.req_mut(id) {
+            r.managed = managed;
+        }
         let posted = Posted {
             req: req_index(id) as u32,
             source,
@@ -1034,6 +1181,7 @@ impl Endpoint {
     /// Scatter a whole message into request `id`'s pieces (as much as
     /// fits).
     fn deliver(&mut self, id: ReqId, source: u32, tag: u64, data: &[u8]) -> Result<Status, Error> {
+        self.provide(id, data.len());
         let r = self.req_mut(id).expect("matched request exists");
         let pieces = r.buf.pieces();
         // SAFETY: the pieces are writable (irecv contract or our own Vec);
@@ -1045,6 +1193,7 @@ impl Endpoint {
     /// Start receiving rendezvous `rts` into matched request `id`: read
     /// it over CMA and send FIN, or (CMA refused) ask for the pipeline.
     fn start_rndv(&mut self, id: ReqId, tag: u64, rts: Rts) {
+        self.provide(id, rts.size);
         let j = rts.from;
         let source = self.peers[j as usize].rank;
         if self.cma {
@@ -1348,9 +1497,11 @@ impl Endpoint {
         let r = self.req_mut(id).expect("completed request exists");
         let result = r.result.take().expect("complete");
         let data = r.owned.take().filter(|_| r.is_recv);
+        let buffer = r.recv_buf.take();
         self.release(id);
         result.map(|status| Completion {
             status,
+            buffer,
             data: data.map(|mut v| {
                 v.truncate(status.len);
                 v
@@ -1920,6 +2071,40 @@ mod tests {
             ep.wait(s).unwrap();
             assert_eq!(packed(&dp)[..n], data[..]);
         }
+    }
+
+    #[test]
+    fn managed_receives_get_a_buffer_of_the_message_size() {
+        let mut ep = endpoint();
+        for n in sizes(&ep) {
+            let data = bytes(n, 11);
+            // Posted first, and posted after the message arrived.
+            let r = ep
+                .irecv_managed(Source::Any, TagMatch::exact(6), usize::MAX)
+                .unwrap();
+            ep.send(0, 6, &data).unwrap();
+            let s = ep.isend(0, 6, data.clone()).unwrap();
+            ep.probe(Source::Any, TagMatch::exact(6));
+            let r2 = ep
+                .irecv_managed(Source::Rank(0), TagMatch::exact(6), usize::MAX)
+                .unwrap();
+            ep.wait(s).unwrap();
+            for r in [r, r2] {
+                let done = ep.wait(r).unwrap();
+                assert_eq!(done.status.len, n);
+                assert!(done.data.is_none());
+                let buf = done.buffer.expect("a managed receive hands out its buffer");
+                assert_eq!(buf.as_slice(), &data[..], "{n} bytes");
+            }
+        }
+        // Capacity still bounds what is accepted.
+        let big = ep.config().eager_max * 3;
+        let s = ep.isend(0, 8, bytes(big, 2)).unwrap();
+        let r = ep
+            .irecv_managed(Source::Any, TagMatch::exact(8), big - 1)
+            .unwrap();
+        assert!(matches!(ep.wait(r), Err(Error::Truncated { .. })));
+        ep.wait(s).unwrap();
     }
 
     #[test]

@@ -47,3 +47,11 @@ impl PeerHeaps {
         Err(HeapError::Unavailable)
     }
 }
+
+/// Return a block to the heap.
+///
+/// # Safety
+/// `ptr` came from [`alloc`] and is not used afterwards.
+pub unsafe fn free(_ptr: NonNull<u8>) -> Result<(), HeapError> {
+    Err(HeapError::Unavailable)
+}

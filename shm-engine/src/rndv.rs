@@ -425,7 +425,10 @@ mod tests {
                 Plan::Get,
             ] {
                 let (len, k) = plan.chunking(n, 1024);
-                assert!((1..=MAX_CHUNKS).contains(&k) && len % 64 == 0, "{plan:?} {n}");
+                assert!(
+                    (1..=MAX_CHUNKS).contains(&k) && len % 64 == 0,
+                    "{plan:?} {n}"
+                );
                 assert!(
                     len * k as usize >= n && len * (k as usize - 1) < n,
                     "{plan:?} {n}"
