@@ -6,6 +6,9 @@
 //! cross-memory attach for large messages), with MPI matching semantics
 //! (wildcard source and tag, tag masks, non-overtaking order).
 //!
+//! Buffers that other processes of the node should reach directly live in
+//! the [`heap`]: [`SharedVec`] and [`SharedBox`].
+//!
 //! ```no_run
 //! use shm_engine::{Endpoint, Source, TagMatch, bootstrap};
 //!
@@ -27,6 +30,7 @@ pub mod config;
 pub mod doorbell;
 pub mod endpoint;
 pub mod error;
+pub mod heap;
 pub mod iov;
 pub mod layout;
 pub mod matching;
@@ -40,6 +44,7 @@ pub mod topo;
 pub use config::{CmaMode, Config};
 pub use endpoint::{Backoff, Completion, Endpoint, Message, Request, Status};
 pub use error::{Error, InitError};
+pub use heap::{HeapError, HeapRef, PeerHeaps, SharedBox, SharedVec};
 pub use iov::Piece;
 pub use matching::{Source, TagMatch};
 
