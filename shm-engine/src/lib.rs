@@ -6,6 +6,9 @@
 //! cross-memory attach for large messages), with MPI matching semantics
 //! (wildcard source and tag, tag masks, non-overtaking order).
 //!
+//! Buffers that other processes of the node should reach directly live in
+//! the [`heap`]: [`SharedVec`] and [`SharedBox`].
+//!
 //! ```no_run
 //! use shm_engine::{Endpoint, Source, TagMatch, bootstrap};
 //!
@@ -40,8 +43,9 @@ mod sys;
 pub mod topo;
 
 pub use config::{CmaMode, Config, RndvMode};
-pub use endpoint::{Backoff, Completion, Endpoint, Message, Request, Status};
+pub use endpoint::{Backoff, Completion, Endpoint, Message, RecvBuf, Request, Status};
 pub use error::{Error, InitError};
+pub use heap::{HeapError, HeapRef, PeerHeaps, SharedBox, SharedVec};
 pub use iov::Piece;
 pub use matching::{Source, TagMatch};
 

@@ -1,5 +1,6 @@
 //! Thin safe wrappers over the Linux calls the engine needs: futex, cross
-//! memory attach, fd passing, peer credentials, mappings. Every `unsafe`
+//! memory attach, fd passing, peer credentials, memory files, pidfds,
+//! mappings. Every `unsafe`
 //! FFI call of the engine outside `segment` lives here.
 
 use std::io;
@@ -284,6 +285,58 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// A new anonymous memory file (`memfd_create`, close-on-exec, no name in
+/// any file system) of `len` zero bytes, sealed against shrinking and
+/// growing so that no process holding it can pull pages from under
+/// another's mapping. `name` shows only in `/proc/PID/fd` links.
+pub fn memfd_sized(name: &std::ffi::CStr, len: u64) -> io::Result<OwnedFd> {
+    let len =
+        libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let fd = check(unsafe {
+        libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+    } as libc::c_long)?;
+    // SAFETY: memfd_create just returned this descriptor; nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    // SAFETY: plain call on a descriptor we own.
+    check(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as libc::c_long)?;
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    // SAFETY: plain call on a descriptor we own.
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } as libc::c_long)?;
+    Ok(fd)
+}
+
+/// The size in bytes of the file behind `fd` (`fstat`).
+pub fn file_size(fd: &OwnedFd) -> io::Result<u64> {
+    // SAFETY: all-zero is a valid stat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a live local the kernel fills.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } as libc::c_long)?;
+    Ok(st.st_size as u64)
+}
+
+/// A descriptor naming process `pid` (`pidfd_open`, close-on-exec).
+/// ESRCH when no such process exists.
+pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: no memory is passed; flags 0.
+    let fd = check(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) })?;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A duplicate, in this process, of descriptor `fd` of the process behind
+/// `pidfd` (`pidfd_getfd`, close-on-exec). The kernel asks for the same
+/// permission as `ptrace` attach: EPERM when the policy refuses, EBADF
+/// when the process has no such descriptor, ESRCH when it has exited.
+pub fn pidfd_getfd(pidfd: &OwnedFd, fd: u32) -> io::Result<OwnedFd> {
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: no memory is passed; flags 0.
+    let got = check(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) })?;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
+}
+
 /// A shared read-write mapping of a whole file, unmapped on drop.
 #[derive(Debug)]
 pub struct Mapping {
@@ -327,6 +380,14 @@ impl Mapping {
     /// Bytes mapped.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Keep the mapping for the rest of the process's life; returns its
+    /// first byte.
+    pub fn leak(self) -> *mut u8 {
+        let base = self.base;
+        std::mem::forget(self);
+        base
     }
 }
 

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io;
 
 use shm_engine::config::{CmaMode, Config};
+use shm_engine::heap::{self, HeapError, SharedBox};
 use shm_engine::layout::Geometry;
 use shm_engine::segment::NodeSegment;
 use shm_engine::topo::Topology;
@@ -107,13 +108,29 @@ pub fn cma_between_processes(cfg: &Config) -> io::Result<bool> {
     })
     .map_err(io::Error::other)?;
     // SAFETY: the child runs only `probe_cma` (one process_vm_readv into a
-    // local variable, no allocation, no lock) and `_exit`, so forking is
-    // sound even if another thread held a lock at the time of the fork.
+    // local variable, no allocation, no lock).
+    let code = unsafe { in_forked_child(|| if seg.probe_cma() { 0 } else { 1 }) }?;
+    Ok(code == 0)
+}
+
+/// What the parent leaves in the probed heap word, and what the child
+/// writes there through its own mapping.
+const HEAP_PROBE: (u64, u64) = (0x5445_5353_454c_4850, 0x4850_5441_4b45_4e21);
+
+/// Run `child` in a forked child process and return the exit code it
+/// chose (-1 if the child did not exit normally).
+///
+/// # Safety
+/// `child` must be sound in a child forked from a possibly multi-threaded
+/// process: no allocation, no lock another thread may hold.
+unsafe fn in_forked_child(child: impl FnOnce() -> i32) -> io::Result<i32> {
+    // SAFETY: the caller promises the child only runs fork-safe code, then
+    // `_exit`.
     let pid = unsafe { libc::fork() };
     match pid {
         -1 => Err(io::Error::last_os_error()),
         0 => {
-            let code = if seg.probe_cma() { 0 } else { 1 };
+            let code = child();
             // SAFETY: `_exit` ends the child without running the parent's
             // atexit handlers or flushing its copied stdio buffers.
             unsafe { libc::_exit(code) }
@@ -125,9 +142,50 @@ pub fn cma_between_processes(cfg: &Config) -> io::Result<bool> {
             if rc != child {
                 return Err(io::Error::last_os_error());
             }
-            Ok(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
+            Ok(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                -1
+            })
         }
     }
+}
+
+/// Whether a child process can map this process's shared heap the way
+/// peers do ([`heap::probe_peer`]: `pidfd_getfd` of the arena, then a
+/// mapping of its own), read a word the parent wrote and write one the
+/// parent then reads.
+pub fn heap_between_processes() -> io::Result<HeapAccess> {
+    let word = SharedBox::new(HEAP_PROBE.0).map_err(io::Error::other)?;
+    let r = word
+        .heap_ref()
+        .ok_or_else(|| io::Error::other("a heap block outside the heap"))?;
+    // SAFETY: `probe_peer` allocates nothing and takes no lock (pidfd_open,
+    // pidfd_getfd, mmap, one word, munmap).
+    let code = unsafe {
+        in_forked_child(|| match heap::probe_peer(&r, HEAP_PROBE.1) {
+            Ok(v) if v == HEAP_PROBE.0 => 0,
+            Err(HeapError::PeerRefused { .. }) => 2,
+            _ => 1,
+        })
+    }?;
+    // The child has exited (waitpid), so its write is complete.
+    Ok(match code {
+        0 if *word == HEAP_PROBE.1 => HeapAccess::Works,
+        2 => HeapAccess::Refused,
+        _ => HeapAccess::Failed,
+    })
+}
+
+/// What [`heap_between_processes`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeapAccess {
+    /// The child mapped the arena and saw and changed the parent's bytes.
+    Works,
+    /// The kernel refused the arena's descriptor (ptrace policy).
+    Refused,
+    /// Something else went wrong (see `HeapError` for the cases).
+    Failed,
 }
 
 /// The "Copy mechanisms" section.
@@ -143,6 +201,16 @@ pub fn copy_section(out: &mut String, cfg: &Config) {
     let _ = writeln!(
         out,
         "  process_vm_readv between two processes of this user: {verdict}"
+    );
+    let heap = match heap_between_processes() {
+        Ok(HeapAccess::Works) => "yes".to_owned(),
+        Ok(HeapAccess::Refused) => "no (pidfd_getfd refused by the ptrace policy)".to_owned(),
+        Ok(HeapAccess::Failed) => "no (mapping a peer's arena failed)".to_owned(),
+        Err(e) => format!("could not be probed: {e}"),
+    };
+    let _ = writeln!(
+        out,
+        "  peers can map the shared heap (MPI_Alloc_mem, SharedVec): {heap}"
     );
     let large = match (cfg.cma, cma) {
         (CmaMode::Auto, Ok(true)) => "process_vm_readv by the receiver (TESSEL_CMA=auto)",
@@ -215,6 +283,15 @@ mod tests {
         assert_eq!(size(Some(1000)), "1000 B");
         assert_eq!(size(Some(3 << 30)), "3 GiB");
         assert_eq!(size(None), "size unknown");
+    }
+
+    #[test]
+    fn heap_probe_agrees_with_the_cma_probe() {
+        // Both ask the kernel for the same ptrace permission.
+        let cfg = Config::from_lookup(|_| None).unwrap();
+        let cma = cma_between_processes(&cfg).unwrap();
+        let heap = heap_between_processes().unwrap();
+        assert_eq!(heap == HeapAccess::Works, cma, "{heap:?}");
     }
 
     #[test]

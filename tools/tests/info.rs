@@ -47,6 +47,7 @@ fn report_names_its_sections_and_every_setting() {
         "caches:",
         "Copy mechanisms",
         "process_vm_readv",
+        "peers can map the shared heap",
         "Configuration",
     ] {
         assert!(text.contains(section), "no {section:?} in:\n{text}");

@@ -29,6 +29,7 @@ const PROGRAMS: &[&str] = &[
     "topo",
     "colls",
     "neighbor",
+    "mem",
 ];
 
 fn prefix() -> PathBuf {

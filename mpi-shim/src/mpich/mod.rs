@@ -41,6 +41,7 @@ mod errh;
 mod group;
 mod info;
 mod interop;
+mod mem;
 mod p2p;
 pub mod predefined;
 mod session;
@@ -68,6 +69,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     coll::PROTOTYPES,
     coll::neighbor::PROTOTYPES,
     interop::PROTOTYPES,
+    mem::PROTOTYPES,
     unsupported::PROTOTYPES,
     unsupported::UNSUPPORTED,
     tool::PROTOTYPES,

@@ -8,11 +8,9 @@
 //! it has none, naming the function and the area.
 //!
 //! A few functions of these areas have a true answer without the area:
-//! `MPI_Comm_get_parent` (no process of this library was spawned),
-//! `MPI_Alloc_mem` / `MPI_Free_mem` (memory for one-sided communication:
-//! ordinary memory is correct, only slower for windows that do not exist
-//! yet), and the Fortran conversions of file handles (only
-//! `MPI_FILE_NULL` exists).
+//! `MPI_Comm_get_parent` (no process of this library was spawned) and the
+//! Fortran conversions of file handles (only `MPI_FILE_NULL` exists).
+//! `MPI_Alloc_mem` / `MPI_Free_mem` have their own module, `mem`.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -20,7 +18,6 @@ use std::ffi::c_char;
 
 use super::*;
 use crate::abi::{MPI_Aint, MPI_File, MPI_Fint, MPI_Group, MPI_Info, MPI_Offset, MPI_Win};
-use crate::core::info;
 
 const IO: &str = "MPI-IO is not supported by this library";
 const RMA: &str = "one-sided communication is not supported by this library";
@@ -312,64 +309,9 @@ unsupported! {
 }
 
 pub(super) const PROTOTYPES: &[&str] = &[
-    "int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)",
-    "int MPI_Free_mem(void *base)",
     "MPI_Fint MPI_File_c2f(MPI_File file)",
     "MPI_File MPI_File_f2c(MPI_Fint file)",
 ];
-
-/// Whether `h` names an info object (or is `MPI_INFO_NULL`).
-fn check_info(h: MPI_Info) -> MpiResult<()> {
-    let known = h == abi::MPI_INFO_NULL
-        || h == abi::MPI_INFO_ENV
-        || abi::direct_index(Kind::Info, h).is_some_and(|i| info::table().get(i).is_some());
-    if known {
-        Ok(())
-    } else {
-        Err(err(abi::MPI_ERR_INFO, format!("invalid info {h:#x}")))
-    }
-}
-
-/// MPI-4.0 §9.2: memory for one-sided communication. It comes from
-/// `malloc` until the engine's shared heap exists: the node segment will
-/// hold a heap from which windows on one node can be mapped directly, and
-/// memory from it will make `MPI_Win_create` on such memory zero-copy.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Alloc_mem(
-    size: MPI_Aint,
-    info: MPI_Info,
-    baseptr: *mut c_void,
-) -> c_int {
-    call("MPI_Alloc_mem", abi::MPI_COMM_WORLD, |_| {
-        if size < 0 {
-            return Err(err(abi::MPI_ERR_SIZE, format!("negative size {size}")));
-        }
-        check_info(info)?;
-        // At least one byte, so that every successful call returns a
-        // distinct address that MPI_Free_mem accepts.
-        // SAFETY: plain allocation; freed by MPI_Free_mem.
-        let p = unsafe { libc::malloc((size as usize).max(1)) };
-        if p.is_null() {
-            return Err(err(
-                abi::MPI_ERR_NO_MEM,
-                format!("cannot allocate {size} bytes"),
-            ));
-        }
-        // SAFETY: `baseptr` is the address of a `void *` (MPI contract:
-        // C passes `&ptr` as `void *`).
-        unsafe { out(baseptr.cast::<*mut c_void>(), p) }
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
-    call("MPI_Free_mem", abi::MPI_COMM_WORLD, |_| {
-        // SAFETY: `base` came from MPI_Alloc_mem, i.e. from malloc (MPI
-        // contract), or is null.
-        unsafe { libc::free(base) };
-        Ok(())
-    })
-}
 
 /// MPI-4.0 §19.3.4: no file can be opened, so every file handle converts
 /// to the null one.
