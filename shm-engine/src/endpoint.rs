@@ -49,6 +49,7 @@ use crate::iov::{self, Buf, Cursor, Piece, total};
 use crate::layout::{Cell, CellKind, Geometry};
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::queue::spsc::{Consumer, Producer};
+use crate::locality::Place;
 use crate::segment::{FdServer, NodeSegment};
 use crate::sync::{Ordering, spin_hint};
 use crate::sys;
@@ -322,6 +323,10 @@ impl Endpoint {
         seg.proc_area(me)
             .pid
             .store(u64::from(sys::pid()), Ordering::Relaxed);
+        seg.publish_place(me, Place::current());
+        if crate::locality::several_numa_nodes() {
+            seg.first_touch(me); // our rings and staging on our NUMA node
+        }
         let mut cfg = cfg;
         // The creator's geometry wins; eager messages must fit its slots.
         cfg.eager_max = cfg
@@ -394,6 +399,13 @@ impl Endpoint {
     /// Processes on this node, including this one.
     pub fn local_size(&self) -> u32 {
         self.peers.len() as u32
+    }
+
+    /// Where process `rank` runs, if it is on this node (`None` for ranks
+    /// of other nodes). Waits for a local peer that has not attached yet.
+    pub fn place(&self, rank: u32) -> Option<Place> {
+        let p = self.local_of.get(rank as usize).copied().flatten()?;
+        Some(self.seg.wait_place(p))
     }
 
     /// Whether large messages use cross-memory attach (`process_vm_readv`)

@@ -29,6 +29,7 @@ pub mod endpoint;
 pub mod error;
 pub mod iov;
 pub mod layout;
+pub mod locality;
 pub mod matching;
 pub mod queue;
 pub mod segment;
@@ -41,6 +42,7 @@ pub use config::{CmaMode, Config};
 pub use endpoint::{Backoff, Completion, Endpoint, Message, Request, Status};
 pub use error::{Error, InitError};
 pub use iov::Piece;
+pub use locality::Place;
 pub use matching::{Source, TagMatch};
 
 /// The README's Rust example, compiled by `cargo test --doc`.
