@@ -276,16 +276,17 @@ fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
 /// sysfs directory is `cpu_dir`.
 fn cache_cpus(cpu_dir: &Path, level: u32) -> Option<Vec<usize>> {
     let read = |p: &Path| std::fs::read_to_string(p).ok();
-    (0..).map_while(|i| {
-        let index = cpu_dir.join(format!("cache/index{i}"));
-        let lvl = read(&index.join("level"))?;
-        Some((index, lvl))
-    })
-    .find(|(index, lvl)| {
-        lvl.trim().parse() == Ok(level)
-            && read(&index.join("type")).is_some_and(|t| t.trim() != "Instruction")
-    })
-    .and_then(|(index, _)| read_cpu_list(&index.join("shared_cpu_list")))
+    (0..)
+        .map_while(|i| {
+            let index = cpu_dir.join(format!("cache/index{i}"));
+            let lvl = read(&index.join("level"))?;
+            Some((index, lvl))
+        })
+        .find(|(index, lvl)| {
+            lvl.trim().parse() == Ok(level)
+                && read(&index.join("type")).is_some_and(|t| t.trim() != "Instruction")
+        })
+        .and_then(|(index, _)| read_cpu_list(&index.join("shared_cpu_list")))
 }
 
 /// The NUMA node of the CPU whose sysfs directory is `cpu_dir` (its
@@ -376,7 +377,13 @@ mod tests {
             assert_eq!(Place::from_env(&p.to_env()), Some(p), "{}", p.to_env());
         }
         assert_eq!(Place::new([U, U, 0, 1, 0]).to_env(), "-,-,0,1,0");
-        for bad in ["", "1,2,3,4", "1,2,3,4,5,6", "a,-,-,-,-", "4294967295,-,-,-,-"] {
+        for bad in [
+            "",
+            "1,2,3,4",
+            "1,2,3,4,5,6",
+            "a,-,-,-,-",
+            "4294967295,-,-,-,-",
+        ] {
             assert_eq!(Place::from_env(bad), None, "{bad:?}");
         }
     }

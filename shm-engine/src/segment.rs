@@ -214,9 +214,9 @@ impl NodeSegment {
         if area.placed.load(Ordering::Acquire) != 1 {
             return None;
         }
-        Some(Place::new(
-            std::array::from_fn(|i| area.place[i].load(Ordering::Relaxed)),
-        ))
+        Some(Place::new(std::array::from_fn(|i| {
+            area.place[i].load(Ordering::Relaxed)
+        })))
     }
 
     /// Local process `p`'s place, waiting (yielding the CPU) until it has

@@ -305,13 +305,7 @@ impl Mapping {
         assert!(off.is_multiple_of(4096) && off + len <= self.len);
         // SAFETY: the range lies inside our live mapping (checked above) and
         // starts on a page; the advice changes no byte of it.
-        let rc = unsafe {
-            libc::madvise(
-                self.base.add(off).cast(),
-                len,
-                libc::MADV_POPULATE_READ,
-            )
-        };
+        let rc = unsafe { libc::madvise(self.base.add(off).cast(), len, libc::MADV_POPULATE_READ) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
