@@ -168,8 +168,14 @@ mod tests {
             Resource::parse("hwloc://NUMANode"),
             Some(Resource::Level(Level::Numa))
         );
-        assert_eq!(Resource::parse("numanode"), Some(Resource::Level(Level::Numa)));
-        assert_eq!(Resource::parse("socket"), Some(Resource::Level(Level::Package)));
+        assert_eq!(
+            Resource::parse("numanode"),
+            Some(Resource::Level(Level::Numa))
+        );
+        assert_eq!(
+            Resource::parse("socket"),
+            Some(Resource::Level(Level::Package))
+        );
         for bad in ["", "GPU", "MPI_SHARED_MEMORY", "hwloc://", "L1Cache", "PU"] {
             assert_eq!(Resource::parse(bad), None, "{bad:?}");
         }

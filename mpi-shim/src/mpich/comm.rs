@@ -7,8 +7,8 @@
 use super::attr::{copy_comm_attrs, delete_comm_attrs};
 use super::group::group_members;
 use super::info::{info_hints, new_info, set_hint};
-use crate::core::hwsplit::Resource;
 use super::*;
+use crate::core::hwsplit::Resource;
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_rank(MPI_Comm comm, int *rank)",
