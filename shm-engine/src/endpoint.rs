@@ -48,6 +48,7 @@ use crate::error::{Error, InitError};
 use crate::heap::{self, HeapRef, PeerHeaps};
 use crate::iov::{self, Buf, Cursor, Piece, total};
 use crate::layout::{Cell, CellKind, CopyTask, Geometry, XFER_SLOTS};
+use crate::locality::Place;
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::queue::spmc::{Owner, PushError, Steal, Stealer};
 use crate::queue::spsc::{Consumer, Producer};
@@ -378,8 +379,11 @@ pub struct Endpoint {
     own: Option<Owner<'static>>,
     /// Every local process's steal queue, ours included.
     stealers: Vec<Stealer<'static>>,
-    /// Local peers in the order an idle process visits their queues.
+    /// Local peers in the order an idle process visits their queues:
+    /// nearest first ([`crate::locality::steal_order`]) once every peer has
+    /// published its place, a rotation from us until then.
     steal_order: Vec<u32>,
+    steal_order_final: bool,
     /// Our transfer slots: large receives being copied in chunks.
     xfers: Vec<Option<Xfer>>,
     /// Transfer slots in use.
@@ -476,6 +480,10 @@ impl Endpoint {
         seg.proc_area(me)
             .pid
             .store(u64::from(sys::pid()), Ordering::Relaxed);
+        seg.publish_place(me, Place::current());
+        if crate::locality::several_numa_nodes() {
+            seg.first_touch(me); // our rings and staging on our NUMA node
+        }
         let mut cfg = cfg;
         // The creator's geometry wins; eager messages must fit its slots.
         cfg.eager_max = cfg
@@ -525,6 +533,7 @@ impl Endpoint {
             own,
             stealers,
             steal_order: (1..nlocal).map(|d| (me + d) % nlocal).collect(),
+            steal_order_final: nlocal <= 2,
             xfers: (0..XFER_SLOTS).map(|_| None).collect(),
             active: 0,
             advertised: false,
@@ -567,6 +576,13 @@ impl Endpoint {
     /// Processes on this node, including this one.
     pub fn local_size(&self) -> u32 {
         self.peers.len() as u32
+    }
+
+    /// Where process `rank` runs, if it is on this node (`None` for ranks
+    /// of other nodes). Waits for a local peer that has not attached yet.
+    pub fn place(&self, rank: u32) -> Option<Place> {
+        let p = self.local_of.get(rank as usize).copied().flatten()?;
+        Some(self.seg.wait_place(p))
     }
 
     /// Whether large messages use cross-memory attach (`process_vm_readv`)
@@ -1665,7 +1681,8 @@ impl Endpoint {
 
     /// Nudge up to `k` advertised stealers other than `except`, nearest
     /// first, so that sleeping ones come and take chunks.
-    fn wake_stealers(&self, k: u32, except: u32) {
+    fn wake_stealers(&mut self, k: u32, except: u32) {
+        self.settle_steal_order();
         let idle = Snapshot::take(self.seg.stealers());
         if idle.count() == 0 {
             return;
@@ -1755,8 +1772,22 @@ impl Endpoint {
         }
     }
 
+    /// Order the peers nearest first, once all have published a place.
+    fn settle_steal_order(&mut self) {
+        if self.steal_order_final {
+            return;
+        }
+        let places: Option<Vec<Place>> =
+            (0..self.local_size()).map(|p| self.seg.place(p)).collect();
+        if let Some(places) = places {
+            self.steal_order = crate::locality::steal_order(self.me, &places);
+            self.steal_order_final = true;
+        }
+    }
+
     /// Idle: take one task from the nearest peer that has one for us.
     fn steal_round(&mut self) -> bool {
+        self.settle_steal_order();
         for i in 0..self.steal_order.len() {
             let q = self.steal_order[i];
             if self.stealers[q as usize].is_empty() {

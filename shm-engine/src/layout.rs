@@ -9,7 +9,7 @@
 //! +----------------+  0
 //! | SegmentHeader  |  magic, version, geometry, offsets, `ready` (stored last)
 //! +----------------+  procs_off
-//! | ProcArea x N   |  per process: bell (futex word), pid, doorbell mask words
+//! | ProcArea x N   |  per process: bell (futex word), pid, place, doorbell mask words
 //! +----------------+  rings_off
 //! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
 //! |                |  RingHeader (tail line, head line) + ring_cells x Cell
@@ -110,7 +110,13 @@ pub struct ProcArea {
     pub bell: CachePadded<AtomicU32>,
     /// Pid of the process once attached (0 before).
     pub pid: AtomicU64,
-    _pad: [u64; 15],
+    /// Where the process runs: the ids of a [`Place`](crate::locality::Place)
+    /// (core, L2, L3, NUMA node, package), written once at attach, before
+    /// `placed`.
+    pub place: [AtomicU32; 5],
+    /// 1 once `place` is written (Release); 0 before.
+    pub placed: AtomicU32,
+    _pad: [u64; 12],
     // Followed (at offset `size_of::<ProcArea>()`) by ceil(N / 64) doorbell
     // mask words (`AtomicU64`): bit j set = ring (j -> this) has news.
 }
@@ -348,6 +354,8 @@ const _: () = {
     assert!(size_of::<StagingHeader>() == 128);
     assert!(size_of::<ProcArea>() == 256);
     assert!(offset_of!(ProcArea, pid) == 128);
+    assert!(offset_of!(ProcArea, place) == 136);
+    assert!(offset_of!(ProcArea, placed) == 156);
     assert!(offset_of!(SegmentHeader, ready) == 128);
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);

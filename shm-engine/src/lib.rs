@@ -33,6 +33,7 @@ pub mod error;
 pub mod heap;
 pub mod iov;
 pub mod layout;
+pub mod locality;
 pub mod matching;
 pub mod queue;
 pub mod rndv;
@@ -47,6 +48,7 @@ pub use endpoint::{Backoff, Completion, Endpoint, Message, RecvBuf, Request, Sta
 pub use error::{Error, InitError};
 pub use heap::{HeapError, HeapRef, PeerHeaps, SharedBox, SharedVec};
 pub use iov::Piece;
+pub use locality::Place;
 pub use matching::{Source, TagMatch};
 
 /// The README's Rust example, compiled by `cargo test --doc`.

@@ -21,6 +21,7 @@ use crate::layout::{
     CMA_PROBE_VALUE, Cell, Geometry, LAYOUT_VERSION, MAGIC, MAX_CHUNKS, ProcArea, RingHeader,
     STEAL_SLOTS, SegmentHeader, SegmentLayout, StagingHeader, StealHeader, XferDesc,
 };
+use crate::locality::Place;
 use crate::queue::spmc::{QueueView, TaskSlot};
 use crate::queue::spsc::{RingView, Slot};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -210,6 +211,71 @@ impl NodeSegment {
         // SAFETY: ProcArea holds only atomics and padding, so a shared
         // reference is sound while other processes update it.
         unsafe { self.at::<ProcArea>(self.layout.proc_area(p)).as_ref() }
+    }
+
+    /// Publish `place` as local process `p`'s: called once, by `p`, when it
+    /// attaches.
+    pub fn publish_place(&self, p: u32, place: Place) {
+        let area = self.proc_area(p);
+        for (word, id) in area.place.iter().zip(place.ids()) {
+            word.store(id, Ordering::Relaxed);
+        }
+        // SYNC POINT: Release pairs with the Acquire in `place`, so a
+        // reader that sees 1 sees every id.
+        area.placed.store(1, Ordering::Release);
+    }
+
+    /// Local process `p`'s place, once it has published it.
+    pub fn place(&self, p: u32) -> Option<Place> {
+        let area = self.proc_area(p);
+        if area.placed.load(Ordering::Acquire) != 1 {
+            return None;
+        }
+        Some(Place::new(std::array::from_fn(|i| {
+            area.place[i].load(Ordering::Relaxed)
+        })))
+    }
+
+    /// Local process `p`'s place, waiting (yielding the CPU) until it has
+    /// published it. Every local process publishes its place while it
+    /// attaches, right after the start-up fence, so the wait is short; a
+    /// process that dies before makes the launcher end the job.
+    pub fn wait_place(&self, p: u32) -> Place {
+        loop {
+            if let Some(place) = self.place(p) {
+                return place;
+            }
+            sys::yield_now();
+        }
+    }
+
+    /// Allocate, on the caller's NUMA node, the pages local process
+    /// `me` reads most: its rings (j -> `me`), staging areas (j -> `me`)
+    /// for every j, and its steal queue, so that they live near it.
+    ///
+    /// The creator never touches these regions (a zero-filled ring is a
+    /// valid empty one), so their pages are allocated by the first fault.
+    /// For shared memory (tmpfs, memfd) a *read* fault allocates a page
+    /// too (unlike anonymous memory, which maps the shared zero page): the
+    /// kernel reads the pages in for us with `MADV_POPULATE_READ`, so no
+    /// byte is loaded or stored from Rust and nothing races with a peer
+    /// that is already writing to us. A page a peer wrote first stays where
+    /// it is. Best effort: on a kernel without `MADV_POPULATE_READ` the
+    /// pages are placed by whoever touches them first.
+    pub fn first_touch(&self, me: u32) {
+        let l = &self.layout;
+        for j in 0..l.geometry.nlocal {
+            let _ = self
+                .map
+                .populate_read(l.ring(j, me) as usize, l.ring_stride as usize);
+            let _ = self
+                .map
+                .populate_read(l.staging(j, me) as usize, l.staging_stride as usize);
+        }
+        // Our steal queue: we push to it and pop from it most.
+        let _ = self
+            .map
+            .populate_read(l.steal_queue(me) as usize, l.steal_stride as usize);
     }
 
     /// Local process `p`'s doorbell mask words.
@@ -408,5 +474,53 @@ impl Drop for FdServer {
             }
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(nlocal: u32) -> NodeSegment {
+        NodeSegment::create(Geometry {
+            nlocal,
+            ring_cells: 64,
+            staging_slots: 2,
+            staging_slot_size: 4096,
+        })
+        .expect("memfd segment")
+    }
+
+    /// 512-byte blocks the segment's file holds.
+    fn blocks(seg: &NodeSegment) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        let f = std::fs::File::from(seg.fd.try_clone().unwrap());
+        f.metadata().unwrap().blocks()
+    }
+
+    #[test]
+    fn a_place_is_read_back_once_published() {
+        let seg = segment(3);
+        assert_eq!(seg.place(1), None);
+        let p = Place::new([4, 4, 0, 0, u32::MAX]);
+        seg.publish_place(1, p);
+        assert_eq!(seg.place(1), Some(p));
+        assert_eq!(seg.wait_place(1), p);
+        assert_eq!(seg.place(0), None);
+        assert_eq!(seg.place(2), None);
+    }
+
+    #[test]
+    fn first_touch_allocates_exactly_the_consumers_rings_and_staging() {
+        let seg = segment(3);
+        let before = blocks(&seg);
+        seg.first_touch(1);
+        let l = seg.layout();
+        let expected = (3 * (l.ring_stride + l.staging_stride) + l.steal_stride) / 512;
+        assert_eq!(blocks(&seg) - before, expected);
+        // Touching again allocates nothing more, and data is untouched.
+        seg.first_touch(1);
+        assert_eq!(blocks(&seg) - before, expected);
+        assert_eq!(seg.staging(0, 1).freed.load(Ordering::Relaxed), 0);
     }
 }

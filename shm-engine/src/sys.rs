@@ -389,6 +389,21 @@ impl Mapping {
         std::mem::forget(self);
         base
     }
+
+    /// Fault in, as reads, the pages of bytes `off..off + len` of the
+    /// mapping (`MADV_POPULATE_READ`, Linux 5.14): for a shared memory
+    /// file this allocates the missing pages, on the caller's NUMA node
+    /// under the default memory policy, without touching their contents.
+    pub fn populate_read(&self, off: usize, len: usize) -> io::Result<()> {
+        assert!(off.is_multiple_of(4096) && off + len <= self.len);
+        // SAFETY: the range lies inside our live mapping (checked above) and
+        // starts on a page; the advice changes no byte of it.
+        let rc = unsafe { libc::madvise(self.base.add(off).cast(), len, libc::MADV_POPULATE_READ) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Mapping {

@@ -1,6 +1,7 @@
 //! Prints the CPUs this process may run on, for the launcher's binding
 //! tests: `mpiexec --bind core -n 2 affinity` prints one line per rank,
-//! `rank R: C1,C2,...` (CPU numbers increasing), and exits 0.
+//! `rank R: C1,C2,... place=P` (CPU numbers increasing; P the
+//! `TESSEL_PLACE` the launcher set, or `unset`), and exits 0.
 
 use std::process::ExitCode;
 
@@ -23,6 +24,7 @@ fn main() -> ExitCode {
         .map(|cpu| cpu.to_string())
         .collect();
     let rank = std::env::var("PMI_RANK").unwrap_or_else(|_| "?".into());
-    println!("rank {rank}: {}", cpus.join(","));
+    let place = std::env::var("TESSEL_PLACE").unwrap_or_else(|_| "unset".into());
+    println!("rank {rank}: {} place={place}", cpus.join(","));
     ExitCode::SUCCESS
 }

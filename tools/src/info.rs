@@ -8,6 +8,7 @@ use std::io;
 use shm_engine::config::{CmaMode, Config};
 use shm_engine::heap::{self, HeapError, SharedBox};
 use shm_engine::layout::Geometry;
+use shm_engine::locality::PLACE_VAR;
 use shm_engine::segment::NodeSegment;
 use shm_engine::topo::Topology;
 
@@ -252,6 +253,15 @@ pub fn config_section(out: &mut String, cfg: &Config) {
     for (var, value) in settings(cfg) {
         let _ = writeln!(out, "  {var:<26}{value}");
     }
+    let place = shm_engine::Place::current().to_env();
+    let (var, how) = (
+        PLACE_VAR,
+        match std::env::var(PLACE_VAR) {
+            Ok(_) => "set by mpiexec --bind",
+            Err(_) => "unset; this process's place from sysfs",
+        },
+    );
+    let _ = writeln!(out, "  {var:<26}{place} ({how}; core,L2,L3,NUMA,package)");
 }
 
 /// The whole report, or why the configuration in force is invalid.

@@ -21,6 +21,7 @@ use crate::cli::Bind;
 use crate::mapping::Mapping;
 use crate::pmi_server::PmiServer;
 use crate::sys::{self, CpuSet};
+use shm_engine::locality::{PLACE_VAR, Place};
 use shm_engine::topo::Topology;
 
 /// How long poll(2) waits before the children are checked again.
@@ -127,9 +128,16 @@ fn bind_name(bind: Bind) -> &'static str {
     }
 }
 
-/// The CPU sets processes are bound to under `bind`, in round-robin order
-/// (none for `--bind none`, which does not look at the topology).
-fn bind_places(bind: Bind) -> Result<Vec<CpuSet>, String> {
+/// Where a process is bound: its CPUs, and its place as `TESSEL_PLACE`
+/// tells it (so that it need not load hwloc itself).
+struct Binding {
+    cpus: CpuSet,
+    place: String,
+}
+
+/// The bindings of processes under `bind`, in round-robin order (none for
+/// `--bind none`, which does not look at the topology).
+fn bind_places(bind: Bind) -> Result<Vec<Binding>, String> {
     if bind == Bind::Unbound {
         return Ok(Vec::new());
     }
@@ -145,7 +153,13 @@ fn bind_places(bind: Bind) -> Result<Vec<CpuSet>, String> {
             crate::info::cpu_list(&available)
         ));
     }
-    Ok(places.iter().map(|p| CpuSet::of(p)).collect())
+    Ok(places
+        .iter()
+        .map(|p| Binding {
+            cpus: CpuSet::of(p),
+            place: Place::of_mask(&topo, p).to_env(),
+        })
+        .collect())
 }
 
 /// The places of `topo` for `bind` (its cores or its NUMA nodes), each
@@ -170,8 +184,8 @@ pub fn places(bind: Bind, topo: &Topology, available: &[usize]) -> Vec<Vec<usize
 
 /// Start rank `rank`: a new process group, its end of a socket pair as
 /// `PMI_FD`, the job variables, and bound to the (local rank mod n)-th of
-/// the n `places` if there are any.
-fn spawn_rank(spec: &JobSpec, rank: u32, places: &[CpuSet]) -> io::Result<Proc> {
+/// the n `places` if there are any (and told so in `TESSEL_PLACE`).
+fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc> {
     let (ours, theirs) = UnixStream::pair()?;
     // Keep the child's descriptor clear of 0..=2, which Command may replace
     // with the child's stdio (possible if mpiexec was started with one
@@ -206,7 +220,13 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[CpuSet]) -> io::Result<Proc> 
         cmd.stdin(Stdio::null());
     }
     cmd.process_group(0);
-    let cpu = (!places.is_empty()).then(|| places[m.local_rank(rank) as usize % places.len()]);
+    let binding = (!places.is_empty()).then(|| &places[m.local_rank(rank) as usize % places.len()]);
+    if let Some(b) = binding {
+        cmd.env(PLACE_VAR, &b.place);
+    } else {
+        cmd.env_remove(PLACE_VAR);
+    }
+    let cpu = binding.map(|b| b.cpus);
     // SAFETY: the closure runs in the child between fork and exec, where
     // only async-signal-safe operations are allowed: `child_setup` makes
     // fcntl, sched_setaffinity and write calls only, and allocates nothing

@@ -6,6 +6,7 @@ mod common;
 
 use std::process::Command;
 
+use shm_engine::Place;
 use shm_engine::topo::Topology;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -194,9 +195,9 @@ fn sigterm_is_forwarded_to_the_job() {
     );
 }
 
-/// The CPU list of each rank, by rank, from the `affinity` example run
-/// under `mpiexec --bind POLICY -n N`.
-fn bound_cpus(policy: &str, n: usize) -> Vec<Vec<usize>> {
+/// The CPU list and `TESSEL_PLACE` of each rank, by rank, from the
+/// `affinity` example run under `mpiexec --bind POLICY -n N`.
+fn bound_places(policy: &str, n: usize) -> Vec<(Vec<usize>, String)> {
     let affinity = example("affinity");
     let np = n.to_string();
     let run = run_mpiexec(
@@ -215,11 +216,22 @@ fn bound_cpus(policy: &str, n: usize) -> Vec<Vec<usize>> {
     lines
         .iter()
         .map(|l| {
-            let (_, cpus) = l.split_once(": ").expect("rank R: CPUS");
-            cpus.split(',')
+            let (_, rest) = l.split_once(": ").expect("rank R: CPUS place=P");
+            let (cpus, place) = rest.split_once(" place=").expect("CPUS place=P");
+            let cpus = cpus
+                .split(',')
                 .map(|c| c.parse().expect("a CPU number"))
-                .collect()
+                .collect();
+            (cpus, place.to_owned())
         })
+        .collect()
+}
+
+/// The CPU list of each rank under `mpiexec --bind POLICY -n N`.
+fn bound_cpus(policy: &str, n: usize) -> Vec<Vec<usize>> {
+    bound_places(policy, n)
+        .into_iter()
+        .map(|(c, _)| c)
         .collect()
 }
 
@@ -273,6 +285,30 @@ fn bind_numa_pins_each_process_to_the_pus_of_one_node() {
     let nodes = usable(topo.numa_nodes.into_iter().map(|n| n.pus).collect());
     for cpus in bound_cpus("numa", 2) {
         assert!(nodes.contains(&cpus), "{cpus:?} is not a node of {nodes:?}");
+    }
+}
+
+/// A bound process learns its place from the launcher, the same one it
+/// would compute itself from its CPUs; an unbound one is told nothing.
+#[test]
+fn bound_processes_are_told_their_place() {
+    let topo = Topology::discover().expect("hwloc discovers this machine");
+    for policy in ["core", "numa"] {
+        for (cpus, place) in bound_places(policy, 3) {
+            let parsed = Place::from_env(&place).unwrap_or_else(|| panic!("bad place {place:?}"));
+            assert_eq!(parsed, Place::of_mask(&topo, &cpus), "{policy}: {cpus:?}");
+            assert_ne!(
+                parsed.numa,
+                shm_engine::locality::UNKNOWN,
+                "{policy}: {place}"
+            );
+            if policy == "core" {
+                assert_eq!(parsed.core, cpus[0] as u32, "{cpus:?}");
+            }
+        }
+    }
+    for (_, place) in bound_places("none", 2) {
+        assert_eq!(place, "unset");
     }
 }
 

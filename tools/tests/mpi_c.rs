@@ -30,6 +30,7 @@ const PROGRAMS: &[&str] = &[
     "colls",
     "neighbor",
     "mem",
+    "hwtopo",
 ];
 
 fn prefix() -> PathBuf {
@@ -203,6 +204,21 @@ fn pkg_config_describes_the_installation() {
     assert_ok(&run, "p2p", 2);
 }
 
+/// Bound to cores or NUMA nodes, every process has a NUMA node: `hwtopo`
+/// checks the NUMA sets and hardware splits against each other.
+#[test]
+fn hardware_splits_of_bound_processes() {
+    let exe = build(&ours(), "hwtopo", "bound");
+    for policy in ["core", "numa"] {
+        for n in ["2", "3"] {
+            let mut cmd = mpiexec(&["--bind", policy, "-n", n]);
+            cmd.arg(&exe).arg("bound");
+            let run = launch(&format!("hwtopo-{policy}-{n}"), cmd).wait_for(WATCHDOG);
+            assert_ok(&run, "hwtopo", n.parse().unwrap());
+        }
+    }
+}
+
 /// The process sets a session sees: the predefined ones, then those named
 /// with `--pset` in their order; members of an `app://` set make a
 /// communicator from it.
@@ -224,6 +240,8 @@ fn sessions_see_the_process_sets_named_on_the_command_line() {
         .stdout
         .lines()
         .filter_map(|l| l.strip_prefix("pset: "))
+        // NUMA node sets depend on the machine (`hwtopo` checks them).
+        .filter(|s| !s.starts_with("mpix://numa/"))
         .collect();
     assert_eq!(
         sets,
@@ -231,6 +249,7 @@ fn sessions_see_the_process_sets_named_on_the_command_line() {
             "mpi://WORLD",
             "mpi://SELF",
             "mpix://SHARED",
+            "mpix://node",
             "app://ocean",
             "app://Atmos"
         ],

@@ -288,16 +288,16 @@ impl Runtime {
         self.derive(parent, members, new_ctx).map(Some)
     }
 
-    /// `MPI_Comm_split_type` by node (MPI-4.0 §7.4.2): the members of
-    /// `parent` on this process's node (the bootstrap's node map names
-    /// them), ordered by `(key, parent rank)`; `None` where `take_part` is
-    /// false. Collective over those members only, so no message leaves
-    /// the node.
+    /// `MPI_Comm_split_type` within nodes (MPI-4.0 §7.4.2): the members
+    /// of `parent` on this process's node (the bootstrap's node map names
+    /// them) that pass the same `color`, ordered by `(key, parent rank)`;
+    /// `None` where `color` is `None`. Collective over those members only,
+    /// so no message leaves the node.
     pub fn comm_split_node(
         &mut self,
         parent: usize,
         key: i32,
-        take_part: bool,
+        color: Option<u32>,
     ) -> MpiResult<Option<usize>> {
         let node = self.ep.node();
         let me = self.ep.rank();
@@ -311,25 +311,26 @@ impl Runtime {
         let idx = local.iter().position(|&p| p == me).ok_or_else(|| {
             MpiError::new(abi::MPI_ERR_INTERN, "this process is not on its own node")
         })?;
-        let mine: Vec<u8> = [u32::from(take_part), key as u32, self.next_ctx]
+        let take_part = u32::from(color.is_some());
+        let mine: Vec<u8> = [take_part, key as u32, self.next_ctx, color.unwrap_or(0)]
             .iter()
             .flat_map(|v| v.to_ne_bytes())
             .collect();
         let rows = self.allgather_among(&local, idx, ctx, SPLIT_NODE, &mine)?;
-        let rows: Vec<[u32; 3]> = rows
-            .chunks_exact(12)
-            .map(|b| [u32_at(b, 0), u32_at(b, 4), u32_at(b, 8)])
+        let rows: Vec<[u32; 4]> = rows
+            .chunks_exact(16)
+            .map(|b| [u32_at(b, 0), u32_at(b, 4), u32_at(b, 8), u32_at(b, 12)])
             .collect();
         let agreed = rows.iter().map(|r| r[2]).max().unwrap_or(self.next_ctx);
         let new_ctx = self.take_ctx(agreed)?;
-        if !take_part {
+        let Some(color) = color else {
             return Ok(None);
-        }
+        };
         let mut mates: Vec<(i32, usize, u32)> = rows
             .iter()
             .zip(&local)
             .enumerate()
-            .filter(|(_, (r, _))| r[0] != 0)
+            .filter(|(_, (r, _))| r[0] != 0 && r[3] == color)
             .map(|(i, (r, &pid))| (r[1] as i32, i, pid))
             .collect();
         mates.sort_unstable();

@@ -52,6 +52,7 @@ pub mod comm;
 pub mod datatype;
 pub mod errh;
 pub mod group;
+pub mod hwsplit;
 pub mod info;
 pub mod request;
 pub mod session;

@@ -11,7 +11,11 @@
 //!
 //! Every job has `mpi://WORLD`, `mpi://SELF` and `mpix://SHARED` (the
 //! processes of the caller's node, as the engine's bootstrap maps them),
-//! followed by the sets the launcher names (`app://NAME`, see
+//! `mpix://node` (the same members), `mpix://numa/K` for each NUMA node K
+//! holding a process of the caller's node (the processes whose
+//! [`Place`](shm_engine::Place) is NUMA node K, that is, bound within it;
+//! K is the kernel's node number), followed by the sets the launcher names
+//! (`app://NAME`, see
 //! [`shm_engine::bootstrap::pset`]). The list is fixed for the job's life
 //! and the same in every session. Names are compared ignoring ASCII case.
 //!
@@ -43,6 +47,8 @@
 //! of one tag in order), so each receive matches the message of its own
 //! creation.
 
+use std::collections::BTreeMap;
+
 use shm_engine::Endpoint;
 
 use super::group::Group;
@@ -64,6 +70,9 @@ pub const FIRST_AGREED_CTX: u32 = 4;
 pub const WORLD_PSET: &str = "mpi://WORLD";
 pub const SELF_PSET: &str = "mpi://SELF";
 pub const SHARED_PSET: &str = "mpix://SHARED";
+pub const NODE_PSET: &str = "mpix://node";
+/// Prefix of the NUMA node sets, followed by the node's number.
+pub const NUMA_PSET: &str = "mpix://numa/";
 
 /// A named process set: engine process ids, in the rank order of the
 /// group made from it.
@@ -87,7 +96,7 @@ pub struct Session {
 /// The process sets of the job this endpoint belongs to.
 pub(super) fn job_psets(ep: &mut Endpoint) -> MpiResult<Vec<Pset>> {
     let (me, size, node) = (ep.rank(), ep.size(), ep.node());
-    let shared = (0..size)
+    let shared: Vec<u32> = (0..size)
         .filter(|&r| ep.bootstrap().node_of(r) == node)
         .collect();
     let named = shm_engine::bootstrap::pset::read(ep.bootstrap())
@@ -103,15 +112,40 @@ pub(super) fn job_psets(ep: &mut Endpoint) -> MpiResult<Vec<Pset>> {
         },
         Pset {
             name: SHARED_PSET.into(),
-            members: shared,
+            members: shared.clone(),
+        },
+        Pset {
+            name: NODE_PSET.into(),
+            members: shared.clone(),
         },
     ];
+    psets.extend(numa_psets(ep, &shared));
     psets.extend(
         named
             .into_iter()
             .map(|(name, members)| Pset { name, members }),
     );
     Ok(psets)
+}
+
+/// `mpix://numa/K` for every NUMA node K holding a process of `local`
+/// (this node's processes), in increasing K.
+fn numa_psets(ep: &Endpoint, local: &[u32]) -> Vec<Pset> {
+    let mut by_node: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for &r in local {
+        if let Some(numa) = ep.place(r).map(|p| p.numa)
+            && numa != shm_engine::locality::UNKNOWN
+        {
+            by_node.entry(numa).or_default().push(r);
+        }
+    }
+    by_node
+        .into_iter()
+        .map(|(k, members)| Pset {
+            name: format!("{NUMA_PSET}{k}"),
+            members,
+        })
+        .collect()
 }
 
 /// FNV-1a over `bytes`, continuing from `h`.

@@ -6,8 +6,9 @@
 
 use super::attr::{copy_comm_attrs, delete_comm_attrs};
 use super::group::group_members;
-use super::info::{info_hints, new_info};
+use super::info::{info_hints, new_info, set_hint};
 use super::*;
+use crate::core::hwsplit::Resource;
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_rank(MPI_Comm comm, int *rank)",
@@ -212,11 +213,12 @@ pub unsafe extern "C" fn MPI_Comm_split(
 }
 
 /// `MPI_COMM_TYPE_SHARED` groups the processes of one node (the engine's
-/// node, virtual nodes included), talking only to processes of the node;
-/// `MPI_COMM_TYPE_HW_GUIDED` does the same
-/// for the `mpi_hw_resource_type` hint `mpi_shared_memory`; and
-/// `MPI_COMM_TYPE_HW_UNGUIDED` too when a node is a strict subset of the
-/// parent (MPI-4.0 §7.4.2). Otherwise the result is `MPI_COMM_NULL`.
+/// node, virtual nodes included), talking only to processes of the node.
+/// `MPI_COMM_TYPE_HW_GUIDED` splits by the resource the info key
+/// `mpi_hw_resource_type` names, and `MPI_COMM_TYPE_HW_UNGUIDED` by the
+/// coarsest one that gives strict subsets, setting that key in `info` to
+/// its name (MPI-4.0 §7.4.2; [`crate::core::hwsplit`]). Processes outside
+/// every instance get `MPI_COMM_NULL`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_split_type(
     comm: MPI_Comm,
@@ -227,29 +229,35 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 ) -> c_int {
     call("MPI_Comm_split_type", comm, |rt| {
         let parent = comm_slot(comm)?;
-        let parent_size = rt.comm(parent)?.size();
+        rt.comm(parent)?;
         nonnull(newcomm, "newcomm")?;
         let hints = info_hints(info)?;
-        let by_node = match split_type {
-            abi::MPI_COMM_TYPE_SHARED | abi::MPI_COMM_TYPE_HW_UNGUIDED => true,
+        let slot = match split_type {
+            abi::MPI_COMM_TYPE_SHARED => rt.comm_split_hw(parent, key, Some(Resource::Node))?,
             abi::MPI_COMM_TYPE_HW_GUIDED => {
-                hints.get("mpi_hw_resource_type") == Some("mpi_shared_memory")
+                let resource = hints.get(HW_RESOURCE_KEY).and_then(Resource::parse);
+                rt.comm_split_hw(parent, key, resource)?
             }
-            abi::MPI_UNDEFINED => false,
+            abi::MPI_COMM_TYPE_HW_UNGUIDED => {
+                let split = rt.comm_split_unguided(parent, key)?;
+                if let Some((_, resource)) = split
+                    && info != abi::MPI_INFO_NULL
+                    && info != abi::MPI_INFO_ENV
+                {
+                    set_hint(info, HW_RESOURCE_KEY, resource.name())?;
+                }
+                split.map(|(slot, _)| slot)
+            }
+            abi::MPI_UNDEFINED => rt.comm_split_hw(parent, key, None)?,
             t => return Err(err(abi::MPI_ERR_ARG, format!("invalid split type {t}"))),
         };
-        let mut slot = rt.comm_split_node(parent, key, by_node)?;
-        if let Some(s) = slot
-            && split_type == abi::MPI_COMM_TYPE_HW_UNGUIDED
-            && rt.comm(s)?.size() == parent_size
-        {
-            rt.comm_free(s)?;
-            slot = None;
-        }
         // SAFETY: output argument.
         unsafe { out(newcomm, opt_handle(slot)) }
     })
 }
+
+/// The info key of `MPI_COMM_TYPE_HW_GUIDED` and `_UNGUIDED`.
+const HW_RESOURCE_KEY: &str = "mpi_hw_resource_type";
 
 /// The members of `group`, which must be a subset of `parent`'s.
 fn subset(rt: &Runtime, parent: usize, group: MPI_Group) -> MpiResult<Vec<u32>> {

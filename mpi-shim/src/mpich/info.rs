@@ -97,6 +97,12 @@ pub(crate) fn info_hints(h: MPI_Info) -> MpiResult<Info> {
     Ok(get(&mut info::table(), h)?.clone())
 }
 
+/// Set `key` to `value` in the application's info object `h`.
+pub(crate) fn set_hint(h: MPI_Info, key: &str, value: &str) -> MpiResult<()> {
+    get_mutable(&mut info::table(), h)?.set(key, value);
+    Ok(())
+}
+
 /// Store `i` as a new info object; its handle.
 pub(crate) fn new_info(i: Info) -> MPI_Info {
     info_handle(info::table().insert(i))
