@@ -29,13 +29,30 @@ struct opts {
     long edge;        /* --edge E (stencil block edge), 0 if not given */
     long iters;       /* --iters K (timed repetitions), 0 if not given */
     const char *mode; /* --mode M (startup), NULL if not given */
+    long max;         /* --max BYTES (largest message; K and M suffixes), 0 if not given */
+    const char *alloc; /* --alloc malloc|mpi (where buffers come from), NULL if not given */
+    int managed;      /* --managed: receives into library-managed buffers */
 };
 
 static inline int bench_usage(const char *prog, const char *what)
 {
-    fprintf(stderr, "%s: %s\nusage: %s [--quick] [--edge E] [--iters K] [--mode M]\n",
+    fprintf(stderr,
+            "%s: %s\nusage: %s [--quick] [--edge E] [--iters K] [--mode M] [--max BYTES]\n"
+            "       [--alloc malloc|mpi] [--managed]\n",
             prog, what, prog);
     return -1;
+}
+
+/* A positive integer, with an optional K or M suffix (KiB, MiB) when
+ * suffix is set; 0 if v is not one. */
+static inline long bench_number(const char *v, int suffix)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    long unit = 1;
+    if (suffix && (*end == 'K' || *end == 'M'))
+        unit = *end++ == 'K' ? KIB : MIB;
+    return *end == '\0' && n > 0 ? n * unit : 0;
 }
 
 /* Parses the options into *o; returns 0, or -1 after a message on stderr. */
@@ -48,23 +65,31 @@ static inline int bench_parse(int argc, char **argv, struct opts *o)
             o->quick = 1;
             continue;
         }
-        if (strcmp(a, "--edge") != 0 && strcmp(a, "--iters") != 0 && strcmp(a, "--mode") != 0)
+        if (strcmp(a, "--managed") == 0) {
+            o->managed = 1;
+            continue;
+        }
+        int is_max = strcmp(a, "--max") == 0;
+        const char **word = strcmp(a, "--mode") == 0    ? &o->mode
+                            : strcmp(a, "--alloc") == 0 ? &o->alloc
+                                                        : NULL;
+        long *number = strcmp(a, "--edge") == 0    ? &o->edge
+                       : strcmp(a, "--iters") == 0 ? &o->iters
+                       : is_max                    ? &o->max
+                                                   : NULL;
+        if (!word && !number)
             return bench_usage(argv[0], "unknown option");
         if (i + 1 >= argc)
             return bench_usage(argv[0], "option needs a value");
         const char *v = argv[++i];
-        if (strcmp(a, "--mode") == 0) {
-            o->mode = v;
+        if (word) {
+            *word = v;
             continue;
         }
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (*end != '\0' || n <= 0)
-            return bench_usage(argv[0], "value must be a positive integer");
-        if (strcmp(a, "--edge") == 0)
-            o->edge = n;
-        else
-            o->iters = n;
+        *number = bench_number(v, is_max);
+        if (*number == 0)
+            return bench_usage(argv[0], is_max ? "--max must be a positive size (like 65536, 64K, 4M)"
+                                               : "value must be a positive integer");
     }
     return 0;
 }

@@ -4,7 +4,14 @@
  * (MPI_Cart_shift) through subarray datatypes, MPI_Irecv/MPI_Isend and
  * MPI_Waitall.  The first exchange is checked against the global
  * coordinates; then the program reports the median over iterations of the
- * slowest rank's exchange time. */
+ * slowest rank's exchange time.
+ *
+ * --managed receives into library-managed buffers instead: each face is
+ * received with MPI_Irecv(NULL, E*E, MPI_DOUBLE, ...), taken after the wait
+ * with MPIX_Get_recv_buf, copied into its halo and handed back with
+ * MPIX_Release_recv_buf (the copy is part of the timed exchange: both
+ * variants end with the data in the halo).  Only an MPI whose mpi.h defines
+ * MPIX_HAS_RECV_BUF has them; others print an `unsupported` line. */
 #include "bench.h"
 
 static int E;                    /* block edge */
@@ -12,6 +19,7 @@ static int dims[3], coords[3];   /* process grid and this process's place */
 static int lo[3], hi[3];         /* neighbours below and above along each dimension */
 static MPI_Datatype layer[3][4]; /* along d, the layer at index 0, 1, E, E + 1 */
 static MPI_Comm cart;
+static int managed; /* --managed: faces arrive in library-managed buffers */
 
 static size_t at(int i, int j, int k)
 {
@@ -30,6 +38,40 @@ static MPI_Datatype layer_type(int d, int pos)
     return t;
 }
 
+#ifdef MPIX_HAS_RECV_BUF
+/* Copies the E x E doubles of face into the halo layer at index pos along
+ * dimension d (the interior along the others, in the subarray's order). */
+static void unpack_face(double *a, const double *face, int d, int pos)
+{
+    for (int u = 1; u <= E; u++)
+        for (int v = 1; v <= E; v++) {
+            int idx[3];
+            idx[d] = pos;
+            idx[d == 0 ? 1 : 0] = u;
+            idx[d == 2 ? 1 : 2] = v;
+            a[at(idx[0], idx[1], idx[2])] = *face++;
+        }
+}
+
+/* Takes the face that receive r delivered, puts it into its halo and
+ * returns the buffer (receive 2d is from below, into layer 0 along d;
+ * 2d + 1 from above, into layer E + 1). */
+static void take_face(double *a, int r, MPI_Status st)
+{
+    void *buf = NULL;
+    int d = r / 2, pos = r % 2 ? E + 1 : 0;
+    if (MPIX_Get_recv_buf(st, &buf) != MPI_SUCCESS || buf == NULL) {
+        fprintf(stderr, "stencil: MPIX_Get_recv_buf gave no buffer for face %d\n", r);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    unpack_face(a, buf, d, pos);
+    if (MPIX_Release_recv_buf(st, buf) != MPI_SUCCESS) {
+        fprintf(stderr, "stencil: MPIX_Release_recv_buf failed for face %d\n", r);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+#endif
+
 /* One halo exchange.  Tags name the direction of travel (2d: down, 2d + 1:
  * up), so that the two faces stay apart when both neighbours are the same
  * process. */
@@ -37,6 +79,13 @@ static void exchange(double *a)
 {
     MPI_Request req[12];
     for (int d = 0; d < 3; d++) {
+#ifdef MPIX_HAS_RECV_BUF
+        if (managed) {
+            MPI_Irecv(NULL, E * E, MPI_DOUBLE, lo[d], 2 * d + 1, cart, &req[2 * d]);
+            MPI_Irecv(NULL, E * E, MPI_DOUBLE, hi[d], 2 * d, cart, &req[2 * d + 1]);
+            continue;
+        }
+#endif
         MPI_Irecv(a, 1, layer[d][0], lo[d], 2 * d + 1, cart, &req[2 * d]);
         MPI_Irecv(a, 1, layer[d][3], hi[d], 2 * d, cart, &req[2 * d + 1]);
     }
@@ -44,7 +93,13 @@ static void exchange(double *a)
         MPI_Isend(a, 1, layer[d][1], lo[d], 2 * d, cart, &req[6 + 2 * d]);
         MPI_Isend(a, 1, layer[d][2], hi[d], 2 * d + 1, cart, &req[6 + 2 * d + 1]);
     }
-    waitall(12, req);
+    MPI_Status st[12];
+    MPI_Waitall(12, req, st);
+#ifdef MPIX_HAS_RECV_BUF
+    if (managed)
+        for (int r = 0; r < 6; r++)
+            take_face(a, r, st[r]);
+#endif
 }
 
 /* The value of the cell at local index (i, j, k) (halos wrap around the
@@ -91,6 +146,18 @@ int main(int argc, char **argv)
     int np, rank;
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     E = (int)(o.edge ? o.edge : o.quick ? 8 : 64);
+    managed = o.managed;
+    const char *recv = managed ? "managed" : "normal";
+#ifndef MPIX_HAS_RECV_BUF
+    if (managed) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            result("stencil", "unsupported", 0.0, "none", "variant=total recv=managed np=%d edge=%d",
+                   np, E);
+        MPI_Finalize();
+        return 0;
+    }
+#endif
     int iters = (int)(o.iters ? o.iters : o.quick ? 3 : 50), warmups = o.quick ? 1 : 3;
     int periods[3] = {1, 1, 1};
     MPI_Dims_create(np, 3, dims);
@@ -130,7 +197,8 @@ int main(int argc, char **argv)
     }
     double m = median_of_max(t, iters, cart);
     if (rank == 0)
-        result("stencil", "exchange", m * 1e6, "us", "variant=total np=%d edge=%d", np, E);
+        result("stencil", "exchange", m * 1e6, "us", "variant=total recv=%s np=%d edge=%d", recv,
+               np, E);
 
     for (int d = 0; d < 3; d++)
         for (int p = 0; p < 4; p++)

@@ -12,10 +12,10 @@ pub const PROGRAMS: [&str; 4] = ["pingpong", "stencil", "colls", "startup"];
 /// The programs' binaries of one competitor, or why each failed to build.
 pub type Built = BTreeMap<&'static str, Result<PathBuf, String>>;
 
-/// Build every program of [`PROGRAMS`] from `src` with `c`'s wrapper into
-/// `out` (`target/bench-build/<mpi>/`).
-pub fn build_mpi(c: &Competitor, src: &Path, out: &Path) -> Built {
-    PROGRAMS
+/// Build `programs` (of [`PROGRAMS`] for `compare`) from `src` with `c`'s
+/// wrapper into `out` (`target/bench-build/<mpi>/`).
+pub fn build_mpi(c: &Competitor, src: &Path, out: &Path, programs: &[&'static str]) -> Built {
+    programs
         .iter()
         .map(|&p| {
             let result = std::fs::create_dir_all(out)

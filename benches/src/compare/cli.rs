@@ -102,7 +102,8 @@ impl Cli {
     }
 }
 
-fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
+/// `v` without its repetitions, in first-seen order.
+pub fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
     let mut out = Vec::with_capacity(v.len());
     for x in v {
         if !out.contains(&x) {

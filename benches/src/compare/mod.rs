@@ -30,13 +30,42 @@ use build::Built;
 use cli::{Cli, Plan};
 use competitors::{Competitor, Kind, Machine, Workspace};
 use report::{Environment, Options, Results};
-use run::{Failure, Origin, Progress};
+use run::{Failure, Task};
 use stats::Sample;
 
 /// The workspace this binary was built from.
-fn workspace_root() -> PathBuf {
+pub fn workspace() -> Workspace {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
+    Workspace {
+        root: manifest.parent().unwrap_or(manifest).to_path_buf(),
+    }
+}
+
+/// Where the C programs are: `TESSEL_BENCH_SRC`, or `benches/c`.
+pub fn source_dir(ws: &Workspace) -> PathBuf {
+    std::env::var_os("TESSEL_BENCH_SRC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.root.join("benches/c"))
+}
+
+/// Set up (when `setup`) and find the chosen MPIs, in [`Kind`] order,
+/// printing what each is or why it is skipped.
+pub fn competitors_ready(
+    kinds: &[Kind],
+    ws: &Workspace,
+    machine: Machine,
+    setup: bool,
+) -> Vec<Competitor> {
+    let mut order = kinds.to_vec();
+    order.sort();
+    let mpis = competitors::prepare(&order, ws, machine, setup, &mut |l| println!("{l}"));
+    for c in &mpis {
+        match &c.skipped {
+            None => println!("{}: {} (launch: {})", c.name, c.version, c.settings_fit),
+            Some(why) => println!("{}: skipped: {why}", c.name),
+        }
+    }
+    mpis
 }
 
 /// Entry point of the `compare` binary.
@@ -52,13 +81,9 @@ pub fn main() -> ExitCode {
 }
 
 fn compare(plan: &Plan) -> Result<ExitCode, String> {
-    let ws = Workspace {
-        root: workspace_root(),
-    };
+    let ws = workspace();
     let machine = Machine::this();
-    let src = std::env::var_os("TESSEL_BENCH_SRC")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ws.root.join("benches/c"));
+    let src = source_dir(&ws);
     let out = plan
         .out
         .clone()
@@ -66,15 +91,7 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let env = Environment::this(machine);
 
-    let mut order = plan.mpis.clone();
-    order.sort();
-    let mut mpis = competitors::prepare(&order, &ws, machine, plan.setup, &mut |l| println!("{l}"));
-    for c in &mpis {
-        match &c.skipped {
-            None => println!("{}: {} (launch: {})", c.name, c.version, c.settings_fit),
-            Some(why) => println!("{}: skipped: {why}", c.name),
-        }
-    }
+    let mut mpis = competitors_ready(&plan.mpis, &ws, machine, plan.setup);
 
     let mut failures = Vec::new();
     let (reference, built) = build_everything(&ws, &src, &mut mpis, &mut failures);
@@ -126,45 +143,52 @@ fn compare(plan: &Plan) -> Result<ExitCode, String> {
 }
 
 /// Build `reference.c` and every MPI program with every ready competitor
-/// into `target/bench-build/`, record which MPI library each one's
-/// programs load, and record what failed to build.
+/// into `target/bench-build/`, and record what failed to build.
 fn build_everything(
     ws: &Workspace,
     src: &Path,
     mpis: &mut [Competitor],
     failures: &mut Vec<Failure>,
 ) -> (Option<PathBuf>, BTreeMap<Kind, Built>) {
-    let build_dir = ws.root.join("target/bench-build");
     println!("building the programs from {}", src.display());
-    let reference = build::build_reference(src, &build_dir.join("reference"))
+    let reference = build::build_reference(src, &build_dir(ws).join("reference"))
         .inspect_err(|e| {
             println!("cannot build reference: {e}");
-            failures.push(failure("reference", "build reference", 0, e));
+            failures.push(Failure::new("reference", "build reference", 0, e));
         })
         .ok();
-    let mut built = BTreeMap::new();
-    for c in mpis.iter_mut().filter(|c| c.ready()) {
-        let programs = build::build_mpi(c, src, &build_dir.join(c.name));
-        for (p, r) in &programs {
-            if let Err(e) = r {
-                println!("{}: cannot build {p}: {e}", c.name);
-                failures.push(failure(c.name, &format!("build {p}"), 0, e));
-            }
-        }
-        let first = programs.values().find_map(|r| r.as_ref().ok());
-        c.library = first.and_then(|bin| build::loaded_mpi(bin));
-        built.insert(c.kind, programs);
-    }
+    let built = build_with_each(ws, src, mpis, &build::PROGRAMS, failures);
     (reference, built)
 }
 
-fn failure(mpi: &str, job: &str, rep: u32, reason: &str) -> Failure {
-    Failure {
-        mpi: mpi.into(),
-        job: job.into(),
-        rep,
-        reason: reason.into(),
+fn build_dir(ws: &Workspace) -> PathBuf {
+    ws.root.join("target/bench-build")
+}
+
+/// Build `programs` with every ready competitor into
+/// `target/bench-build/<mpi>/`, record which MPI library each one's
+/// programs load, and record what failed to build.
+pub fn build_with_each(
+    ws: &Workspace,
+    src: &Path,
+    mpis: &mut [Competitor],
+    programs: &[&'static str],
+    failures: &mut Vec<Failure>,
+) -> BTreeMap<Kind, Built> {
+    let mut built = BTreeMap::new();
+    for c in mpis.iter_mut().filter(|c| c.ready()) {
+        let binaries = build::build_mpi(c, src, &build_dir(ws).join(c.name), programs);
+        for (p, r) in &binaries {
+            if let Err(e) = r {
+                println!("{}: cannot build {p}: {e}", c.name);
+                failures.push(Failure::new(c.name, &format!("build {p}"), 0, e));
+            }
+        }
+        let first = binaries.values().find_map(|r| r.as_ref().ok());
+        c.library = first.and_then(|bin| build::loaded_mpi(bin));
+        built.insert(c.kind, binaries);
     }
+    built
 }
 
 /// Every repetition: the reference once, then every job on each MPI in
@@ -178,94 +202,47 @@ fn run_all(
     reference: Option<&PathBuf>,
     failures: &mut Vec<Failure>,
 ) -> Vec<Sample> {
-    let jobs = run::mpi_jobs(&plan.np, &plan.startup_np, plan.quick);
-    let ready: Vec<&Competitor> = mpis.iter().filter(|c| c.ready()).collect();
-    let per_rep = jobs.len() * ready.len() + usize::from(reference.is_some());
-    let mut progress = Progress::new((per_rep as u64) * u64::from(plan.reps));
-    let timeout = Duration::from_secs(plan.timeout_secs);
     let quick: Vec<String> = if plan.quick {
         vec!["--quick".into()]
     } else {
         vec![]
     };
-    let mut samples = Vec::new();
-    for rep in 1..=plan.reps {
-        if let Some(bin) = reference {
-            progress.start(&format!("rep {rep}/{}: reference", plan.reps));
-            let mut cmd = Command::new(bin);
-            cmd.args(&quick);
-            let who = Origin {
-                mpi: "reference",
-                rep,
-                procs: 1,
-                machine,
-            };
-            let note = collect(
-                run::run_job(cmd, timeout, who),
-                &mut samples,
-                failures,
-                "reference",
-                "reference",
-                rep,
-            );
-            progress.finish(note.as_deref());
-        }
-        for job in &jobs {
-            for c in &ready {
-                let label = job.label();
-                progress.start(&format!("rep {rep}/{}: {} {label}", plan.reps, c.name));
-                let binary = built
-                    .get(&c.kind)
-                    .and_then(|b| b.get(job.program))
-                    .and_then(|r| r.as_ref().ok());
-                let note = match binary {
-                    // Its build failure is in the report already.
-                    None => None,
-                    Some(bin) => {
-                        let cmd = c.command(job.procs, machine, bin, &job.args);
-                        let who = Origin {
-                            mpi: c.name,
-                            rep,
-                            procs: job.procs,
-                            machine,
-                        };
-                        collect(
-                            run::run_job(cmd, timeout, who),
-                            &mut samples,
-                            failures,
-                            c.name,
-                            &label,
-                            rep,
-                        )
-                    }
-                };
-                progress.finish(note.as_deref());
-            }
+    let mut tasks: Vec<Task> = Vec::new();
+    if let Some(bin) = reference {
+        let quick = quick.clone();
+        tasks.push(Task {
+            mpi: "reference",
+            label: "reference".into(),
+            procs: 1,
+            keys: vec![],
+            command: Box::new(move || {
+                let mut cmd = Command::new(bin);
+                cmd.args(&quick);
+                cmd
+            }),
+        });
+    }
+    for job in run::mpi_jobs(&plan.np, &plan.startup_np, plan.quick) {
+        for c in mpis.iter().filter(|c| c.ready()) {
+            let binary = built
+                .get(&c.kind)
+                .and_then(|b| b.get(job.program))
+                .and_then(|r| r.as_ref().ok());
+            // A build failure is in the report already.
+            let Some(bin) = binary else { continue };
+            let job = job.clone();
+            tasks.push(Task {
+                mpi: c.name,
+                label: job.label(),
+                procs: job.procs,
+                keys: vec![],
+                command: Box::new(move || c.command(job.procs, machine, bin, &job.args)),
+            });
         }
     }
-    progress.close();
+    let timeout = Duration::from_secs(plan.timeout_secs);
+    let (samples, failed) =
+        run::run_schedule(&tasks, plan.reps, machine, timeout, &mut |_, _, _| {});
+    failures.extend(failed);
     samples
-}
-
-/// Keep a run's samples or record its failure; returns a line to print
-/// for a failure.
-fn collect(
-    result: Result<Vec<Sample>, String>,
-    samples: &mut Vec<Sample>,
-    failures: &mut Vec<Failure>,
-    mpi: &str,
-    job: &str,
-    rep: u32,
-) -> Option<String> {
-    match result {
-        Ok(s) => {
-            samples.extend(s);
-            None
-        }
-        Err(e) => {
-            let line = format!("FAILED {mpi} {job} (rep {rep}): {e}");
-            failures.push(failure(mpi, job, rep, &e));
-            Some(line)
-        }
-    }
 }

@@ -18,22 +18,47 @@ pub struct Plot {
     pub title: String,
 }
 
-/// What one plot shows.
-struct Spec<'a> {
-    file: String,
-    title: String,
+/// What one plot shows: one line per MPI and value of the keys that vary
+/// among the selected medians (other than x).
+pub struct Spec<'a> {
+    pub file: String,
+    pub title: String,
     /// Key whose value is the x coordinate (`size` or `np`).
-    x_key: &'a str,
-    y_label: String,
-    select: Box<dyn Fn(&Summary) -> bool + 'a>,
+    pub x_key: &'a str,
+    pub y_label: String,
+    pub select: Box<dyn Fn(&Summary) -> bool + 'a>,
 }
+
+impl std::fmt::Debug for Spec<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spec")
+            .field("file", &self.file)
+            .field("x_key", &self.x_key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// File-name prefixes of `compare`'s plots.
+const PREFIXES: [&str; 4] = ["pingpong_", "stencil", "colls_", "startup_"];
 
 /// Write every plot the medians allow into `dir`; returns them in report
 /// order. Plots without points are not written.
 pub fn write_all(dir: &Path, medians: &[Summary]) -> Result<Vec<Plot>, String> {
-    remove_old(dir);
+    write_specs(dir, medians, specs(medians), &PREFIXES)
+}
+
+/// Write the plots of `specs` that have points into `dir`, after removing
+/// the SVG files of an earlier run whose names start with one of
+/// `prefixes`.
+pub fn write_specs(
+    dir: &Path,
+    medians: &[Summary],
+    specs: Vec<Spec>,
+    prefixes: &[&str],
+) -> Result<Vec<Plot>, String> {
+    remove_old(dir, prefixes);
     let mut plots = Vec::new();
-    for spec in specs(medians) {
+    for spec in specs {
         let series = series(medians, &spec);
         if series.is_empty() {
             continue;
@@ -47,15 +72,10 @@ pub fn write_all(dir: &Path, medians: &[Summary]) -> Result<Vec<Plot>, String> {
     Ok(plots)
 }
 
-/// Plots of an earlier run in `dir` (by this module's file names only), so
+/// Plots of an earlier run in `dir` (by their file-name prefixes only), so
 /// that none outlives the data it showed.
-fn remove_old(dir: &Path) {
-    let ours = |name: &str| {
-        name.ends_with(".svg")
-            && ["pingpong_", "stencil", "colls_", "startup_"]
-                .iter()
-                .any(|p| name.starts_with(p))
-    };
+fn remove_old(dir: &Path, prefixes: &[&str]) {
+    let ours = |name: &str| name.ends_with(".svg") && prefixes.iter().any(|p| name.starts_with(p));
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         if entry.file_name().to_str().is_some_and(ours) {
             let _ = std::fs::remove_file(entry.path());

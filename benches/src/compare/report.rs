@@ -66,25 +66,37 @@ pub struct Results<'a> {
 /// the workspace are written relative to its root, so that a report can
 /// be shared or kept without naming the machine's directories.
 pub fn write(dir: &Path, r: &Results, plots: &[Plot]) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(r).map_err(|e| format!("results.json: {e}"))?;
+    write_files(
+        dir,
+        [
+            ("results.json", json + "\n"),
+            ("results.csv", medians_csv(r.medians)),
+            ("samples.csv", samples_csv(r.samples)),
+            ("report.md", markdown(r, plots)),
+        ],
+    )
+}
+
+/// Write `(name, text)` files into `dir`, with the workspace's root taken
+/// out of every path the texts name.
+pub fn write_files<const N: usize>(dir: &Path, files: [(&str, String); N]) -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(|p| format!("{}/", p.display()));
-    let put = |name: &str, text: String| {
+    for (name, text) in files {
         let text = match &root {
             Some(root) => text.replace(root.as_str(), ""),
             None => text,
         };
         std::fs::write(dir.join(name), text)
-            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
-    };
-    let json = serde_json::to_string_pretty(r).map_err(|e| format!("results.json: {e}"))?;
-    put("results.json", json + "\n")?;
-    put("results.csv", medians_csv(r.medians))?;
-    put("samples.csv", samples_csv(r.samples))?;
-    put("report.md", markdown(r, plots))
+            .map_err(|e| format!("{}: {e}", dir.join(name).display()))?;
+    }
+    Ok(())
 }
 
-fn medians_csv(medians: &[Summary]) -> String {
+/// `results.csv`: one line per median.
+pub fn medians_csv(medians: &[Summary]) -> String {
     let mut out = String::from("mpi,bench,metric,keys,unit,median,min,max,n,oversubscribed\n");
     for s in medians {
         let k = &s.key;
@@ -106,7 +118,8 @@ fn medians_csv(medians: &[Summary]) -> String {
     out
 }
 
-fn samples_csv(samples: &[Sample]) -> String {
+/// `samples.csv`: one line per sample.
+pub fn samples_csv(samples: &[Sample]) -> String {
     let mut out = String::from("mpi,bench,metric,keys,unit,value,rep,procs,oversubscribed\n");
     for s in samples {
         let _ = writeln!(
@@ -138,7 +151,7 @@ fn direction(unit: &str, better: Better) -> String {
 }
 
 /// A number with about four significant digits.
-fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     let a = v.abs();
     if a >= 1000.0 || a == 0.0 {
         format!("{v:.0}")
@@ -285,10 +298,41 @@ fn markdown(r: &Results, plots: &[Plot]) -> String {
         },
     );
 
+    mpis_section(&mut md, r.mpis);
+    let competitors: Vec<&str> = r
+        .mpis
+        .iter()
+        .filter(|c| c.ready() && c.kind != Kind::Tessel)
+        .map(|c| c.name)
+        .collect();
+    summary(&mut md, r.medians, &competitors);
+    reference(&mut md, r.medians);
+    per_benchmark(&mut md, r.medians, r.mpis, &competitors);
+
+    if !plots.is_empty() {
+        md.push_str("\n## Plots\n\n");
+        for p in plots {
+            let _ = writeln!(md, "- [{}]({})", p.title, p.file);
+        }
+        md.push('\n');
+        for p in plots {
+            let _ = writeln!(md, "![{}]({})\n", p.title, p.file);
+        }
+    }
+    failures_section(&mut md, r.failures);
+    md.push_str(
+        "\nRaw samples: `samples.csv`, `results.json`; medians with min and max: `results.csv`.\n",
+    );
+    md
+}
+
+/// The `## MPIs` section: version, compiler, library and launch settings
+/// of each competitor that ran, and why the others were skipped.
+pub fn mpis_section(md: &mut String, mpis: &[Competitor]) {
     md.push_str(
         "## MPIs\n\n| MPI | version | compiler | library loaded | launch, processes ≤ cores | launch, processes > cores |\n|---|---|---|---|---|---|\n",
     );
-    for c in r.mpis.iter().filter(|c| c.ready()) {
+    for c in mpis.iter().filter(|c| c.ready()) {
         let cc =
             c.cc.iter()
                 .chain(&c.cc_after)
@@ -310,7 +354,7 @@ fn markdown(r: &Results, plots: &[Plot]) -> String {
         "\nEvery run has `LD_LIBRARY_PATH` and `LD_PRELOAD` unset: each program loads the \
          library it was linked with.\n",
     );
-    for c in r.mpis.iter().filter(|c| !c.ready()) {
+    for c in mpis.iter().filter(|c| !c.ready()) {
         let _ = writeln!(
             md,
             "\n**{} skipped**: {}",
@@ -318,30 +362,13 @@ fn markdown(r: &Results, plots: &[Plot]) -> String {
             c.skipped.as_deref().unwrap_or("")
         );
     }
+}
 
-    let competitors: Vec<&str> = r
-        .mpis
-        .iter()
-        .filter(|c| c.ready() && c.kind != Kind::Tessel)
-        .map(|c| c.name)
-        .collect();
-    summary(&mut md, r.medians, &competitors);
-    reference(&mut md, r.medians);
-    per_benchmark(&mut md, r.medians, r.mpis, &competitors);
-
-    if !plots.is_empty() {
-        md.push_str("\n## Plots\n\n");
-        for p in plots {
-            let _ = writeln!(md, "- [{}]({})", p.title, p.file);
-        }
-        md.push('\n');
-        for p in plots {
-            let _ = writeln!(md, "![{}]({})\n", p.title, p.file);
-        }
-    }
-    if !r.failures.is_empty() {
+/// The `## Failed runs` table (nothing when none failed).
+pub fn failures_section(md: &mut String, failures: &[Failure]) {
+    if !failures.is_empty() {
         md.push_str("\n## Failed runs\n\n| MPI | run | rep | reason |\n|---|---|---|---|\n");
-        for f in r.failures {
+        for f in failures {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} |",
@@ -356,10 +383,6 @@ fn markdown(r: &Results, plots: &[Plot]) -> String {
             );
         }
     }
-    md.push_str(
-        "\nRaw samples: `samples.csv`, `results.json`; medians with min and max: `results.csv`.\n",
-    );
-    md
 }
 
 fn summary(md: &mut String, medians: &[Summary], competitors: &[&str]) {

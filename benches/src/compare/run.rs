@@ -75,6 +75,18 @@ pub struct Failure {
     pub reason: String,
 }
 
+impl Failure {
+    /// `rep` 0 for what is not a run (a build).
+    pub fn new(mpi: &str, job: &str, rep: u32, reason: &str) -> Failure {
+        Failure {
+            mpi: mpi.into(),
+            job: job.into(),
+            rep,
+            reason: reason.into(),
+        }
+    }
+}
+
 /// Who ran a job, to label its samples.
 #[derive(Debug, Clone, Copy)]
 pub struct Origin<'a> {
@@ -87,10 +99,20 @@ pub struct Origin<'a> {
 /// Run `cmd` under a watchdog and turn its `result` lines into samples.
 /// A non-zero exit, a timeout, a malformed line or no result line at all
 /// is a failure (the samples of a failed run are dropped).
-pub fn run_job(mut cmd: Command, timeout: Duration, who: Origin) -> Result<Vec<Sample>, String> {
+pub fn run_job(cmd: Command, timeout: Duration, who: Origin) -> Result<Vec<Sample>, String> {
+    run_job_output(cmd, timeout, who).map(|(samples, _)| samples)
+}
+
+/// [`run_job`], also returning the job's stderr (where an MPI prints its
+/// own statistics).
+pub fn run_job_output(
+    mut cmd: Command,
+    timeout: Duration,
+    who: Origin,
+) -> Result<(Vec<Sample>, String), String> {
     let out = run_with_watchdog(&mut cmd, timeout)?;
     let mut samples = Vec::new();
-    for line in out.lines() {
+    for line in out.stdout.lines() {
         if let Some(r) = parse_line(line)? {
             samples.push(Sample {
                 mpi: who.mpi.to_string(),
@@ -106,14 +128,24 @@ pub fn run_job(mut cmd: Command, timeout: Duration, who: Origin) -> Result<Vec<S
         }
     }
     if samples.is_empty() {
-        return Err(format!("no `result` line in the output: {}", tail(&out, 4)));
+        return Err(format!(
+            "no `result` line in the output: {}",
+            tail(&out.stdout, 4)
+        ));
     }
-    Ok(samples)
+    Ok((samples, out.stderr))
+}
+
+/// What a job that exited with 0 printed.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
 }
 
 /// Run `cmd` in its own process group with stdin closed; kill the whole
-/// group after `timeout`. Returns stdout when it exits with 0.
-pub fn run_with_watchdog(cmd: &mut Command, timeout: Duration) -> Result<String, String> {
+/// group after `timeout`. Returns its output when it exits with 0.
+pub fn run_with_watchdog(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
     use std::os::unix::process::CommandExt;
     let mut child = cmd
         .stdin(Stdio::null())
@@ -159,7 +191,79 @@ pub fn run_with_watchdog(cmd: &mut Command, timeout: Duration) -> Result<String,
         let text = format!("{out}\n{err}");
         return Err(format!("{status}: {}", tail(&text, 4)));
     }
-    Ok(out)
+    Ok(Output {
+        stdout: out,
+        stderr: err,
+    })
+}
+
+/// One run of a schedule, repeated in every repetition.
+pub struct Task<'a> {
+    /// Competitor name the samples carry (`reference` for `reference.c`).
+    pub mpi: &'a str,
+    /// What progress lines and failures call it (`stencil np=4`).
+    pub label: String,
+    pub procs: u32,
+    /// Keys added to every sample of the run (`rndv=get`): settings the
+    /// program cannot know, such as its MPI's environment.
+    pub keys: Vec<(String, String)>,
+    /// Makes the command that starts the run.
+    pub command: Box<dyn Fn() -> Command + 'a>,
+}
+
+impl std::fmt::Debug for Task<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task")
+            .field("mpi", &self.mpi)
+            .field("label", &self.label)
+            .field("procs", &self.procs)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every task in turn, `reps` times over (A B C A B C ...), so that drifts
+/// of the machine spread over all tasks alike. Returns the samples and the
+/// failed runs; `stderr(task, rep, text)` receives the stderr of each run
+/// that succeeded.
+pub fn run_schedule(
+    tasks: &[Task],
+    reps: u32,
+    machine: Machine,
+    timeout: Duration,
+    stderr: &mut dyn FnMut(usize, u32, &str),
+) -> (Vec<Sample>, Vec<Failure>) {
+    let mut progress = Progress::new(tasks.len() as u64 * u64::from(reps));
+    let (mut samples, mut failures) = (Vec::new(), Vec::new());
+    for rep in 1..=reps {
+        for (i, task) in tasks.iter().enumerate() {
+            progress.start(&format!("rep {rep}/{reps}: {} {}", task.mpi, task.label));
+            let who = Origin {
+                mpi: task.mpi,
+                rep,
+                procs: task.procs,
+                machine,
+            };
+            let note = match run_job_output((task.command)(), timeout, who) {
+                Ok((mut got, err)) => {
+                    for s in &mut got {
+                        s.keys.extend(task.keys.iter().cloned());
+                    }
+                    samples.extend(got);
+                    stderr(i, rep, &err);
+                    None
+                }
+                Err(e) => {
+                    let line = format!("FAILED {} {} (rep {rep}): {e}", task.mpi, task.label);
+                    failures.push(Failure::new(task.mpi, &task.label, rep, &e));
+                    Some(line)
+                }
+            };
+            progress.finish(note.as_deref());
+        }
+    }
+    progress.close();
+    (samples, failures)
 }
 
 /// Seconds a launcher gets to tear its job down after SIGTERM.
