@@ -697,6 +697,9 @@ extern \"C\" {
 #endif
 
 #define TESSEL_MPI 1
+/* Library-managed receive buffers: MPI_Irecv with a NULL buffer,
+ * MPIX_Get_recv_buf and MPIX_Release_recv_buf. */
+#define MPIX_HAS_RECV_BUF 1
 
 /* Handles: MPICH's are ints, except files and the tool interface's. */
 typedef int MPI_Comm;

@@ -31,6 +31,7 @@ const PROGRAMS: &[&str] = &[
     "neighbor",
     "mem",
     "hwtopo",
+    "recvbuf",
 ];
 
 fn prefix() -> PathBuf {

@@ -54,6 +54,7 @@ pub mod errh;
 pub mod group;
 pub mod hwsplit;
 pub mod info;
+pub mod recvbuf;
 pub mod request;
 pub mod session;
 pub mod table;
@@ -194,6 +195,8 @@ pub struct Runtime {
     detached: Vec<Req>,
     /// Messages taken by matched probes.
     pub messages: table::Table<request::Matched>,
+    /// Buffers of library-managed receives (`MPI_Irecv` with no buffer).
+    pub recv_bufs: recvbuf::Store,
     /// The buffer of buffered sends, when attached.
     pub bsend: Option<request::Attached>,
     /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
@@ -250,6 +253,7 @@ impl Runtime {
             free_reqs: Vec::new(),
             detached: Vec::new(),
             messages: table::Table::new(0),
+            recv_bufs: recvbuf::Store::default(),
             bsend: None,
             ops: table::Table::new(0),
             coll_slots: Vec::new(),
@@ -413,11 +417,18 @@ impl Runtime {
                 request::set_cancelled(&mut st, true);
                 Ok(st)
             }
-            Ok(done) => Ok(abi::MPI_Status::new(
-                rank_of(done.status.source).unwrap_or(abi::MPI_ANY_SOURCE),
-                done.status.tag as u32 as i32,
-                done.status.len,
-            )),
+            Ok(done) => {
+                let st = abi::MPI_Status::new(
+                    rank_of(done.status.source).unwrap_or(abi::MPI_ANY_SOURCE),
+                    done.status.tag as u32 as i32,
+                    done.status.len,
+                );
+                if let Some(buf) = done.buffer {
+                    self.recv_bufs
+                        .complete(st.MPI_SOURCE, st.MPI_TAG, st.bytes(), buf);
+                }
+                Ok(st)
+            }
             Err(shm_engine::Error::Truncated {
                 source,
                 tag,

@@ -43,6 +43,7 @@ mod info;
 mod interop;
 mod mem;
 mod p2p;
+mod recvbuf;
 pub mod predefined;
 mod session;
 mod tool;
@@ -70,6 +71,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     coll::neighbor::PROTOTYPES,
     interop::PROTOTYPES,
     mem::PROTOTYPES,
+    recvbuf::PROTOTYPES,
     unsupported::PROTOTYPES,
     unsupported::UNSUPPORTED,
     tool::PROTOTYPES,

@@ -413,12 +413,17 @@ unsafe fn recv_args(
     let slot = comm_slot(comm)?;
     // SAFETY: forwarded from the caller.
     let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
+    let from = recv_from(rt, slot, source, tag)?;
+    Ok((from, ub, slot))
+}
+
+/// Check a receive's source and tag on communicator `slot` and translate
+/// them for the engine (`None` for `MPI_PROC_NULL`).
+fn recv_from(rt: &Runtime, slot: usize, source: c_int, tag: c_int) -> MpiResult<RecvFrom> {
     let c = rt.comm(slot)?;
     check_rank(c, source, "source", true)?;
     check_tag(tag, true)?;
-    let from =
-        (source != abi::MPI_PROC_NULL).then(|| (c.source(source), Comm::tag_match(c.ctx, tag)));
-    Ok((from, ub, slot))
+    Ok((source != abi::MPI_PROC_NULL).then(|| (c.source(source), Comm::tag_match(c.ctx, tag))))
 }
 
 /// The status of a receive from `MPI_PROC_NULL` (MPI-4.0 §3.10).
@@ -468,6 +473,36 @@ unsafe fn start_recv(
         // SAFETY: the caller's promise: the pieces (the user's elements, or
         // the request's own packed buffer) stay writable until completion.
         Ok(unsafe { ep.irecv_iov_raw(src, matcher, pieces)? })
+    })
+}
+
+/// Post a library-managed receive (see `recvbuf`): at most `count`
+/// elements of a contiguous datatype, into a buffer the engine allocates
+/// when the message matches.
+fn post_managed(
+    rt: &mut Runtime,
+    count: c_int,
+    dt: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Req> {
+    let slot = comm_slot(comm)?;
+    let dt = super::datatype(rt, dt)?;
+    if !dt.committed {
+        return Err(err(abi::MPI_ERR_TYPE, "datatype not committed"));
+    }
+    let cap = dt
+        .bytes(count as usize)
+        .ok_or_else(|| err(abi::MPI_ERR_COUNT, "message size overflows"))?;
+    let Some((src, matcher)) = recv_from(rt, slot, source, tag)? else {
+        return Ok(Req::Done(proc_null_status()));
+    };
+    let req = rt.ep.irecv_managed(src, matcher, cap)?;
+    Ok(Req::Engine {
+        req,
+        comm: slot,
+        staged: None,
     })
 }
 
@@ -533,8 +568,13 @@ pub unsafe extern "C" fn MPI_Irecv(
         if request.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
         }
-        // SAFETY: forwarded from the caller.
-        let r = unsafe { post_recv(rt, buf, count, datatype, source, tag, comm)? };
+        let managed = buf.is_null() && count > 0 && super::datatype(rt, datatype)?.is_contiguous();
+        let r = if managed {
+            post_managed(rt, count, datatype, source, tag, comm)?
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { post_recv(rt, buf, count, datatype, source, tag, comm)? }
+        };
         let i = rt.add_req(r);
         // SAFETY: output argument.
         unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
