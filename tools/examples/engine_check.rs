@@ -19,7 +19,7 @@
 use std::process::ExitCode;
 
 use shm_engine::rndv::Protocol;
-use shm_engine::{Endpoint, Error, Piece, RndvMode, Source, TagMatch, bootstrap};
+use shm_engine::{Endpoint, Error, Piece, RndvMode, SharedVec, Source, TagMatch, bootstrap};
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
@@ -448,6 +448,24 @@ fn exchange(ep: &mut Endpoint, peer: u32, tag: u64, size: usize, cap: usize, see
     }
 }
 
+/// As [`exchange`], from a shared-heap buffer into a buffer the engine
+/// allocates ([`Endpoint::irecv_managed`]).
+fn shared_exchange(ep: &mut Endpoint, peer: u32, tag: u64, size: usize, seed: u32) -> Res {
+    let me = ep.rank();
+    let out = SharedVec::from_slice(&expected(me + seed, size))?;
+    let r = ep.irecv_managed(Source::Rank(peer), TagMatch::exact(tag), size)?;
+    // SAFETY: `out` lives until the send completes: we wait for it below.
+    let s = unsafe { ep.isend_raw(peer, tag, out.as_ptr(), size)? };
+    let got = ep.wait(r)?;
+    ep.wait(s)?;
+    let buf = got
+        .buffer
+        .ok_or("a managed receive came back without a buffer")?;
+    ensure(buf.as_slice() == &expected(peer + seed, size)[..], || {
+        format!("{size} shared bytes from {peer} (seed {seed}): payload corrupt")
+    })
+}
+
 fn stealing(ep: &mut Endpoint) -> Res {
     const BIG: [usize; 3] = [65536, (1 << 20) + 3, 4 << 20];
     const ROUNDS: u32 = 5;
@@ -464,6 +482,14 @@ fn stealing(ep: &mut Endpoint) -> Res {
         // A truncated receive still moves (and counts) its first bytes.
         exchange(ep, peer, 200, 300_000, 200_000, 99)?;
         large += 1;
+        // Shared-heap source, engine-allocated (shared-heap) destination:
+        // any process of the node may copy these, the idle ranks too.
+        for round in 0..ROUNDS {
+            for (i, &size) in BIG.iter().enumerate() {
+                shared_exchange(ep, peer, 400 + i as u64, size, 32 + round)?;
+                large += 1;
+            }
+        }
         if me == 0 {
             for helper in 2..n {
                 ep.send(helper, 7, b"stop")?;
