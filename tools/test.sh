@@ -61,4 +61,15 @@ print(" ".join(m["name"] for m in json.load(open(sys.argv[1]))["mpis"]
     grep -qF "| vs $mpi |" "$report/report.md" || { echo "the summary does not name $mpi" >&2; exit 1; }
 done
 
+step "large-message protocols benchmark, --quick (every TESSEL_RNDV setting runs; no timing is checked)"
+cargo run --release --locked -p benches --bin protocols -- --quick --mpi tessel --no-setup
+report=target/protocols-report
+for f in report.md bandwidth.csv stats.csv; do
+    test -s "$report/$f" || { echo "protocols wrote no $report/$f" >&2; exit 1; }
+done
+# The forced runs used the protocol they forced (TESSEL_STATS lines).
+for p in get coop steal; do
+    grep -q ",$p," "$report/stats.csv" || { echo "no $p transfers in $report/stats.csv" >&2; exit 1; }
+done
+
 step "all checks passed"

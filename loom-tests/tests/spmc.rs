@@ -4,7 +4,8 @@
 //! `each_task_is_taken_once`: the owner pushes three tasks into a queue of
 //! two slots (so a push finds the ring full and the owner runs that task
 //! itself) while two stealers steal; afterwards the owner takes what is
-//! left. Every task is taken exactly once, and loom's `UnsafeCell` tracking
+//! left. Stealers read each task's hint before claiming it, and the hint
+//! they read is the one pushed with the task they get. Every task is taken exactly once, and loom's `UnsafeCell` tracking
 //! reports any task read not ordered after its write or any slot
 //! overwritten while a stealer still reads it.
 //!
@@ -46,11 +47,25 @@ fn task(n: u64) -> CopyTask {
     CopyTask::new(n, n as u32, 100 + n, 200 + n, 8 + n)
 }
 
-/// Steal until the queue says empty; what a stealer took.
+/// The hint each task is pushed with.
+fn hint_of(t: &CopyTask) -> u64 {
+    t.request + 1000
+}
+
+/// Steal until the queue says empty; what a stealer took. Each claim goes
+/// through `steal_if`, and the hint it read before claiming must be the
+/// claimed task's.
 fn steal_all(stealer: &Stealer<'_>, mut run: impl FnMut(CopyTask)) {
     loop {
-        match stealer.steal() {
-            Steal::Success(t) => run(t),
+        let mut seen = None;
+        match stealer.steal_if(|h| {
+            seen = Some(h);
+            true
+        }) {
+            Steal::Success(t) => {
+                assert_eq!(seen, Some(hint_of(&t)), "hint read before the claim");
+                run(t)
+            }
             Steal::Retry => thread::yield_now(),
             Steal::Empty => return,
         }
@@ -73,7 +88,7 @@ fn queue_model() {
             .collect();
         let mut took = Vec::new();
         for i in 0..ITEMS {
-            if let Err(PushError::Full(t)) = owner.push(task(i)) {
+            if let Err(PushError::Full(t)) = owner.push_hinted(task(i), hint_of(&task(i))) {
                 took.push(t); // the owner runs it itself
             }
         }
@@ -148,7 +163,7 @@ fn fin_model() {
             thread::spawn(move || {
                 let mut copied = 0;
                 for k in 0..2 {
-                    if let Err(PushError::Full(t)) = owner.push(task(k)) {
+                    if let Err(PushError::Full(t)) = owner.push_hinted(task(k), hint_of(&task(k))) {
                         x.copy(t, RECEIVER);
                         copied += 1;
                     }

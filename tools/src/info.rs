@@ -213,8 +213,12 @@ pub fn copy_section(out: &mut String, cfg: &Config) {
         out,
         "  peers can map the shared heap (MPI_Alloc_mem, SharedVec): {heap}"
     );
+    let rndv = format!(
+        "the {} protocol (TESSEL_RNDV; GET, COOP and work stealing over steal queues)",
+        format!("{:?}", cfg.rndv).to_ascii_lowercase()
+    );
     let large = match (cfg.cma, cma) {
-        (CmaMode::Auto, Ok(true)) => "process_vm_readv by the receiver (TESSEL_CMA=auto)",
+        (CmaMode::Auto, Ok(true)) => rndv.as_str(),
         (CmaMode::Auto, _) => "pipelined copy through staging slots (cross-memory attach refused)",
         (CmaMode::Off, _) => "pipelined copy through staging slots (TESSEL_CMA=off)",
     };
@@ -244,6 +248,13 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
         ("TESSEL_SPIN", cfg.spin.to_string()),
         ("TESSEL_YIELD", cfg.yields.to_string()),
         ("TESSEL_SLEEP_US", cfg.sleep.as_micros().to_string()),
+        ("TESSEL_RNDV", format!("{:?}", cfg.rndv).to_ascii_lowercase()),
+        ("TESSEL_CHUNK", cfg.chunk.to_string()),
+        ("TESSEL_REPROBE", cfg.reprobe.to_string()),
+        (
+            "TESSEL_STATS",
+            if cfg.stats { "1" } else { "off" }.to_owned(),
+        ),
     ]
 }
 

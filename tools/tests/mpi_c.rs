@@ -34,6 +34,10 @@ const PROGRAMS: &[&str] = &[
     "recvbuf",
 ];
 
+/// Programs that use Tessel's `MPIX_` extensions: MPICH's library lacks
+/// them, so `mpicc.mpich` cannot link these.
+const EXTENSIONS: &[&str] = &["recvbuf"];
+
 fn prefix() -> PathBuf {
     tessel_prefix()
 }
@@ -110,7 +114,7 @@ fn programs_built_with_our_mpicc() {
 
 #[test]
 fn programs_built_against_mpich_run_on_our_library() {
-    for &name in PROGRAMS {
+    for &name in PROGRAMS.iter().filter(|p| !EXTENSIONS.contains(p)) {
         let exe = build(&mpich_cc(), name, "mpich");
         for n in [1, 3, 8] {
             let run = run_ours(&format!("{name}-mpich-{n}"), &exe, n, true);
