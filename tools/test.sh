@@ -36,7 +36,7 @@ step "loom models of the production ring and doorbell"
 RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release --locked -p loom-tests
 
-for m in spsc_publish doorbell_ring spmc_claim chunk_done; do
+for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask; do
     step "mutation $m: loom must find the weakened ordering"
     RUSTFLAGS="--cfg tessel_loom --cfg tessel_mutation=\"$m\"" CARGO_TARGET_DIR=target/loom-mut \
         cargo test --release --locked -p loom-tests

@@ -8,8 +8,18 @@
 //! |----------|----------------------------|--------------------------------------------------------|
 //! | inline   | <= 80 B (`inline_max`)     | payload inside the control cell                        |
 //! | eager    | <= 16 KiB (`eager_max`)    | payload in the pair's next staging slot                |
-//! | rndv/get | larger, CMA works          | RTS; receiver `process_vm_readv`s the sender's buffer; FIN |
+//! | rndv/adaptive | larger, CMA works     | RTS; the receiver picks probe, GET, COOP or work stealing per (peer, size class) ([`crate::rndv`]); FIN |
 //! | rndv/pipeline | larger, CMA refused   | RTS; CTS; sender streams chunks through staging slots  |
+//!
+//! In the adaptive rendezvous the receiver posts chunks of the copy on its
+//! steal queue and describes the transfer's ends in one of its transfer
+//! slots; it copies what it takes itself, asks the sender (a CTS) to take
+//! some, and idle processes waiting in [`Endpoint::progress_or_back_off`]
+//! take others from the queues of their peers, nearest first. A GET (and
+//! any non-contiguous rendezvous) is one `process_vm_readv` with both
+//! lists of pieces. A receive posted without a buffer
+//! ([`Endpoint::irecv_managed`]) gets one from the shared heap at the
+//! match, so every process of the node can copy into it.
 //!
 //! A buffer is a list of [`Piece`]s (an I/O vector; a contiguous buffer is
 //! the one-piece case): inline and eager senders gather the pieces
@@ -52,7 +62,7 @@ use crate::locality::Place;
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::queue::spmc::{Owner, PushError, Steal, Stealer};
 use crate::queue::spsc::{Consumer, Producer};
-use crate::rndv::{self, Adapt, End, Hint, Loc, Plan, Protocol, Stats};
+use crate::rndv::{self, Adapt, End, Hint, Plan, Protocol, Stats};
 use crate::segment::{FdServer, NodeSegment, XferView};
 use crate::steal::{self, Snapshot};
 use crate::sync::{Ordering, spin_hint};
@@ -1609,12 +1619,14 @@ impl Endpoint {
         let src = End {
             proc: rts.from,
             pid: rts.pid,
-            loc: rts.heap.map_or(Loc::Private(rts.addr), Loc::Shared),
+            addr: rts.addr,
+            heap: rts.heap,
         };
         let dst = End {
             proc: me,
             pid: sys::pid(),
-            loc: heap::locate(ptr, n).map_or(Loc::Private(ptr as u64), Loc::Shared),
+            addr: ptr as u64,
+            heap: heap::locate(ptr, n),
         };
         let at_most_coop = src.is_private() && dst.is_private();
         let (chunk_len, chunks) = plan.chunking(n, self.cfg.chunk);
@@ -1683,7 +1695,7 @@ impl Endpoint {
     /// first, so that sleeping ones come and take chunks.
     fn wake_stealers(&mut self, k: u32, except: u32) {
         self.settle_steal_order();
-        let idle = Snapshot::take(self.seg.stealers());
+        let idle = Snapshot::after_posting(self.seg.stealers());
         if idle.count() == 0 {
             return;
         }
@@ -1706,11 +1718,12 @@ impl Endpoint {
         let me = self.me;
         let x = self.seg.xfer(q, rndv::task_slot(&t));
         let (src, dst) = (End::load(&x.desc.src), End::load(&x.desc.dst));
-        let copied = match (
+        let (s, d) = (
             src.reach(me, &mut self.heaps),
             dst.reach(me, &mut self.heaps),
-        ) {
-            (Some(s), Some(d)) if rndv::can_copy(s, d, self.cma) => {
+        );
+        let copied = match (s, d) {
+            (s, d) if rndv::can_copy(s, d, self.cma) => {
                 // SAFETY: we hold task `t` (posted by us, or claimed from
                 // q's queue: nobody else copies these bytes); the sender
                 // keeps its buffer until FIN and the receiver its own
@@ -1718,8 +1731,8 @@ impl Endpoint {
                 unsafe { rndv::copy(s, d, t.src as usize, t.len as usize) }
             }
             // A stealer checks this before claiming; the owner and the
-            // sender can always copy. Reaching here means an arena could
-            // not be mapped after all.
+            // sender can always copy (their own end is local, and chunked
+            // transfers run only with cross-memory attach).
             _ => Err(std::io::Error::from(std::io::ErrorKind::Unsupported)),
         };
         if let Err(e) = copied {
@@ -1873,10 +1886,7 @@ impl Endpoint {
 /// Whether local process `me` can copy the chunks of transfer `x`.
 fn runnable(x: &XferView<'_>, me: u32, heaps: &mut PeerHeaps, cma: bool) -> bool {
     let (src, dst) = (End::load(&x.desc.src), End::load(&x.desc.dst));
-    match (src.reach(me, heaps), dst.reach(me, heaps)) {
-        (Some(s), Some(d)) => rndv::can_copy(s, d, cma),
-        _ => false,
-    }
+    rndv::can_copy(src.reach(me, heaps), dst.reach(me, heaps), cma)
 }
 
 fn truncation(source: u32, tag: u64, incoming: usize, capacity: usize) -> Result<Status, Error> {

@@ -224,10 +224,10 @@ pub struct XferDesc {
     /// 0, or the OS error number of a failed copy plus one.
     pub error: AtomicU64,
     /// Where the bytes are read: an encoded transfer end (`rndv::End`).
-    pub src: [AtomicU64; 4],
+    pub src: [AtomicU64; 5],
     /// Where they are written.
-    pub dst: [AtomicU64; 4],
-    _pad: [u64; 3],
+    pub dst: [AtomicU64; 5],
+    _pad: [u64; 1],
 }
 
 /// What a control cell asks of its receiver. Stored as a `u32`.
@@ -360,7 +360,7 @@ const _: () = {
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);
     assert!(offset_of!(XferDesc, src) == 40);
-    assert!(offset_of!(XferDesc, dst) == 72);
+    assert!(offset_of!(XferDesc, dst) == 80);
     assert!(size_of::<StealHeader>() == 384);
     assert!(offset_of!(StealHeader, head) == 128);
     assert!(offset_of!(StealHeader, owner) == 256);

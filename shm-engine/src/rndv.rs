@@ -21,9 +21,10 @@
 //! again, so a changed pattern is noticed.
 //!
 //! **Who can copy a chunk.** A copier needs both ends addressable
-//! ([`Addr`]): its own private memory, any process's shared-heap memory
-//! (mapped through [`PeerHeaps`]), or, for *one* end, another process's
-//! private memory through cross-memory attach. So with both ends private
+//! ([`Addr`]): its own memory, any process's shared-heap memory (mapped
+//! through [`PeerHeaps`]), or, for *one* end, another process's memory
+//! through cross-memory attach (also the fallback when a peer's arena
+//! cannot be mapped). So with both ends private
 //! only the sender and the receiver can copy, and the task's hint restricts
 //! it to them ([`Hint`]); with a shared end anyone can.
 
@@ -234,56 +235,54 @@ pub struct End {
     pub proc: u32,
     /// Its pid (for cross-memory attach).
     pub pid: u32,
-    /// Where the bytes are.
-    pub loc: Loc,
-}
-
-/// Where the bytes of an [`End`] are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Loc {
-    /// At this address in the owner's private memory.
-    Private(u64),
-    /// In the owner's shared heap: any local process can map it.
-    Shared(HeapRef),
+    /// The buffer's address in that process.
+    pub addr: u64,
+    /// Where the buffer lies in that process's shared heap, if it does:
+    /// then any local process can map it.
+    pub heap: Option<HeapRef>,
 }
 
 impl End {
     /// Whether only its owner can reach it without cross-memory attach.
     pub fn is_private(&self) -> bool {
-        matches!(self.loc, Loc::Private(_))
+        self.heap.is_none()
     }
 
-    /// Store into four words of an [`XferDesc`](crate::layout::XferDesc).
-    pub fn store(&self, w: &[AtomicU64; 4]) {
-        let (kind, a, b, c) = match self.loc {
-            Loc::Private(addr) => (0u64, addr, 0, 0),
-            Loc::Shared(r) => (1, r.offset, u64::from(r.fd), r.arena_len),
-        };
+    /// Store into five words of an [`XferDesc`](crate::layout::XferDesc).
+    pub fn store(&self, w: &[AtomicU64; 5]) {
+        let h = self.heap.unwrap_or(HeapRef {
+            pid: 0,
+            fd: 0,
+            arena_len: 0,
+            offset: 0,
+        });
+        let kind = u64::from(self.heap.is_some());
         w[0].store(
             kind | u64::from(self.proc) << 8 | u64::from(self.pid) << 32,
             Ordering::Relaxed,
         );
-        w[1].store(a, Ordering::Relaxed);
-        w[2].store(b, Ordering::Relaxed);
-        w[3].store(c, Ordering::Relaxed);
+        w[1].store(self.addr, Ordering::Relaxed);
+        w[2].store(u64::from(h.fd), Ordering::Relaxed);
+        w[3].store(h.arena_len, Ordering::Relaxed);
+        w[4].store(h.offset, Ordering::Relaxed);
     }
 
     /// Read back what [`store`](Self::store) wrote.
-    pub fn load(w: &[AtomicU64; 4]) -> Self {
+    pub fn load(w: &[AtomicU64; 5]) -> Self {
         let w0 = w[0].load(Ordering::Relaxed);
-        let a = w[1].load(Ordering::Relaxed);
         let (proc, pid) = ((w0 >> 8) as u32 & 0xff_ffff, (w0 >> 32) as u32);
-        let loc = if w0 & 0xff == 1 {
-            Loc::Shared(HeapRef {
-                pid,
-                fd: w[2].load(Ordering::Relaxed) as u32,
-                arena_len: w[3].load(Ordering::Relaxed),
-                offset: a,
-            })
-        } else {
-            Loc::Private(a)
-        };
-        Self { proc, pid, loc }
+        let heap = (w0 & 0xff == 1).then(|| HeapRef {
+            pid,
+            fd: w[2].load(Ordering::Relaxed) as u32,
+            arena_len: w[3].load(Ordering::Relaxed),
+            offset: w[4].load(Ordering::Relaxed),
+        });
+        Self {
+            proc,
+            pid,
+            addr: w[1].load(Ordering::Relaxed),
+            heap,
+        }
     }
 }
 
@@ -302,16 +301,18 @@ pub enum Addr {
 }
 
 impl End {
-    /// How process `me` reaches this end (`None` when a shared arena cannot
-    /// be mapped here).
-    pub fn reach(&self, me: u32, heaps: &mut PeerHeaps) -> Option<Addr> {
-        match self.loc {
-            Loc::Private(addr) if self.proc == me => Some(Addr::Local(addr as usize as *mut u8)),
-            Loc::Private(addr) => Some(Addr::Remote {
+    /// How process `me` reaches this end: its own memory, a mapping of
+    /// the owner's shared heap, or else cross-memory attach.
+    pub fn reach(&self, me: u32, heaps: &mut PeerHeaps) -> Addr {
+        if self.proc == me {
+            return Addr::Local(self.addr as usize as *mut u8);
+        }
+        match self.heap.map(|r| heaps.resolve(&r)) {
+            Some(Ok(p)) => Addr::Local(p),
+            _ => Addr::Remote {
                 pid: self.pid,
-                addr,
-            }),
-            Loc::Shared(r) => heaps.resolve(&r).ok().map(Addr::Local),
+                addr: self.addr,
+            },
         }
     }
 }
@@ -467,17 +468,19 @@ mod tests {
 
     #[test]
     fn ends_and_hints_round_trip() {
-        let words: [AtomicU64; 4] = Default::default();
+        let words: [AtomicU64; 5] = Default::default();
         let ends = [
             End {
                 proc: 70,
                 pid: 4242,
-                loc: Loc::Private(0x7fff_0000_1000),
+                addr: 0x7fff_0000_1000,
+                heap: None,
             },
             End {
                 proc: 3,
                 pid: 99,
-                loc: Loc::Shared(HeapRef {
+                addr: 0x7f00_0000_2000,
+                heap: Some(HeapRef {
                     pid: 99,
                     fd: 17,
                     arena_len: 64 << 20,

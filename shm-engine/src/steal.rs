@@ -3,10 +3,10 @@
 //!
 //! **Stealer mask.** `ceil(N / 64)` words; bit `p` set means local process
 //! `p` is idle (waiting with nothing of its own to do) and willing to take
-//! tasks from its peers' steal queues ([`crate::queue::spmc`]). It is a
-//! hint for the owner of a transfer deciding how many chunks to post: no
-//! data is published through it, so its updates are Relaxed, and a stale
-//! snapshot costs only a less fitting chunk count, never correctness.
+//! tasks from its peers' steal queues ([`crate::queue::spmc`]). No data is
+//! published through it. An owner that posted tasks reads it to wake idle
+//! processes that may be asleep on their futex; that must not miss a
+//! stealer that looked at the queue too early (SM1).
 //!
 //! **Completion set.** Each large request has `ceil(chunks / 64)` chunk
 //! words and `ceil(N / 64)` helper words. Whoever copies chunk `k` first
@@ -18,13 +18,18 @@
 //! part.
 //!
 //! Synchronisation (SYNC POINT):
+//! - SM1 (store-load, as Dekker's): a stealer sets its bit, then a SeqCst
+//!   fence, then looks at the queues; an owner publishes a task, then a
+//!   SeqCst fence, then reads the mask ([`Snapshot::after_posting`]). One
+//!   of the two sees the other: the stealer finds the task, or the owner
+//!   finds the bit and wakes it.
 //! - SC1: a copier copies chunk `k`, sets its helper bit (Relaxed, ordered
 //!   by what follows), then sets chunk bit `k` with `fetch_or` (Release);
 //!   [`Completion::is_complete`] loads every chunk word (Acquire). Whoever
 //!   sees all chunk bits therefore sees every chunk's bytes and every
 //!   helper bit set before them.
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, fence};
 
 /// Ordering of the chunk bit `fetch_or` (SC1). The `chunk_done` mutation
 /// weakens it so loom-tests can prove loom notices.
@@ -42,12 +47,22 @@ fn word_bit(i: u32) -> (usize, u64) {
     ((i / 64) as usize, 1u64 << (i % 64))
 }
 
-/// Advertise local process `rank` as an idle stealer. Returns whether it
-/// was already advertised.
+/// The SM1 fence. The `stealer_mask` mutation removes it so loom-tests can
+/// prove loom notices.
+#[inline]
+fn sm1_fence() {
+    #[cfg(not(tessel_mutation = "stealer_mask"))]
+    fence(Ordering::SeqCst);
+}
+
+/// Advertise local process `rank` as an idle stealer; look at the queues
+/// only after this (SM1). Returns whether it was already advertised.
 #[inline]
 pub fn advertise(mask: &[AtomicU64], rank: u32) -> bool {
     let (w, b) = word_bit(rank);
-    mask[w].fetch_or(b, Ordering::Relaxed) & b != 0
+    let was = mask[w].fetch_or(b, Ordering::Relaxed) & b != 0;
+    sm1_fence();
+    was
 }
 
 /// Withdraw local process `rank` from the stealers (it has work of its own
@@ -63,6 +78,13 @@ pub fn withdraw(mask: &[AtomicU64], rank: u32) -> bool {
 pub struct Snapshot(Vec<u64>);
 
 impl Snapshot {
+    /// The mask as an owner that has just published tasks must read it to
+    /// wake idle stealers (SM1).
+    pub fn after_posting(mask: &[AtomicU64]) -> Self {
+        sm1_fence();
+        Self::take(mask)
+    }
+
     /// Read the mask.
     pub fn take(mask: &[AtomicU64]) -> Self {
         Self(mask.iter().map(|w| w.load(Ordering::Relaxed)).collect())

@@ -248,7 +248,10 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
         ("TESSEL_SPIN", cfg.spin.to_string()),
         ("TESSEL_YIELD", cfg.yields.to_string()),
         ("TESSEL_SLEEP_US", cfg.sleep.as_micros().to_string()),
-        ("TESSEL_RNDV", format!("{:?}", cfg.rndv).to_ascii_lowercase()),
+        (
+            "TESSEL_RNDV",
+            format!("{:?}", cfg.rndv).to_ascii_lowercase(),
+        ),
         ("TESSEL_CHUNK", cfg.chunk.to_string()),
         ("TESSEL_REPROBE", cfg.reprobe.to_string()),
         (
