@@ -181,7 +181,8 @@ fn exports() -> (BTreeSet<String>, BTreeSet<String>) {
         let (Some(kind), Some(name)) = (f.next(), f.next()) else {
             continue;
         };
-        if !name.starts_with("MPI_") {
+        // MPI's names and the extensions' (`MPIX_`).
+        if !name.starts_with("MPI_") && !name.starts_with("MPIX_") {
             continue;
         }
         let set = if kind == "T" {

@@ -78,6 +78,11 @@ pub struct Config {
     /// class, the adaptive protocol splits finely again to notice a changed
     /// pattern; 0 = never. Default 64.
     pub reprobe: u32,
+    /// `TESSEL_GRANT_MAX`: a receive posted without a buffer from one
+    /// process, of at most this many bytes, lends that process a landing
+    /// buffer in the shared heap, so that its next large message is written
+    /// at once (no RTS, no CTS). 0 turns this off. Default 4194304.
+    pub grant_max: usize,
     /// `TESSEL_STATS`: `1` prints, when the endpoint finalizes, the
     /// transfers per protocol and size class and the bytes each helper
     /// copied (one `tessel-stats:` line each, on stderr). Default off.
@@ -99,6 +104,7 @@ impl Default for Config {
             rndv: RndvMode::Adaptive,
             chunk: 1024,
             reprobe: 64,
+            grant_max: 4 << 20,
             stats: false,
         }
     }
@@ -156,6 +162,7 @@ impl Config {
         c.sleep = Duration::from_micros(us.max(1));
         parse(&get, "TESSEL_CHUNK", &mut c.chunk)?;
         parse(&get, "TESSEL_REPROBE", &mut c.reprobe)?;
+        parse(&get, "TESSEL_GRANT_MAX", &mut c.grant_max)?;
         if let Some(v) = get("TESSEL_STATS") {
             c.stats = !matches!(v.trim(), "" | "0" | "off" | "no");
         }

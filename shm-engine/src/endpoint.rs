@@ -132,7 +132,10 @@ pub struct Completion {
 /// is returned when the `RecvBuf` is dropped.
 pub struct RecvBuf {
     ptr: std::ptr::NonNull<u8>,
+    /// Bytes of the message.
     len: usize,
+    /// Bytes allocated (at least `len`).
+    cap: usize,
     in_heap: bool,
 }
 
@@ -147,6 +150,7 @@ impl RecvBuf {
             return Self {
                 ptr,
                 len,
+                cap: len,
                 in_heap: true,
             };
         }
@@ -158,6 +162,7 @@ impl RecvBuf {
         Self {
             ptr,
             len,
+            cap: len,
             in_heap: false,
         }
     }
@@ -190,6 +195,12 @@ impl RecvBuf {
         self.len
     }
 
+    /// Keep only the first `n` bytes visible (the memory stays allocated
+    /// until the buffer is dropped).
+    fn truncate(&mut self, n: usize) {
+        self.len = self.len.min(n);
+    }
+
     /// Whether it holds no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -208,7 +219,7 @@ impl Drop for RecvBuf {
             let _ = unsafe { heap::free(self.ptr) };
         } else {
             // SAFETY: allocated by std::alloc with this layout in `new`.
-            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::private_layout(self.len)) };
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::private_layout(self.cap)) };
         }
     }
 }
@@ -291,9 +302,25 @@ struct Ack {
 /// An unexpected arrival's body.
 #[derive(Debug)]
 enum Arrival {
-    Data { bytes: Vec<u8>, ack: Option<Ack> },
+    Data {
+        bytes: Vec<u8>,
+        ack: Option<Ack>,
+    },
     Rts(Rts),
+    /// A message the sender wrote into a buffer we granted ([`Grant`]).
+    Landed(RecvBuf),
 }
+
+/// A landing buffer a receiver lent us for one later large message.
+#[derive(Clone, Copy, Debug)]
+struct Grant {
+    id: u64,
+    cap: usize,
+    at: HeapRef,
+}
+
+/// Landing buffers lent to one local peer: at most this many at a time.
+const GRANTS_PER_PEER: usize = 4;
 
 /// A rendezvous offer, as its RTS cell names it.
 #[derive(Clone, Copy, Debug)]
@@ -336,6 +363,7 @@ impl Arrival {
         match self {
             Self::Data { bytes, .. } => bytes.len(),
             Self::Rts(rts) => rts.size,
+            Self::Landed(buf) => buf.len(),
         }
     }
 }
@@ -377,6 +405,10 @@ struct Peer {
     rx: Consumer<'static>,
     staging: TxStaging,
     backlog: VecDeque<Outgoing>,
+    /// Landing buffers this peer lent us, oldest first.
+    grants: VecDeque<Grant>,
+    /// Landing buffers we lent this peer, by grant id.
+    lent: Vec<(u64, RecvBuf)>,
 }
 
 /// A process's endpoint.
@@ -403,6 +435,8 @@ pub struct Endpoint {
     adapt: Adapt,
     stats: Stats,
     heaps: PeerHeaps,
+    /// Last grant id handed out.
+    next_grant: u64,
     rank: u32,
     size: u32,
     node: u32,
@@ -525,6 +559,8 @@ impl Endpoint {
                         freed,
                     },
                     backlog: VecDeque::new(),
+                    grants: VecDeque::new(),
+                    lent: Vec::new(),
                 }
             })
             .collect();
@@ -550,6 +586,7 @@ impl Endpoint {
             adapt: Adapt::default(),
             stats: Stats::default(),
             heaps: PeerHeaps::new(),
+            next_grant: 0,
             rank,
             size,
             node,
@@ -807,6 +844,9 @@ impl Endpoint {
             cell.len = len as u32;
             cell.b = id;
             self.enqueue(j, Outgoing::Eager(cell));
+        } else if !sync && self.put(j, id, tag, len) {
+            // Written into a buffer the receiver lent us: done already.
+            self.complete(id, Ok(sent));
         } else {
             // A rendezvous completes at FIN, after the match.
             cell.kind = CellKind::Rts as u32;
@@ -1051,6 +1091,15 @@ impl Endpoint {
         if let Some(r) = self.req_mut(id) {
             r.managed = managed;
         }
+        // A managed receive from one peer: lend it a landing buffer, so
+        // that its next large message is written at once (no RTS, no CTS).
+        if let (Some(cap), Source::Rank(r)) = (managed, source)
+            && cap > self.cfg.eager_max
+            && cap <= self.cfg.grant_max
+        {
+            let j = self.local(r)?;
+            self.grant(j, cap);
+        }
         let posted = Posted {
             req: req_index(id) as u32,
             source,
@@ -1071,7 +1120,78 @@ impl Endpoint {
                 self.complete(id, result);
             }
             Arrival::Rts(rts) => self.start_rndv(id, tag, rts),
+            Arrival::Landed(buf) => self.land(id, from, tag, buf),
         }
+    }
+
+    /// Receive a message that landed in a granted buffer: a managed
+    /// receive takes the buffer itself (no copy), another one copies out.
+    fn land(&mut self, id: ReqId, from: u32, tag: u64, buf: RecvBuf) {
+        let n = buf.len();
+        self.stats.transfer(Protocol::Put, n);
+        let r = self.req_mut(id).expect("matched request exists");
+        let result = match r.managed {
+            Some(cap) if r.recv_buf.is_none() && n <= cap => {
+                r.recv_buf = Some(buf);
+                Ok(Status::new(from, tag, n))
+            }
+            _ => self.deliver(id, from, tag, buf.as_slice()),
+        };
+        self.complete(id, result);
+    }
+
+    /// Lend local peer `j` a landing buffer of `cap` bytes for its next
+    /// large message to us, if it has fewer than [`GRANTS_PER_PEER`] and
+    /// the shared heap has room.
+    fn grant(&mut self, j: u32, cap: usize) {
+        if !self.cma || self.peers[j as usize].lent.len() >= GRANTS_PER_PEER {
+            return;
+        }
+        let buf = RecvBuf::new(cap);
+        let Some(at) = buf
+            .in_shared_heap()
+            .then(|| heap::locate(buf.as_ptr(), cap))
+            .flatten()
+        else {
+            return;
+        };
+        self.next_grant += 1;
+        let id = self.next_grant;
+        let mut cell = Cell::new(CellKind::Grant);
+        cell.a = id;
+        cell.b = cap as u64;
+        cell.c = u64::from(at.pid);
+        cell.set_word(0, u64::from(at.fd));
+        cell.set_word(1, at.arena_len);
+        cell.set_word(2, at.offset);
+        self.peers[j as usize].lent.push((id, buf));
+        self.enqueue(j, Outgoing::Cell(cell));
+    }
+
+    /// Send `id` (`len` bytes) to local peer `j` by writing it at once
+    /// into a landing buffer `j` lent us; false when there is none that
+    /// fits (or it cannot be mapped here).
+    fn put(&mut self, j: u32, id: ReqId, tag: u64, len: usize) -> bool {
+        let grants = &mut self.peers[j as usize].grants;
+        let Some(k) = grants.iter().position(|g| g.cap >= len) else {
+            return false;
+        };
+        let g = grants.remove(k).expect("found above");
+        let Ok(dst) = self.heaps.resolve(&g.at) else {
+            // Our mapping failed: the buffer stays with the receiver.
+            return false;
+        };
+        let r = self.req_mut(id).expect("new request exists");
+        let pieces = r.buf.pieces();
+        // SAFETY: the grant gives us `g.cap >= len` bytes at `dst` until we
+        // publish the Put cell; the send's pieces hold `len` readable bytes.
+        unsafe { Cursor::start(pieces).gather(pieces, dst, len) };
+        let mut cell = Cell::new(CellKind::Put);
+        cell.a = g.id;
+        cell.tag = tag;
+        cell.size = len as u64;
+        self.enqueue(j, Outgoing::Cell(cell));
+        true
     }
 
     /// Tell a synchronous sender its message matched.
@@ -1334,6 +1454,40 @@ impl Endpoint {
             }
             Some(CellKind::Fin | CellKind::Ack) => self.complete_sent(cell.a),
             Some(CellKind::Cts) => self.help(j),
+            Some(CellKind::Grant) => {
+                let at = HeapRef {
+                    pid: cell.c as u32,
+                    fd: cell.word(0) as u32,
+                    arena_len: cell.word(1),
+                    offset: cell.word(2),
+                };
+                self.peers[j as usize].grants.push_back(Grant {
+                    id: cell.a,
+                    cap: cell.b as usize,
+                    at,
+                });
+            }
+            Some(CellKind::Put) => {
+                let lent = &mut self.peers[j as usize].lent;
+                let Some(k) = lent.iter().position(|(id, _)| *id == cell.a) else {
+                    self.boot.abort(
+                        70,
+                        &format!("tessel: rank {from} wrote into unknown grant {}", cell.a),
+                    );
+                    return;
+                };
+                let (_, mut buf) = lent.swap_remove(k);
+                buf.truncate(cell.size as usize);
+                match self.matcher.match_arrival(from, cell.tag) {
+                    Some(p) => {
+                        let id = self.posted_id(p);
+                        self.land(id, from, cell.tag, buf);
+                    }
+                    None => self
+                        .matcher
+                        .push_unexpected(from, cell.tag, Arrival::Landed(buf)),
+                }
+            }
             Some(CellKind::CtsPipeline) => {
                 let (len, cursor) = match self.req_mut(cell.a) {
                     Some(r) => (r.cap, Cursor::start(r.buf.pieces())),
@@ -1909,6 +2063,7 @@ mod tests {
 
     use super::*;
     use crate::bootstrap::Singleton;
+    use crate::rndv::Protocol;
 
     fn endpoint() -> Endpoint {
         Endpoint::new(Box::new(Singleton::default())).expect("one-process endpoint")
@@ -2146,6 +2301,41 @@ mod tests {
             .unwrap();
         assert!(matches!(ep.wait(r), Err(Error::Truncated { .. })));
         ep.wait(s).unwrap();
+    }
+
+    #[test]
+    fn granted_buffers_take_large_messages_at_once() {
+        let mut ep = endpoint();
+        let n = ep.config().eager_max * 4 + 5;
+        let data = bytes(n, 21);
+        // The managed receive lends its source a landing buffer: the send
+        // completes at once, and the receive takes that very buffer.
+        let r = ep
+            .irecv_managed(Source::Rank(0), TagMatch::exact(1), n)
+            .unwrap();
+        ep.progress();
+        let s = ep.isend(0, 1, data.clone()).unwrap();
+        assert!(ep.is_complete(&s), "a put completes when it is written");
+        let got = ep.wait(r).unwrap().buffer.unwrap();
+        assert!(got.in_shared_heap());
+        assert_eq!(got.as_slice(), &data[..]);
+        ep.wait(s).unwrap();
+        assert_eq!(ep.transfers(Protocol::Put), 1);
+        // A grant not used by the next message stays for a later one; a
+        // message landing before any receive waits, unexpected; an
+        // ordinary receive copies it out.
+        let r = ep
+            .irecv_managed(Source::Rank(0), TagMatch::exact(2), n)
+            .unwrap();
+        ep.send(0, 2, b"small").unwrap();
+        assert_eq!(ep.wait(r).unwrap().buffer.unwrap().as_slice(), b"small");
+        ep.send(0, 3, &data).unwrap();
+        assert_eq!(ep.transfers(Protocol::Put), 1, "not received yet");
+        let st = ep.probe(Source::Any, TagMatch::exact(3));
+        assert_eq!(st.len, n);
+        let r = ep.irecv(Source::Any, TagMatch::exact(3), n).unwrap();
+        assert_eq!(ep.wait(r).unwrap().data.unwrap(), data);
+        assert_eq!(ep.transfers(Protocol::Put), 2);
     }
 
     #[test]

@@ -261,6 +261,13 @@ pub enum CellKind {
     /// chunks on its steal queue (transfer slot `b`); the sender is asked
     /// to copy what it can take from there. FIN still ends the send.
     Cts = 8,
+    /// The receiver lends the sender a landing buffer for one later large
+    /// message: grant `a`, `b` bytes, in the shared heap of process `c`
+    /// (pid) at payload words 0 (arena fd), 1 (arena length), 2 (offset).
+    Grant = 9,
+    /// A whole message of `size` bytes was written into the buffer of
+    /// grant `a`; the buffer now holds the message.
+    Put = 10,
 }
 
 impl CellKind {
@@ -275,6 +282,8 @@ impl CellKind {
             6 => Self::Chunk,
             7 => Self::Ack,
             8 => Self::Cts,
+            9 => Self::Grant,
+            10 => Self::Put,
             _ => return None,
         })
     }

@@ -12,6 +12,10 @@
 //! | coop  | 2                      | receiver and sender, one half each (CTS)     |
 //! | steal | as many as helpers seen| receiver, sender and stealers                |
 //!
+//! (A message may also skip all of this: when the receiver lent the sender
+//! a landing buffer for a library-managed receive, the sender writes it
+//! there at once, the *put* protocol in `endpoint`.)
+//!
 //! Chunks are [`CopyTask`]s on the receiver's steal queue; the transfer's
 //! ends live in one of its transfer slots ([`XferDesc`]). Whoever copies a
 //! chunk records itself and sets the chunk's bit ([`Completion::mark`]);
@@ -54,6 +58,9 @@ pub enum Protocol {
     Steal,
     /// Through staging slots (cross-memory attach refused).
     Pipeline,
+    /// Written by the sender at once into a landing buffer the receiver
+    /// granted (library-managed receives).
+    Put,
 }
 
 impl fmt::Display for Protocol {
@@ -64,6 +71,7 @@ impl fmt::Display for Protocol {
             Self::Coop => "coop",
             Self::Steal => "steal",
             Self::Pipeline => "pipeline",
+            Self::Put => "put",
         })
     }
 }

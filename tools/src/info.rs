@@ -254,6 +254,7 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
         ),
         ("TESSEL_CHUNK", cfg.chunk.to_string()),
         ("TESSEL_REPROBE", cfg.reprobe.to_string()),
+        ("TESSEL_GRANT_MAX", cfg.grant_max.to_string()),
         (
             "TESSEL_STATS",
             if cfg.stats { "1" } else { "off" }.to_owned(),
