@@ -47,8 +47,12 @@ pub struct Launched {
 
 /// Output files for the run called `name` (each test uses its own name).
 fn output_paths(name: &str) -> (PathBuf, PathBuf) {
+    // Tests of one binary run in parallel threads of one process and may
+    // launch under the same name: a counter keeps their files apart.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let stem = format!("launcher-{name}-{}", std::process::id());
+    let stem = format!("launcher-{name}-{}-{run}", std::process::id());
     (
         dir.join(format!("{stem}.out")),
         dir.join(format!("{stem}.err")),
