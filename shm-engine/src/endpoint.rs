@@ -857,10 +857,7 @@ impl Endpoint {
             if pieces == 0
                 && let Some(h) = heap::locate(addr as usize as *const u8, len)
             {
-                cell.set_word(1, 1);
-                cell.set_word(2, u64::from(h.fd));
-                cell.set_word(3, h.arena_len);
-                cell.set_word(4, h.offset);
+                set_heap_ref(&mut cell, &h);
             }
             self.enqueue(j, Outgoing::Cell(cell));
         }
@@ -1161,9 +1158,7 @@ impl Endpoint {
         cell.a = id;
         cell.b = cap as u64;
         cell.c = u64::from(at.pid);
-        cell.set_word(0, u64::from(at.fd));
-        cell.set_word(1, at.arena_len);
-        cell.set_word(2, at.offset);
+        set_heap_ref(&mut cell, &at);
         self.peers[j as usize].lent.push((id, buf));
         self.enqueue(j, Outgoing::Cell(cell));
     }
@@ -1435,12 +1430,7 @@ impl Endpoint {
                     addr: cell.b,
                     pieces: cell.rts_pieces(),
                     pid: cell.c as u32,
-                    heap: (cell.word(1) == 1).then(|| HeapRef {
-                        pid: cell.c as u32,
-                        fd: cell.word(2) as u32,
-                        arena_len: cell.word(3),
-                        offset: cell.word(4),
-                    }),
+                    heap: heap_ref(cell),
                 };
                 match self.matcher.match_arrival(from, cell.tag) {
                     Some(p) => {
@@ -1455,11 +1445,8 @@ impl Endpoint {
             Some(CellKind::Fin | CellKind::Ack) => self.complete_sent(cell.a),
             Some(CellKind::Cts) => self.help(j),
             Some(CellKind::Grant) => {
-                let at = HeapRef {
-                    pid: cell.c as u32,
-                    fd: cell.word(0) as u32,
-                    arena_len: cell.word(1),
-                    offset: cell.word(2),
+                let Some(at) = heap_ref(cell) else {
+                    return;
                 };
                 self.peers[j as usize].grants.push_back(Grant {
                     id: cell.a,
@@ -1859,10 +1846,15 @@ impl Endpoint {
             .filter(|&&p| p != except && idle.contains(p))
             .take(k as usize)
         {
-            let bell = self.seg.bell(p);
-            if doorbell::nudge(bell) {
-                sys::futex_wake(bell);
-            }
+            self.nudge(p);
+        }
+    }
+
+    /// Wake local process `p` without a message (it may sleep on its futex).
+    fn nudge(&self, p: u32) {
+        let bell = self.seg.bell(p);
+        if doorbell::nudge(bell) {
+            sys::futex_wake(bell);
         }
     }
 
@@ -1906,10 +1898,7 @@ impl Endpoint {
         if q != me {
             self.stats.helped_others(t.len);
             if done.is_complete() {
-                let bell = self.seg.bell(q);
-                if doorbell::nudge(bell) {
-                    sys::futex_wake(bell);
-                }
+                self.nudge(q);
             }
         }
     }
@@ -1995,17 +1984,16 @@ impl Endpoint {
         self.active -= 1;
         let view = self.seg.xfer(self.me, slot);
         let helpers = rndv::completion(&view, x.chunks).helpers();
-        let n = x.size.min(x.cap);
-        let mut by = vec![0u64; self.peers.len()];
-        for k in 0..x.chunks as usize {
-            let who = view.copiers[k].load(Ordering::Relaxed) as usize;
-            let len = x.chunk_len.min(n - k * x.chunk_len);
-            if let Some(b) = by.get_mut(who) {
-                *b += len as u64;
+        if self.cfg.stats {
+            // Who copied what: only for the statistics printed at finalize.
+            let n = x.size.min(x.cap);
+            for k in 0..x.chunks as usize {
+                let who = view.copiers[k].load(Ordering::Relaxed) as usize;
+                let len = x.chunk_len.min(n - k * x.chunk_len);
+                if let Some(peer) = self.peers.get(who) {
+                    self.stats.helped_by(peer.rank, len as u64);
+                }
             }
-        }
-        for (p, bytes) in by.into_iter().enumerate().filter(|(_, b)| *b > 0) {
-            self.stats.helped_by(self.peers[p].rank, bytes);
         }
         let errno = view.desc.error.load(Ordering::Relaxed);
         let mut fin = Cell::new(CellKind::Fin);
@@ -2035,6 +2023,25 @@ impl Endpoint {
     pub fn transfers(&self, p: Protocol) -> u64 {
         self.stats.transfers(p)
     }
+}
+
+/// Name a shared-heap buffer in payload words 1-4 of an RTS or GRANT cell
+/// (its owner's pid goes in `c`).
+fn set_heap_ref(cell: &mut Cell, r: &HeapRef) {
+    cell.set_word(1, 1);
+    cell.set_word(2, u64::from(r.fd));
+    cell.set_word(3, r.arena_len);
+    cell.set_word(4, r.offset);
+}
+
+/// The shared-heap buffer a cell names (see [`set_heap_ref`]), if any.
+fn heap_ref(cell: &Cell) -> Option<HeapRef> {
+    (cell.word(1) == 1).then(|| HeapRef {
+        pid: cell.c as u32,
+        fd: cell.word(2) as u32,
+        arena_len: cell.word(3),
+        offset: cell.word(4),
+    })
 }
 
 /// Whether local process `me` can copy the chunks of transfer `x`.

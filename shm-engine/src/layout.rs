@@ -263,7 +263,7 @@ pub enum CellKind {
     Cts = 8,
     /// The receiver lends the sender a landing buffer for one later large
     /// message: grant `a`, `b` bytes, in the shared heap of process `c`
-    /// (pid) at payload words 0 (arena fd), 1 (arena length), 2 (offset).
+    /// (pid), located by payload words 1-4 as in [`Rts`](Self::Rts).
     Grant = 9,
     /// A whole message of `size` bytes was written into the buffer of
     /// grant `a`; the buffer now holds the message.

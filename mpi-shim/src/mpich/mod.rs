@@ -389,6 +389,22 @@ impl Wire {
     }
 }
 
+/// A committed datatype and the bytes of `count` (>= 0) of its elements.
+pub(crate) fn committed_bytes(
+    rt: &Runtime,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> MpiResult<(Arc<Datatype>, usize)> {
+    let dt = datatype(rt, dt)?;
+    if !dt.committed {
+        return Err(err(abi::MPI_ERR_TYPE, "datatype not committed"));
+    }
+    let len = dt
+        .bytes(count as usize)
+        .ok_or_else(|| err(abi::MPI_ERR_COUNT, "message size overflows"))?;
+    Ok((dt, len))
+}
+
 /// `count` elements of a datatype at `ptr`: a message buffer as the
 /// application describes it, checked.
 #[derive(Debug)]
@@ -417,13 +433,7 @@ impl UserBuf {
         if abi::is_in_place(buf) {
             return Err(err(abi::MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid here"));
         }
-        let dt = datatype(rt, dt)?;
-        if !dt.committed {
-            return Err(err(abi::MPI_ERR_TYPE, "datatype not committed"));
-        }
-        let len = dt
-            .bytes(count as usize)
-            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "message size overflows"))?;
+        let (dt, len) = committed_bytes(rt, count, dt)?;
         // A null buffer is `MPI_BOTTOM`: the type's displacements must
         // then be absolute addresses (MPI-4.0 §5.1.12).
         let lowest = dt.lowest_offset(count as usize);

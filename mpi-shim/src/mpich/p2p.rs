@@ -488,13 +488,7 @@ fn post_managed(
     comm: MPI_Comm,
 ) -> MpiResult<Req> {
     let slot = comm_slot(comm)?;
-    let dt = super::datatype(rt, dt)?;
-    if !dt.committed {
-        return Err(err(abi::MPI_ERR_TYPE, "datatype not committed"));
-    }
-    let cap = dt
-        .bytes(count as usize)
-        .ok_or_else(|| err(abi::MPI_ERR_COUNT, "message size overflows"))?;
+    let (_, cap) = committed_bytes(rt, count, dt)?;
     let Some((src, matcher)) = recv_from(rt, slot, source, tag)? else {
         return Ok(Req::Done(proc_null_status()));
     };
