@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build Tessel's MPI library and lay it out as an MPI installation:
 #   PREFIX/bin/mpicc, PREFIX/bin/mpiexec, PREFIX/bin/tessel-info, PREFIX/include/mpi.h,
-#   PREFIX/lib/libmpi.so.12 (and libmpi.so, libmpich.so.12), PREFIX/lib/pkgconfig/mpi.pc
+#   PREFIX/lib/libmpi.so.12 (and libmpi.so, libmpich.so.12), PREFIX/lib/pkgconfig/mpi.pc,
+#   PREFIX/lib/tessel/libtessel_plugin_{ucx,ofi,verbs}.so (network plugins, found
+#   there by the library without any setting)
 # Usage: tools/install.sh [PREFIX]   (default: target/tessel)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +13,12 @@ prefix=$(cd "$prefix" && pwd)
 
 cargo build --release --locked -p mpi-shim --lib --bin tessel-mpi-header
 cargo build --release --locked -p tools --bin mpiexec --bin tessel-info
-mkdir -p "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig"
+plugins=(ucx ofi verbs)
+cargo build --release --locked "${plugins[@]/#/--package=tessel-plugin-}"
+mkdir -p "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/tessel"
+for p in "${plugins[@]}"; do
+    install -m 0755 "target/release/libtessel_plugin_$p.so" "$prefix/lib/tessel/"
+done
 install -m 0755 target/release/libmpi.so "$prefix/lib/libmpi.so.12"
 ln -sf libmpi.so.12 "$prefix/lib/libmpi.so"
 # Debian's and Ubuntu's MPICH name the same ABI libmpich.so.12: binaries

@@ -6,12 +6,16 @@
 # MPI programs the tests run on our library unchanged (Debian's NetPIPE
 # built against MPICH; mpi4py from PyPI, in the virtual environment
 # target/venv), hwloc with its headers for the topology (hwloc.pc links
-# -ludev, hence libudev-dev), and a Rust toolchain when none is on PATH.
+# -ludev, hence libudev-dev), the network libraries the plugins bind at build
+# time with bindgen (UCX, libfabric, libibverbs; libclang for bindgen), their
+# own benchmark tools (ucx_perftest, fi_pingpong), iproute2 for the tests'
+# network namespaces, and a Rust toolchain when none is on PATH.
 # Safe to run again: it installs only what is missing. Sourced by demo.sh and test.sh.
 set -euo pipefail
 
 apt_packages=(build-essential pkg-config mpich libmpich-dev netpipe-mpich2 python3 python3-venv
-    libhwloc-dev libudev-dev)
+    libhwloc-dev libudev-dev libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev
+    libclang-dev iproute2)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -36,6 +36,18 @@ pub enum RndvMode {
     Steal,
 }
 
+/// Which network plugin carries messages between nodes (`TESSEL_NET`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetMode {
+    /// The plugin of highest preference that loads and opens (default).
+    Auto,
+    /// Only the plugin of this name (`ucx`, `verbs`, `ofi`); a job that
+    /// spans nodes fails at start when it cannot open.
+    Named(String),
+    /// No plugin: processes on other nodes are unreachable.
+    None,
+}
+
 /// Engine settings. Segment geometry (`ring_cells`, `staging_*`) is decided
 /// by the node's first process and read by the others from the segment.
 #[derive(Clone, Debug)]
@@ -87,6 +99,15 @@ pub struct Config {
     /// transfers per protocol and size class and the bytes each helper
     /// copied (one `tessel-stats:` line each, on stderr). Default off.
     pub stats: bool,
+    /// `TESSEL_NET`: `auto` (default), `none`, or a plugin's name (`ucx`,
+    /// `verbs`, `ofi`): the transport between nodes. Plugins are loaded
+    /// only by processes of a job that spans nodes.
+    pub net: NetMode,
+    /// `TESSEL_PLUGIN_PATH`: directories (`:`-separated) searched for
+    /// network plugins (`libtessel_plugin_NAME.so`) before the default
+    /// places: the library's own directory and its `tessel/`
+    /// subdirectory, then the program's directory and its parent.
+    pub plugin_path: Vec<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -106,6 +127,8 @@ impl Default for Config {
             reprobe: 64,
             grant_max: 4 << 20,
             stats: false,
+            net: NetMode::Auto,
+            plugin_path: Vec::new(),
         }
     }
 }
@@ -165,6 +188,29 @@ impl Config {
         parse(&get, "TESSEL_GRANT_MAX", &mut c.grant_max)?;
         if let Some(v) = get("TESSEL_STATS") {
             c.stats = !matches!(v.trim(), "" | "0" | "off" | "no");
+        }
+        if let Some(v) = get("TESSEL_NET") {
+            c.net = match v.trim().to_ascii_lowercase().as_str() {
+                "" | "auto" => NetMode::Auto,
+                "none" | "off" => NetMode::None,
+                name if name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_') =>
+                {
+                    NetMode::Named(name.to_string())
+                }
+                _ => {
+                    return Err(ConfigError {
+                        var: "TESSEL_NET",
+                        reason: format!("{v:?} is not auto, none or a plugin name"),
+                    });
+                }
+            };
+        }
+        if let Some(v) = get("TESSEL_PLUGIN_PATH") {
+            c.plugin_path = std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect();
         }
         if let Some(v) = get("TESSEL_RNDV") {
             c.rndv = match v.trim().to_ascii_lowercase().as_str() {

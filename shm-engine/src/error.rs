@@ -16,6 +16,8 @@ pub enum InitError {
     Config(ConfigError),
     /// The node segment could not be created, received or mapped.
     Segment(SegmentError),
+    /// The job spans nodes and no network plugin could be opened.
+    Net(String),
 }
 
 impl fmt::Display for InitError {
@@ -24,6 +26,7 @@ impl fmt::Display for InitError {
             Self::Bootstrap(e) => write!(f, "bootstrap failed: {e}"),
             Self::Config(e) => write!(f, "invalid configuration: {e}"),
             Self::Segment(e) => write!(f, "node segment: {e}"),
+            Self::Net(m) => write!(f, "inter-node transport: {m}"),
         }
     }
 }
@@ -34,6 +37,7 @@ impl std::error::Error for InitError {
             Self::Bootstrap(e) => Some(e),
             Self::Config(e) => Some(e),
             Self::Segment(e) => Some(e),
+            Self::Net(_) => None,
         }
     }
 }
@@ -82,6 +86,14 @@ pub enum Error {
         /// The receive buffer's size.
         capacity: usize,
     },
+    /// The network transport failed to move a message to or from `peer`
+    /// (on another node).
+    Net {
+        /// The peer.
+        peer: u32,
+        /// What the transport said.
+        message: String,
+    },
     /// Copying a large message between the processes failed (the OS
     /// refused cross-memory attach midway, or a buffer was unmapped).
     Copy {
@@ -111,6 +123,9 @@ impl fmt::Display for Error {
                 f,
                 "message truncated: {incoming} bytes from {source} (tag {tag}) into a {capacity}-byte buffer"
             ),
+            Self::Net { peer, message } => {
+                write!(f, "network transfer with process {peer} failed: {message}")
+            }
             Self::Copy { source, errno } => write!(
                 f,
                 "copying a message from process {source} failed: {}",

@@ -35,6 +35,7 @@ pub mod iov;
 pub mod layout;
 pub mod locality;
 pub mod matching;
+mod net;
 pub mod queue;
 pub mod rndv;
 pub mod segment;
@@ -42,6 +43,7 @@ pub mod steal;
 pub mod sync;
 mod sys;
 pub mod topo;
+pub mod transport;
 
 pub use config::{CmaMode, Config, RndvMode};
 pub use endpoint::{Backoff, Completion, Endpoint, Message, RecvBuf, Request, Status};

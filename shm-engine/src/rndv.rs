@@ -61,6 +61,11 @@ pub enum Protocol {
     /// Written by the sender at once into a landing buffer the receiver
     /// granted (library-managed receives).
     Put,
+    /// From another node, with its header (a network plugin's eager path).
+    NetEager,
+    /// From another node, pulled into the matched buffer (a network
+    /// plugin's rendezvous or RMA read).
+    NetFetch,
 }
 
 impl fmt::Display for Protocol {
@@ -72,6 +77,8 @@ impl fmt::Display for Protocol {
             Self::Steal => "steal",
             Self::Pipeline => "pipeline",
             Self::Put => "put",
+            Self::NetEager => "net-eager",
+            Self::NetFetch => "net-fetch",
         })
     }
 }

@@ -414,3 +414,34 @@ impl Drop for Mapping {
         }
     }
 }
+
+/// The file of the loaded object (executable or shared library) that holds
+/// `addr`, as the dynamic linker knows it.
+pub fn object_path_of(addr: *const libc::c_void) -> Option<std::path::PathBuf> {
+    // SAFETY: `Dl_info` is plain data; zeroed is a valid "nothing found".
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and writes `info`.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr set a NUL-terminated name owned by the linker, valid
+    // while the object stays loaded (it holds this code: it does).
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    path.is_absolute()
+        .then(|| path.to_path_buf())
+        .or_else(|| std::fs::canonicalize(path).ok())
+}
+
+/// Wait until `fd` is readable or `timeout` passes.
+pub fn poll_readable(fd: RawFd, timeout: Duration) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd; the result is only a wake-up.
+    unsafe { libc::poll(&mut p, 1, ms) };
+}

@@ -5,7 +5,9 @@
 //! Cases: `protocols` (every protocol, 0 B .. 16 MiB, checksummed, exact
 //! and wildcard sources), `ordering` (non-overtaking across protocols,
 //! wildcards, tag masks), `errors` (truncation, invalid peers),
-//! `nodes` (with `--ppn`: cross-node sends are refused with a typed error),
+//! `nodes` (with `--ppn`: every rank sends to every rank and wildcard
+//! receives take them from every node; without a network plugin, sends to
+//! other nodes are refused with a typed error),
 //! `probes` (synchronous sends complete only after the match; probes and
 //! matched probes from any source; cancel of a posted receive),
 //! `pieces` (every protocol size sent from a list of pieces into a list
@@ -293,26 +295,54 @@ fn errors(ep: &mut Endpoint) -> Res {
     Ok(())
 }
 
+/// With `--ppn`: every rank sends to every rank. With a network plugin
+/// every send arrives, and one wildcard receive per peer takes messages
+/// from this node and from others alike; without one (`TESSEL_NET=none`)
+/// sends to other nodes are refused with a typed error.
 fn nodes(ep: &mut Endpoint) -> Res {
     let (me, n) = (ep.rank(), ep.size());
-    let boot_node = |ep: &mut Endpoint, r| ep.bootstrap().node_of(r);
-    for r in 0..n {
-        let same = boot_node(ep, r) == ep.node();
-        let res = ep.isend(r, 3, vec![me as u8; 100]);
-        match (same, res) {
-            (true, Ok(req)) => {
-                let got = take(ep, Source::Rank(r), TagMatch::exact(3), 100)?;
-                ep.wait(req)?;
-                ensure(got.data.unwrap() == vec![r as u8; 100], || {
-                    format!("from {r}")
-                })?;
-            }
-            (false, Err(Error::Unreachable { peer })) if peer == r => {}
-            (same, res) => return Err(format!("send to {r} (same node: {same}): {res:?}").into()),
-        }
-    }
     ensure(ep.local_size() < n, || {
         "expected several nodes: run with --ppn".into()
+    })?;
+    let net = ep.network().is_some();
+    let mut sends = Vec::new();
+    let mut senders = 0;
+    for r in 0..n {
+        let same = ep.bootstrap().node_of(r) == ep.node();
+        match (
+            same || net,
+            ep.isend(r, 3, vec![me as u8; 100 + me as usize]),
+        ) {
+            (true, Ok(req)) => {
+                sends.push(req);
+                senders += 1;
+            }
+            (false, Err(Error::Unreachable { peer })) if peer == r => {}
+            (reachable, res) => {
+                return Err(format!("send to {r} (reachable: {reachable}): {res:?}").into());
+            }
+        }
+    }
+    // Every process that can reach us sent one message (the same count
+    // as we sent, by symmetry of the node split).
+    let mut from = Vec::new();
+    for _ in 0..senders {
+        let got = take(ep, Source::Any, TagMatch::exact(3), 1000)?;
+        let s = got.status.source;
+        ensure(got.data.unwrap() == vec![s as u8; 100 + s as usize], || {
+            format!("payload from {s}")
+        })?;
+        from.push(s);
+    }
+    for s in sends {
+        ep.wait(s)?;
+    }
+    from.sort_unstable();
+    let want: Vec<u32> = (0..n)
+        .filter(|&r| net || ep.bootstrap().node_of(r) == ep.node())
+        .collect();
+    ensure(from == want, || {
+        format!("messages from {from:?}, want {want:?}")
     })
 }
 

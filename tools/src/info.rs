@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::io;
 
-use shm_engine::config::{CmaMode, Config};
+use shm_engine::config::{CmaMode, Config, NetMode};
 use shm_engine::heap::{self, HeapError, SharedBox};
 use shm_engine::layout::Geometry;
 use shm_engine::locality::PLACE_VAR;
@@ -259,7 +259,89 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
             "TESSEL_STATS",
             if cfg.stats { "1" } else { "off" }.to_owned(),
         ),
+        (
+            "TESSEL_NET",
+            match &cfg.net {
+                NetMode::Auto => "auto".to_owned(),
+                NetMode::None => "none".to_owned(),
+                NetMode::Named(n) => n.clone(),
+            },
+        ),
+        (
+            "TESSEL_PLUGIN_PATH",
+            std::env::join_paths(&cfg.plugin_path)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
     ]
+}
+
+/// The "Network plugins" section: every plugin file found, with its name,
+/// version and ABI, and its transport's limits and costs, or why it cannot
+/// be loaded or finds no device here.
+pub fn network_section(out: &mut String, cfg: &Config) {
+    let (found, searched) = shm_engine::transport::survey(cfg);
+    out.push_str(
+        "Network plugins (between nodes; TESSEL_NET, TESSEL_PLUGIN_PATH)
+",
+    );
+    let chosen = found
+        .iter()
+        .find(|s| {
+            s.status.is_ok()
+                && match &cfg.net {
+                    NetMode::Auto => true,
+                    NetMode::None => false,
+                    NetMode::Named(n) => s.plugin.as_ref().is_some_and(|p| &p.0 == n),
+                }
+        })
+        .and_then(|s| s.plugin.as_ref().map(|p| p.0.clone()));
+    for s in &found {
+        match &s.plugin {
+            Some((name, version, (major, minor), pref)) => {
+                let mark = if chosen.as_ref() == Some(name) {
+                    " (selected)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "  {name}{mark}: version {version}, ABI {major}.{minor}, preference {pref}, {}",
+                    s.path.display()
+                );
+                match &s.status {
+                    Ok(limits) => {
+                        let _ = writeln!(out, "    {limits}");
+                    }
+                    Err(why) => {
+                        let _ = writeln!(out, "    cannot run here: {why}");
+                    }
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  {}: refused: {}",
+                    s.path.display(),
+                    s.status.as_ref().err().map_or("", |e| e)
+                );
+            }
+        }
+    }
+    if found.is_empty() {
+        out.push_str("  none found\n");
+    }
+    let dirs: Vec<String> = searched.iter().map(|d| d.display().to_string()).collect();
+    let _ = writeln!(out, "  searched: {}", dirs.join(":"));
+    match (&cfg.net, &chosen) {
+        (NetMode::None, _) => out.push_str("  TESSEL_NET=none: jobs stay on one node\n"),
+        (_, None) => {
+            out.push_str("  no plugin can run here: a job that spans nodes will fail at start\n")
+        }
+        (_, Some(name)) => {
+            let _ = writeln!(out, "  a job that spans nodes uses {name}");
+        }
+    }
 }
 
 /// The "Configuration" section.
@@ -288,6 +370,8 @@ pub fn report() -> Result<String, String> {
     copy_section(&mut out, &cfg);
     out.push('\n');
     config_section(&mut out, &cfg);
+    out.push('\n');
+    network_section(&mut out, &cfg);
     Ok(out)
 }
 

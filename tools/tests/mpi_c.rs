@@ -123,18 +123,26 @@ fn programs_built_against_mpich_run_on_our_library() {
     }
 }
 
-/// With two processes per virtual node, `MPI_COMM_TYPE_SHARED` gives two
-/// nodes of two; given the processes per node, `comms` and `topo` check
-/// that and run on their node's communicator (the engine has no
-/// inter-node transport yet).
+/// Every program on two virtual nodes of two processes (`--ppn 2 -n 4`)
+/// and on uneven nodes (`--ppn 2 -n 3`): ranks of a node talk through
+/// shared memory, the others through the network plugin the library
+/// finds next to itself (`lib/tessel`). Given the processes per node,
+/// `comms` and `topo` also check that `MPI_COMM_TYPE_SHARED` gives the
+/// node.
 #[test]
 fn programs_on_virtual_nodes() {
-    for name in ["comms", "topo"] {
+    for &name in PROGRAMS {
         let exe = build(&ours(), name, "ppn");
-        let mut cmd = mpiexec(&["--ppn", "2", "-n", "4"]);
-        cmd.arg(&exe).arg("2");
-        let run = launch(&format!("{name}-ppn"), cmd).wait_for(WATCHDOG);
-        assert_ok(&run, name, 4);
+        for n in [4, 3] {
+            let np = n.to_string();
+            let mut cmd = mpiexec(&["--ppn", "2", "-n", &np]);
+            cmd.arg(&exe);
+            if matches!(name, "comms" | "topo") {
+                cmd.arg("2");
+            }
+            let run = launch(&format!("{name}-ppn-{n}"), cmd).wait_for(WATCHDOG);
+            assert_ok(&run, name, n);
+        }
     }
 }
 

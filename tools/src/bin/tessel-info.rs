@@ -1,5 +1,5 @@
 //! `tessel-info`: what Tessel sees on this machine (topology, copy
-//! mechanisms, settings in force). See `tessel-info --help`.
+//! mechanisms, settings in force, network plugins). See `tessel-info --help`.
 
 use clap::Parser;
 
@@ -9,8 +9,10 @@ use clap::Parser;
     name = "tessel-info",
     version,
     about = "Print the node's topology (packages, NUMA nodes with their PUs, caches, cores), \
-             the copy mechanisms that work between processes of this user, and every \
-             engine setting in force with its TESSEL_* environment variable"
+             the copy mechanisms that work between processes of this user, every \
+             engine setting in force with its TESSEL_* environment variable, and every \
+             network plugin found (name, version, ABI, the transport's limits and costs, \
+             or why it cannot run here)"
 )]
 struct Cli {}
 

@@ -49,6 +49,8 @@
 //! cancelled ([`Endpoint::cancel`]). Waiting loops back off through
 //! [`Backoff`] (spin, yield, then sleep on the doorbell futex).
 
+mod remote;
+
 use std::collections::VecDeque;
 
 use crate::bootstrap::Bootstrap;
@@ -60,6 +62,7 @@ use crate::iov::{self, Buf, Cursor, Piece, total};
 use crate::layout::{Cell, CellKind, CopyTask, Geometry, XFER_SLOTS};
 use crate::locality::Place;
 use crate::matching::{Matcher, Posted, Source, TagMatch};
+use crate::net::{Incoming, Net};
 use crate::queue::spmc::{Owner, PushError, Steal, Stealer};
 use crate::queue::spsc::{Consumer, Producer};
 use crate::rndv::{self, Adapt, End, Hint, Plan, Protocol, Stats};
@@ -67,6 +70,7 @@ use crate::segment::{FdServer, NodeSegment, XferView};
 use crate::steal::{self, Snapshot};
 use crate::sync::{Ordering, spin_hint};
 use crate::sys;
+use crate::transport;
 
 /// What a completed receive (or send) reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,6 +282,9 @@ struct Req {
     pipeline: Option<Pipeline>,
     /// A send's status, known when it starts.
     status: Status,
+    /// A send to another node: events still owed before it completes
+    /// (the plugin's completion, and for a synchronous send the ACK).
+    net_pending: u8,
 }
 
 /// A pipelined rendezvous receive: chunks arrive in order and are
@@ -291,12 +298,13 @@ struct Pipeline {
     cursor: Cursor,
 }
 
-/// What a receiver owes the sender of a synchronous inline or eager
-/// message once it matches: an ACK cell to local peer `j` naming `sreq`.
+/// What a receiver owes the sender of a synchronous message once it
+/// matches: an ACK naming the sender's request `sreq`, as a cell to local
+/// peer `j` or as a message to process `rank` on another node.
 #[derive(Clone, Copy, Debug)]
-struct Ack {
-    j: u32,
-    sreq: u64,
+enum Ack {
+    Local { j: u32, sreq: u64 },
+    Remote { rank: u32, sreq: u64 },
 }
 
 /// An unexpected arrival's body.
@@ -309,6 +317,13 @@ enum Arrival {
     Rts(Rts),
     /// A message the sender wrote into a buffer we granted ([`Grant`]).
     Landed(RecvBuf),
+    /// A message from another node whose payload waits there: fetched
+    /// through the network plugin once a receive matches.
+    Fetch {
+        len: usize,
+        token: u64,
+        ack: Option<Ack>,
+    },
 }
 
 /// A landing buffer a receiver lent us for one later large message.
@@ -364,6 +379,7 @@ impl Arrival {
             Self::Data { bytes, .. } => bytes.len(),
             Self::Rts(rts) => rts.size,
             Self::Landed(buf) => buf.len(),
+            Self::Fetch { len, .. } => *len,
         }
     }
 }
@@ -453,8 +469,22 @@ pub struct Endpoint {
     /// Peers whose ring had more than one visit's worth of cells.
     revisit: Vec<u32>,
     flagged: Vec<u32>,
+    /// The inter-node path, when the job spans nodes and a plugin opened.
+    /// Declared before `boot`: the plugin uses the bootstrap until closed.
+    net: Option<Net>,
+    /// Scratch for [`Net::poll`].
+    incoming: Vec<Incoming>,
     seg: NodeSegment,
     boot: Box<dyn Bootstrap>,
+}
+
+/// Where a process is, seen from this one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// On this node, at this local index: the node segment.
+    Local(u32),
+    /// On another node: the network plugin.
+    Remote,
 }
 
 fn key(node: u32) -> String {
@@ -483,6 +513,28 @@ impl Endpoint {
         }
         let me = local_of[rank as usize].expect("this process is on its own node");
         let nlocal = locals.len() as u32;
+        // A job that spans nodes opens a network plugin now: it publishes
+        // its address before the fence below.
+        let net = if locals.len() < size as usize {
+            let boot_ptr: *mut dyn Bootstrap = &mut *boot;
+            // SAFETY: `boot` is boxed, so its contents stay put when the box
+            // moves into the endpoint; the transport is dropped before it
+            // (field order), and the plugin reaches it only inside calls
+            // the endpoint makes while using the bootstrap for nothing else.
+            match unsafe { transport::open(&cfg, boot_ptr, rank, size) } {
+                Ok(t) => t.map(Net::new),
+                Err(e) => {
+                    return Err(InitError::Net(format!(
+                        "process {rank} (node {node}) has peers on other nodes, but no network \
+                         plugin could be used: {e}. Set TESSEL_NET (auto, ucx, verbs, ofi, none) \
+                         and TESSEL_PLUGIN_PATH (where libtessel_plugin_*.so are); \
+                         `tessel-info` lists the plugins it finds"
+                    )));
+                }
+            }
+        } else {
+            None
+        };
 
         let seg = if me == 0 {
             let seg = NodeSegment::create(Geometry {
@@ -600,6 +652,8 @@ impl Endpoint {
             blocked: Vec::new(),
             revisit: Vec::new(),
             flagged: Vec::new(),
+            net,
+            incoming: Vec::new(),
             seg,
             boot,
         })
@@ -648,15 +702,24 @@ impl Endpoint {
         &mut *self.boot
     }
 
-    fn local(&self, peer: u32) -> Result<u32, Error> {
+    /// Which path reaches process `peer`.
+    fn route(&self, peer: u32) -> Result<Route, Error> {
         match self.local_of.get(peer as usize) {
             None => Err(Error::InvalidPeer {
                 peer,
                 size: self.size,
             }),
+            Some(Some(j)) => Ok(Route::Local(*j)),
+            Some(None) if self.net.is_some() => Ok(Route::Remote),
             Some(None) => Err(Error::Unreachable { peer }),
-            Some(Some(j)) => Ok(*j),
         }
+    }
+
+    /// The name of the network plugin in use, and its limits.
+    pub fn network(&self) -> Option<(&str, &transport::Limits)> {
+        self.net
+            .as_ref()
+            .map(|n| (n.transport().name(), n.transport().limits()))
     }
 
     // ----- requests -------------------------------------------------------
@@ -686,6 +749,7 @@ impl Endpoint {
             recv_buf: None,
             pipeline: None,
             status,
+            net_pending: 0,
         });
         (u64::from(generation) << 32) | u64::from(idx)
     }
@@ -812,9 +876,14 @@ impl Endpoint {
         owned: Option<Vec<u8>>,
         sync: bool,
     ) -> Result<Request, Error> {
-        let j = self.local(dest)?;
+        let route = self.route(dest)?;
         let len = total(buf.pieces());
         let sent = Status::new(self.rank, tag, len);
+        let Route::Local(j) = route else {
+            let id = self.new_req(buf, owned, sent, false);
+            self.send_remote(dest, id, tag, len, sync)?;
+            return Ok(Request { id });
+        };
         // The RTS names the buffer (or its list, whose heap storage stays
         // put in the request until FIN).
         let (addr, pieces) = match &buf {
@@ -1081,20 +1150,20 @@ impl Endpoint {
         owned: Option<Vec<u8>>,
         managed: Option<usize>,
     ) -> Result<Request, Error> {
-        if let Source::Rank(r) = source {
-            self.local(r)?;
-        }
+        let route = match source {
+            Source::Rank(r) => Some(self.route(r)?),
+            Source::Any => None,
+        };
         let id = self.new_req(buf, owned, Status::new(0, 0, 0), true);
         if let Some(r) = self.req_mut(id) {
             r.managed = managed;
         }
         // A managed receive from one peer: lend it a landing buffer, so
         // that its next large message is written at once (no RTS, no CTS).
-        if let (Some(cap), Source::Rank(r)) = (managed, source)
+        if let (Some(cap), Some(Route::Local(j))) = (managed, route)
             && cap > self.cfg.eager_max
             && cap <= self.cfg.grant_max
         {
-            let j = self.local(r)?;
             self.grant(j, cap);
         }
         let posted = Posted {
@@ -1118,6 +1187,10 @@ impl Endpoint {
             }
             Arrival::Rts(rts) => self.start_rndv(id, tag, rts),
             Arrival::Landed(buf) => self.land(id, from, tag, buf),
+            Arrival::Fetch { len, token, ack } => {
+                self.acknowledge(ack);
+                self.start_fetch(id, from, tag, len, token);
+            }
         }
     }
 
@@ -1191,16 +1264,20 @@ impl Endpoint {
 
     /// Tell a synchronous sender its message matched.
     fn acknowledge(&mut self, ack: Option<Ack>) {
-        if let Some(Ack { j, sreq }) = ack {
-            let mut cell = Cell::new(CellKind::Ack);
-            cell.a = sreq;
-            self.enqueue(j, Outgoing::Cell(cell));
+        match ack {
+            None => {}
+            Some(Ack::Local { j, sreq }) => {
+                let mut cell = Cell::new(CellKind::Ack);
+                cell.a = sreq;
+                self.enqueue(j, Outgoing::Cell(cell));
+            }
+            Some(Ack::Remote { rank, sreq }) => self.send_ack_remote(rank, sreq),
         }
     }
 
     /// The ACK a synchronous inline or eager cell from peer `j` asks for.
     fn ack_of(j: u32, cell: &Cell) -> Option<Ack> {
-        (cell.c != 0).then(|| Ack {
+        (cell.c != 0).then(|| Ack::Local {
             j,
             sreq: cell.c - 1,
         })
@@ -1236,7 +1313,7 @@ impl Endpoint {
     pub fn improbe(&mut self, source: Source, tag: TagMatch) -> Option<(Status, Message)> {
         self.progress();
         let (from, tag, mut body) = self.matcher.take_unexpected(source, tag)?;
-        if let Arrival::Data { ack, .. } = &mut body {
+        if let Arrival::Data { ack, .. } | Arrival::Fetch { ack, .. } = &mut body {
             self.acknowledge(ack.take());
         }
         let status = Status::new(from, tag, body.len());
@@ -1596,6 +1673,9 @@ impl Endpoint {
         if self.active > 0 {
             did |= self.progress_chunked();
         }
+        if self.net.is_some() {
+            did |= self.progress_net();
+        }
         did
     }
 
@@ -1687,6 +1767,16 @@ impl Endpoint {
             // last until its timeout, so keep yielding instead. Likewise
             // while helpers copy chunks of our transfers.
             sys::yield_now();
+        } else if let Some(net) = self.net.as_mut() {
+            // The futex hears only this node: sleep in `poll` on the
+            // plugin's descriptor instead, for at most the futex's time (a
+            // local message then waits that long), or yield when the
+            // plugin cannot wake us.
+            match net.arm() {
+                Some(fd) => sys::poll_readable(fd, self.cfg.sleep),
+                None => sys::yield_now(),
+            }
+            *idle = spin;
         } else {
             let bell = self.seg.bell(self.me);
             if doorbell::prepare_sleep(bell) {
@@ -1701,7 +1791,10 @@ impl Endpoint {
     /// then a collective fence and the bootstrap's finalize.
     pub fn finalize(mut self) -> Result<(), InitError> {
         let mut idle = 0;
-        while !self.blocked.is_empty() || self.active > 0 {
+        while !self.blocked.is_empty()
+            || self.active > 0
+            || self.net.as_ref().is_some_and(Net::busy)
+        {
             if self.progress() {
                 idle = 0;
             } else {
