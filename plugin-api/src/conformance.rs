@@ -508,7 +508,9 @@ fn exchange(p: &Plugin, sides: &[Side], attr: &Attr, report: &mut Report) -> Res
                 expected[1 - from] += 1;
             }
         }
-        let mut fetches: HashMap<u64, Fetch> = HashMap::new();
+        // Keyed by (side, cookie): the two contexts may hand out equal tokens.
+        let mut fetches: HashMap<(usize, u64), Fetch> = HashMap::new();
+        let mut next_fetch: u64 = 1 << 63;
         let mut tokens_seen = 0usize;
         let deadline = Instant::now() + Duration::from_secs(120);
         while expected != [0, 0] || !pending_sends.is_empty() || !fetches.is_empty() {
@@ -559,7 +561,8 @@ fn exchange(p: &Plugin, sides: &[Side], attr: &Attr, report: &mut Report) -> Res
                                         report.discarded += 1;
                                         continue;
                                     }
-                                    let cookie = 1 << 63 | token;
+                                    next_fetch += 1;
+                                    let cookie = next_fetch;
                                     let mut f = Fetch {
                                         buf: vec![0; len],
                                         sum,
@@ -582,7 +585,7 @@ fn exchange(p: &Plugin, sides: &[Side], attr: &Attr, report: &mut Report) -> Res
                                                 break;
                                             }
                                             IN_PROGRESS => {
-                                                fetches.insert(cookie, f);
+                                                fetches.insert((me, cookie), f);
                                                 break;
                                             }
                                             ERR_AGAIN => {
@@ -608,7 +611,7 @@ fn exchange(p: &Plugin, sides: &[Side], attr: &Attr, report: &mut Report) -> Res
                                     status_name(status)
                                 ));
                             }
-                            if let Some(f) = fetches.remove(&cookie) {
+                            if let Some(f) = fetches.remove(&(me, cookie)) {
                                 if checksum(&f.buf) != f.sum {
                                     return Err(format!("{size} B: fetched data corrupted"));
                                 }

@@ -24,9 +24,14 @@
 //!   is written into a caller-provided buffer.
 //! - [`ERR_AGAIN`] ("no resources") is never fatal: the engine queues the
 //!   operation and retries it after progress.
-//! - Callbacks ([`Callbacks`]) run only inside [`Ops::progress`] (or inside
-//!   [`Ops::open`], for the bootstrap ones). The engine never calls into
-//!   the plugin from inside a callback.
+//! - The event callbacks (`arrived`, `completed`, `failed`) run only
+//!   inside [`Ops::progress`]; the bootstrap ones (`put`, `get`) may be
+//!   called from any entry (a lazy connection reads a peer's address at
+//!   its first send), never from inside another callback. The engine never
+//!   calls into the plugin from inside a callback. Every function pointer
+//!   of [`Callbacks`] is non-null.
+//! - Tokens are unique per context while outstanding; their values are the
+//!   plugin's own (a plugin must refuse one it did not hand out).
 //! - Messages from one peer need not reach [`Callbacks::arrived`] in the
 //!   order they were sent: the engine numbers its headers per peer and
 //!   restores the order itself (MPI's non-overtaking rule).
@@ -167,7 +172,7 @@ pub struct Attr {
     /// Payloads up to this size arrive as data in [`Callbacks::arrived`];
     /// larger ones arrive as a token to fetch.
     pub eager_max: u64,
-    /// The largest payload one send carries.
+    /// The largest payload one send carries; 0 means no limit.
     pub max_message: u64,
     /// One-way latency of a small message, in nanoseconds (an estimate).
     pub latency_ns: u64,

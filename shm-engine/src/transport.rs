@@ -93,7 +93,7 @@ impl fmt::Display for Limits {
 }
 
 /// A plugin file that loaded and passed the checks.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Plugin {
     /// Its name (what `TESSEL_NET` selects).
     pub name: String,
@@ -601,11 +601,11 @@ impl Plugin {
     /// `boot` stays valid, and is not used by anyone else while a method
     /// of the returned transport runs, until the transport is dropped.
     pub unsafe fn open(
-        self,
+        &self,
         boot: *mut dyn Bootstrap,
         rank: u32,
         size: u32,
-    ) -> Result<Transport, (Plugin, NetError)> {
+    ) -> Result<Transport, NetError> {
         let mut host = Box::new(Host {
             boot,
             events: Vec::new(),
@@ -649,14 +649,14 @@ impl Plugin {
             } else {
                 said
             };
-            return Err((self, NetError { code, message }));
+            return Err(NetError { code, message });
         }
         Ok(Transport {
             ctx,
             limits: Limits::from_attr(&attr),
             host,
             _callbacks: callbacks,
-            plugin: self,
+            plugin: self.clone(),
         })
     }
 }
@@ -686,7 +686,7 @@ pub unsafe fn open(
         // SAFETY: forwarded: our caller keeps `boot` valid and unshared.
         match unsafe { p.open(boot, rank, size) } {
             Ok(t) => return Ok(Some(t)),
-            Err((_, e)) => reasons.push(format!("plugin {name} did not open: {e}")),
+            Err(e) => reasons.push(format!("plugin {name} did not open: {e}")),
         }
     }
     for r in found.refused {
@@ -871,7 +871,7 @@ pub fn survey(cfg: &Config) -> (Vec<Survey>, Vec<PathBuf>) {
         // iteration, and nothing else uses it meanwhile.
         let status = match unsafe { p.open(&mut *boot, 0, 1) } {
             Ok(t) => Ok(t.limits().clone()),
-            Err((_, e)) => Err(e.message),
+            Err(e) => Err(e.message),
         };
         out.push(Survey {
             path,

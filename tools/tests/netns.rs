@@ -65,6 +65,22 @@ impl Nodes {
             ip(&["-n", n, "link", "set", "lo", "up"]);
             ip(&["-n", n, "link", "set", DEV, "up"]);
         }
+        // A new veth pair takes a moment to come up: wait for both ends,
+        // or the first connections of the job would be refused.
+        for n in &nodes.names {
+            let up = (0..500).any(|_| {
+                let out = Command::new("ip")
+                    .args(["-n", n, "-o", "link", "show", DEV])
+                    .output()
+                    .expect("ip runs");
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                text.contains("state UP") || {
+                    std::thread::sleep(Duration::from_millis(10));
+                    false
+                }
+            });
+            assert!(up, "{DEV} in {n} did not come up");
+        }
         // What Hydra runs instead of ssh: `nsexec [-x ...] HOST COMMAND`.
         std::fs::write(
             &nodes.launcher,
