@@ -14,8 +14,8 @@
 //! commutative: every step combines a contiguous range of ranks with the
 //! range just above or below it, the lower range on the left.
 
-use super::TUNING;
 use super::sched::{Builder, Span};
+use super::{TUNING, hier};
 
 // Phases (see `sched`): one per sub-algorithm of a collective.
 const BARRIER: u16 = 1;
@@ -32,6 +32,7 @@ const ALLGATHER: u16 = 11;
 const ALLTOALL: u16 = 12;
 const SCAN: u16 = 13;
 const REDUCE_SCATTER: u16 = 14;
+const GATHER_EMPTY: u16 = 15;
 /// Neighbourhood collectives: this phase plus the edge's channel.
 const NEIGHBOR: u16 = 16;
 /// Channels above this share phases (messages still pair up in order).
@@ -46,6 +47,9 @@ pub fn pof2_floor(n: usize) -> usize {
 /// barrier): in round `k` send to `rank + 2^k` and receive from `rank - 2^k`;
 /// ceil(log2 n) rounds of empty messages.
 pub fn barrier(b: &mut Builder) {
+    if hier::barrier(b) {
+        return;
+    }
     b.phase(BARRIER);
     let (n, me) = (b.size, b.rank);
     let empty = b.buf(0);
@@ -58,11 +62,25 @@ pub fn barrier(b: &mut Builder) {
     }
 }
 
+/// Every rank but `root` sends `empty` (no bytes) to `root`, which
+/// receives them all in one round: the fan-in of a two-level barrier.
+pub fn gather_empty(b: &mut Builder, root: usize, empty: Span) {
+    b.phase(GATHER_EMPTY);
+    if b.rank == root {
+        for r in (0..b.size).filter(|&r| r != root) {
+            b.recv(r, empty);
+        }
+    } else {
+        b.send(root, empty);
+    }
+    b.end_round();
+}
+
 /// Broadcast `data` (full at the root) from `root`: a binomial tree for
 /// short messages, scatter then ring allgather (van de Geijn, TRG05)
 /// for long ones.
 pub fn bcast(b: &mut Builder, data: Span, root: usize) {
-    if b.size == 1 {
+    if b.size == 1 || hier::bcast(b, data, root) {
         return;
     }
     if data.len < TUNING.bcast_large {
@@ -153,7 +171,7 @@ fn bcast_scatter_ring(b: &mut Builder, data: Span, root: usize) {
 /// are in rank order, and rank 0 forwards the result to `root`.
 pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
     let n = b.size;
-    if n == 1 {
+    if n == 1 || hier::reduce(b, acc, root) {
         return;
     }
     b.phase(REDUCE);
@@ -195,7 +213,7 @@ pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
 /// unfolds at the end.
 pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) {
     let n = b.size;
-    if n == 1 {
+    if n == 1 || hier::allreduce(b, acc, elem) {
         return;
     }
     let p = pof2_floor(n);

@@ -18,6 +18,7 @@
 //! span several nodes, since the engine has no inter-node transport yet.
 
 pub mod algo;
+pub mod hier;
 pub mod sched;
 
 pub use sched::{Builder, Schedule, Sink, Span};
@@ -54,6 +55,18 @@ pub const TUNING: Tuning = Tuning {
     allgather_large: 64 << 10,
 };
 
+/// A builder for the next collective on communicator `slot`, told the
+/// node of each member so that collectives across nodes run node-aware
+/// ([`hier`]).
+pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
+    let members = rt.comm(slot)?.members.clone();
+    let boot = rt.ep.bootstrap();
+    let nodes: Vec<u32> = members.iter().map(|&p| boot.node_of(p)).collect();
+    let mut b = Builder::new(rt.comm_mut(slot)?, slot);
+    b.set_nodes(nodes);
+    Ok(b)
+}
+
 /// Run a schedule to its end (a blocking collective).
 pub fn run(rt: &mut Runtime, s: Schedule) -> MpiResult<()> {
     rt.wait_coll(Box::new(s)).map(drop)
@@ -61,7 +74,7 @@ pub fn run(rt: &mut Runtime, s: Schedule) -> MpiResult<()> {
 
 /// A blocking barrier on communicator `slot` (used by `MPI_Finalize`).
 pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<()> {
-    let mut b = Builder::new(rt.comm_mut(slot)?, slot);
+    let mut b = builder(rt, slot)?;
     algo::barrier(&mut b);
     run(rt, b.finish())
 }
@@ -71,7 +84,7 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<()> {
 pub fn allreduce_max_u32(rt: &mut Runtime, slot: usize, v: &mut [u8; 4]) -> MpiResult<()> {
     let u32_type = Datatype::basic(4, Elem::U32);
     let op = Reduction::predefined(abi::MPI_MAX, &u32_type)?;
-    let mut b = Builder::new(rt.comm_mut(slot)?, slot);
+    let mut b = builder(rt, slot)?;
     b.set_op(op);
     let acc = b.input(v.to_vec());
     algo::allreduce(&mut b, acc, 4);

@@ -118,6 +118,12 @@ pub enum Step {
 pub struct Builder {
     pub size: usize,
     pub rank: usize,
+    /// Inside [`Builder::in_group`]: the communicator rank of each group
+    /// rank (peers are translated through it).
+    map: Option<Vec<usize>>,
+    /// The node of each rank, when the communicator spans several nodes
+    /// ([`Builder::set_nodes`]); `None` inside a group.
+    nodes: Option<Vec<u32>>,
     phase: u16,
     round: Vec<Xfer>,
     s: Schedule,
@@ -138,6 +144,8 @@ impl Builder {
         Self {
             size: members.len(),
             rank,
+            map: None,
+            nodes: None,
             phase: 0,
             round: Vec::new(),
             s: Schedule {
@@ -155,6 +163,50 @@ impl Builder {
                 stopped: false,
             },
         }
+    }
+
+    /// Tell the builder the node of each rank, so that algorithms can work
+    /// node-aware ([`super::hier`]). Ignored unless several nodes appear.
+    pub fn set_nodes(&mut self, nodes: Vec<u32>) {
+        debug_assert_eq!(nodes.len(), self.size);
+        if nodes.iter().any(|&n| n != nodes[0]) {
+            self.nodes = Some(nodes);
+        }
+    }
+
+    /// The node of each rank, if the communicator spans several nodes.
+    pub fn nodes(&self) -> Option<&[u32]> {
+        self.nodes.as_deref()
+    }
+
+    /// Compile `f` for the sub-communicator of the ranks `group` (which
+    /// holds this rank): inside, `size` and `rank` are the group's and
+    /// peers are group ranks. The group sees no node layout.
+    pub fn in_group<R>(&mut self, group: &[usize], f: impl FnOnce(&mut Self) -> R) -> R {
+        let me = group
+            .iter()
+            .position(|&r| r == self.rank)
+            .expect("a group holds its caller");
+        let to_comm: Vec<usize> = group
+            .iter()
+            .map(|&r| self.map.as_ref().map_or(r, |m| m[r]))
+            .collect();
+        let saved = (
+            self.size,
+            self.rank,
+            self.map.replace(to_comm),
+            self.nodes.take(),
+        );
+        self.size = group.len();
+        self.rank = me;
+        let out = f(self);
+        self.end_round();
+        (self.size, self.rank, self.map, self.nodes) = saved;
+        out
+    }
+
+    fn peer(&self, peer: usize) -> usize {
+        self.map.as_ref().map_or(peer, |m| m[peer])
     }
 
     /// The operation the schedule's reduce steps apply.
@@ -196,12 +248,12 @@ impl Builder {
     }
 
     pub fn send(&mut self, peer: usize, span: Span) {
-        let phase = self.phase;
+        let (phase, peer) = (self.phase, self.peer(peer));
         self.round.push(Xfer::Send { peer, span, phase });
     }
 
     pub fn recv(&mut self, peer: usize, span: Span) {
-        let phase = self.phase;
+        let (phase, peer) = (self.phase, self.peer(peer));
         self.round.push(Xfer::Recv { peer, span, phase });
     }
 
@@ -209,12 +261,14 @@ impl Builder {
     /// (collectives whose messages of one round need several phases).
     pub fn send_on(&mut self, peer: usize, span: Span, phase: u16) {
         debug_assert!(u32::from(phase) < 1 << PHASE_BITS);
+        let peer = self.peer(peer);
         self.round.push(Xfer::Send { peer, span, phase });
     }
 
     /// Receive `span` from `peer` in the current round with phase `phase`.
     pub fn recv_on(&mut self, peer: usize, span: Span, phase: u16) {
         debug_assert!(u32::from(phase) < 1 << PHASE_BITS);
+        let peer = self.peer(peer);
         self.round.push(Xfer::Recv { peer, span, phase });
     }
 

@@ -21,11 +21,25 @@ fn run(
     op: Option<&Reduction>,
     f: impl Fn(&mut Builder) -> Option<Span>,
 ) -> Vec<Vec<u8>> {
+    run_on(None, n, out_len, op, f)
+}
+
+/// As [`run`], on a communicator whose rank `r` runs on node `nodes[r]`.
+fn run_on(
+    nodes: Option<&[u32]>,
+    n: usize,
+    out_len: usize,
+    op: Option<&Reduction>,
+    f: impl Fn(&mut Builder) -> Option<Span>,
+) -> Vec<Vec<u8>> {
     let mut outs = vec![vec![0xeeu8; out_len]; n];
     let ptrs: Vec<*mut u8> = outs.iter_mut().map(|o| o.as_mut_ptr()).collect();
     let mut scheds: Vec<Schedule> = (0..n)
         .map(|r| {
             let mut b = Builder::bare((0..n as u32).collect(), r, 1, 7, 0);
+            if let Some(nodes) = nodes {
+                b.set_nodes(nodes.to_vec());
+            }
             if let Some(op) = op {
                 b.set_op(op.clone());
             }
@@ -401,4 +415,107 @@ fn engine_tags_separate_calls_and_phases() {
     assert_eq!(tag(0, 1) >> 32, 5);
     assert_eq!(tag(1 << super::sched::SEQ_BITS, 1), tag(0, 1));
     assert!(tag(u32::MAX, (1 << super::sched::PHASE_BITS) - 1) as u32 <= 0x3fff_ffff);
+}
+
+/// Node layouts: even, uneven, interleaved, three nodes, one process per
+/// node (the flat algorithms then), one node.
+const LAYOUTS: &[&[u32]] = &[
+    &[0, 0, 1, 1],
+    &[0, 0, 0, 1, 1],
+    &[0, 1, 0, 1, 0],
+    &[0, 0, 1, 1, 2, 2, 2],
+    &[2, 1, 0],
+    &[0, 0, 0],
+    &[1, 0, 0, 0, 0, 1, 1, 1],
+];
+
+#[test]
+fn node_aware_collectives_agree_with_the_flat_ones() {
+    let op = sum();
+    for &nodes in LAYOUTS {
+        let n = nodes.len();
+        run_on(Some(nodes), n, 0, None, |b| {
+            algo::barrier(b);
+            None
+        });
+        for len in [0, 5, TUNING.bcast_large + 3] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 13 % 253) as u8).collect();
+            for root in 0..n {
+                let outs = run_on(Some(nodes), n, len, None, |b| {
+                    let d = if b.rank == root {
+                        b.input(data.clone())
+                    } else {
+                        b.buf(len)
+                    };
+                    algo::bcast(b, d, root);
+                    Some(d)
+                });
+                assert!(
+                    outs.iter().all(|o| *o == data),
+                    "bcast {nodes:?} root {root}"
+                );
+            }
+        }
+        for count in [1, 3, TUNING.allreduce_large / 4 + 5] {
+            let n32 = n as i32;
+            let want = ints((0..count as i32).map(|i| 1000 * n32 * (n32 - 1) / 2 + n32 * i));
+            let input = |b: &mut Builder| {
+                let r = b.rank as i32;
+                b.input(ints((0..count as i32).map(|i| r * 1000 + i)))
+            };
+            let outs = run_on(Some(nodes), n, 4 * count, Some(&op), |b| {
+                let acc = input(b);
+                algo::allreduce(b, acc, 4);
+                Some(acc)
+            });
+            assert!(
+                outs.iter().all(|o| *o == want),
+                "allreduce {nodes:?} {count}"
+            );
+            for root in 0..n {
+                let outs = run_on(Some(nodes), n, 4 * count, Some(&op), |b| {
+                    let acc = input(b);
+                    algo::reduce(b, acc, root);
+                    (b.rank == root).then_some(acc)
+                });
+                assert!(outs[root] == want, "reduce {nodes:?} root {root}");
+            }
+        }
+        // Non-commutative: the flat, rank-ordered algorithms.
+        let mm = matmul_op();
+        let want = ints(product(0..n, 0));
+        let outs = run_on(Some(nodes), n, 16, Some(&mm), |b| {
+            let acc = b.input(matrices(b.rank, 1));
+            algo::allreduce(b, acc, 16);
+            Some(acc)
+        });
+        assert!(outs.iter().all(|o| *o == want), "matmul {nodes:?}");
+    }
+}
+
+/// Across two nodes of four, a barrier sends one message per node across
+/// (per leader round) instead of one per process.
+#[test]
+fn node_aware_barrier_crosses_nodes_once_per_round() {
+    let nodes = [0, 0, 0, 0, 1, 1, 1, 1];
+    let mut crossing = 0;
+    for r in 0..8 {
+        let mut b = Builder::bare((0..8).collect(), r, 1, 0, 0);
+        b.set_nodes(nodes.to_vec());
+        algo::barrier(&mut b);
+        for step in b.finish().steps() {
+            if let super::sched::Step::Round(xs) = step {
+                crossing += xs
+                    .iter()
+                    .filter(|x| match x {
+                        super::sched::Xfer::Send { peer, .. } => nodes[*peer] != nodes[r],
+                        _ => false,
+                    })
+                    .count();
+            }
+        }
+    }
+    // The two leaders exchange one message each; a flat dissemination
+    // barrier on 8 processes sends 14 of its 24 messages across.
+    assert_eq!(crossing, 2);
 }

@@ -138,7 +138,7 @@ fn comm_info(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize, usize)> {
 
 /// The builder of the communicator's next collective.
 fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
-    Ok(Builder::new(rt.comm_mut(slot)?, slot))
+    crate::coll::builder(rt, slot)
 }
 
 /// `count` elements of `dt` at `buf` plus `displ` bytes, checked.

@@ -1,0 +1,128 @@
+//! Node-aware collectives for communicators that span nodes: an
+//! intra-node phase on shared memory, one leader per node across the
+//! network, then an intra-node release, so each node sends one message
+//! per step over the network instead of one per process. (The two-level
+//! scheme of MPICH's and MVAPICH's "SMP-aware" collectives; e.g. Kandalla
+//! et al., "Designing multi-leader-based Allgather algorithms for
+//! multi-core clusters", IPDPS 2009, for the structure.)
+//!
+//! Groups: the ranks of each node in communicator order ("locals"), and
+//! one leader per node, the node's lowest rank, or the root on the root's
+//! node. Each level runs the flat algorithm of [`super::algo`] inside its
+//! group ([`Builder::in_group`]); a pair of ranks talks in one level only
+//! (leaders of different nodes across, ranks of one node within), so the
+//! levels' messages never meet. Reductions are node-aware only for
+//! commutative operations (the flat tree keeps the rank order of the
+//! others).
+
+use super::algo;
+use super::sched::{Builder, Span};
+
+/// This rank's node-mates and the leaders, for a given root.
+struct Layout {
+    /// Ranks on this rank's node, in order.
+    locals: Vec<usize>,
+    /// One rank per node, in order of the nodes' first ranks.
+    leaders: Vec<usize>,
+    /// This node's leader.
+    leader: usize,
+}
+
+/// The layout, or `None` when a two-level algorithm gains nothing (one
+/// node, or one process per node).
+fn layout(b: &Builder, root: Option<usize>) -> Option<Layout> {
+    let nodes = b.nodes()?;
+    let mut firsts: Vec<u32> = Vec::new();
+    for &n in nodes {
+        if !firsts.contains(&n) {
+            firsts.push(n);
+        }
+    }
+    if firsts.len() == nodes.len() || firsts.len() < 2 {
+        return None;
+    }
+    let leader_of = |node: u32| match root {
+        Some(r) if nodes[r] == node => r,
+        _ => nodes
+            .iter()
+            .position(|&n| n == node)
+            .expect("a node of a rank"),
+    };
+    let mine = nodes[b.rank];
+    Some(Layout {
+        locals: (0..nodes.len()).filter(|&r| nodes[r] == mine).collect(),
+        leaders: firsts.iter().map(|&n| leader_of(n)).collect(),
+        leader: leader_of(mine),
+    })
+}
+
+fn index(group: &[usize], rank: usize) -> usize {
+    group.iter().position(|&r| r == rank).expect("member")
+}
+
+/// Barrier: locals report to their leader, leaders meet, leaders release.
+/// False (nothing compiled) when the flat algorithm is as good.
+pub fn barrier(b: &mut Builder) -> bool {
+    let Some(l) = layout(b, None) else {
+        return false;
+    };
+    let empty = b.buf(0);
+    let lead = index(&l.locals, l.leader);
+    b.in_group(&l.locals, |b| algo::gather_empty(b, lead, empty));
+    if b.rank == l.leader {
+        b.in_group(&l.leaders, algo::barrier);
+    }
+    b.in_group(&l.locals, |b| algo::bcast(b, empty, lead));
+    true
+}
+
+/// Broadcast from `root`: across the leaders (the root leads its node),
+/// then within each node.
+pub fn bcast(b: &mut Builder, data: Span, root: usize) -> bool {
+    let Some(l) = layout(b, Some(root)) else {
+        return false;
+    };
+    if b.rank == l.leader {
+        let r = index(&l.leaders, root);
+        b.in_group(&l.leaders, |b| algo::bcast(b, data, r));
+    }
+    let lead = index(&l.locals, l.leader);
+    b.in_group(&l.locals, |b| algo::bcast(b, data, lead));
+    true
+}
+
+/// Reduction to `root` (commutative operations): within each node to its
+/// leader, then across the leaders to the root.
+pub fn reduce(b: &mut Builder, acc: Span, root: usize) -> bool {
+    if !b.op().is_none_or(|o| o.commutative()) {
+        return false;
+    }
+    let Some(l) = layout(b, Some(root)) else {
+        return false;
+    };
+    let lead = index(&l.locals, l.leader);
+    b.in_group(&l.locals, |b| algo::reduce(b, acc, lead));
+    if b.rank == l.leader {
+        let r = index(&l.leaders, root);
+        b.in_group(&l.leaders, |b| algo::reduce(b, acc, r));
+    }
+    true
+}
+
+/// Allreduce (commutative operations): within each node to its leader,
+/// an allreduce across the leaders, then a broadcast within each node.
+pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) -> bool {
+    if !b.op().is_none_or(|o| o.commutative()) {
+        return false;
+    }
+    let Some(l) = layout(b, None) else {
+        return false;
+    };
+    let lead = index(&l.locals, l.leader);
+    b.in_group(&l.locals, |b| algo::reduce(b, acc, lead));
+    if b.rank == l.leader {
+        b.in_group(&l.leaders, |b| algo::allreduce(b, acc, elem));
+    }
+    b.in_group(&l.locals, |b| algo::bcast(b, acc, lead));
+    true
+}
