@@ -106,7 +106,8 @@ pub struct Config {
     /// `TESSEL_PLUGIN_PATH`: directories (`:`-separated) searched for
     /// network plugins (`libtessel_plugin_NAME.so`) before the default
     /// places: the library's own directory and its `tessel/`
-    /// subdirectory, then the program's directory and its parent.
+    /// subdirectory, then the program's directory, its parent and the
+    /// parent's `lib/tessel`.
     pub plugin_path: Vec<std::path::PathBuf>,
 }
 

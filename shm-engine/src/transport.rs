@@ -134,7 +134,8 @@ pub struct Found {
 
 /// The directories searched for plugins: `TESSEL_PLUGIN_PATH` first, then
 /// the directory of the object holding this engine (`libmpi.so`) and its
-/// `tessel/` subdirectory, then the program's directory and its parent.
+/// `tessel/` subdirectory, then the program's directory, its parent, and
+/// the parent's `lib/tessel` (an installation's `bin/` beside its plugins).
 pub fn search_path(cfg: &Config) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = cfg.plugin_path.clone();
     if let Some(own) = crate::sys::object_path_of(search_path as *const c_void)
@@ -149,6 +150,8 @@ pub fn search_path(cfg: &Config) -> Vec<PathBuf> {
         dirs.push(dir.to_path_buf());
         if let Some(up) = dir.parent() {
             dirs.push(up.to_path_buf());
+            // An installation's bin/ next to its lib/tessel.
+            dirs.push(up.join("lib/tessel"));
         }
     }
     let mut seen = Vec::new();

@@ -111,6 +111,7 @@ impl Nodes {
             .env("UCX_NET_DEVICES", DEV)
             .env("FI_PROVIDER", "tcp")
             .env("FI_TCP_IFACE", DEV)
+            .env("TESSEL_OFI_DOMAIN", DEV)
             .env("TESSEL_PLUGIN_PATH", tessel_prefix().join("lib/tessel"));
         cmd
     }

@@ -63,7 +63,7 @@ fn check(net: &str, case: &str, n: u32, ppn: u32, env: &[(&str, &str)]) -> Run {
 fn transport_env(net: &str) -> Vec<(&'static str, &'static str)> {
     match net {
         "ucx" => vec![("UCX_TLS", "tcp"), ("UCX_NET_DEVICES", "lo")],
-        "ofi" => vec![("FI_PROVIDER", "tcp")],
+        "ofi" => vec![("FI_PROVIDER", "tcp"), ("TESSEL_OFI_DOMAIN", "lo")],
         _ => Vec::new(),
     }
 }
@@ -102,14 +102,15 @@ fn conformance_through_every_plugin() {
     }
 }
 
-/// UCX with its own choice of transports (shared memory, CMA and TCP here).
+/// UCX with its own choice of transports (shared memory and CMA here,
+/// TCP held to the loopback device).
 #[test]
 fn ucx_with_its_default_transports() {
     if !usable_plugins().iter().any(|n| n == "ucx") {
         panic!("the ucx plugin does not open here");
     }
     for case in ["nodes", "protocols"] {
-        let run = check("ucx", case, 4, 2, &[]);
+        let run = check("ucx", case, 4, 2, &[("UCX_NET_DEVICES", "lo")]);
         assert_all_ok(&run, case, 4);
     }
 }

@@ -11,7 +11,7 @@ static int open_no_device(const tessel_open_args *args, tessel_context **ctx, te
     err[errlen - 1] = 0;
     return TESSEL_ERR_NO_DEVICE;
 }
-static int send_never(tessel_context *c, uint32_t p, const uint8_t *h, size_t hl,
+__attribute__((unused)) static int send_never(tessel_context *c, uint32_t p, const uint8_t *h, size_t hl,
                       const tessel_iov *v, size_t n, uint64_t k) {
     (void)c; (void)p; (void)h; (void)hl; (void)v; (void)n; (void)k;
     return TESSEL_ERR_TRANSPORT;

@@ -1,0 +1,8 @@
+/* The libfabric headers the plugin binds (bindgen input, see build.rs). */
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_eq.h>
