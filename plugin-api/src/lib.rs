@@ -31,7 +31,15 @@
 //!   calls into the plugin from inside a callback. Every function pointer
 //!   of [`Callbacks`] is non-null.
 //! - Tokens are unique per context while outstanding; their values are the
-//!   plugin's own (a plugin must refuse one it did not hand out).
+//!   plugin's own (a plugin must refuse one it did not hand out). A fetch
+//!   answered [`ERR_AGAIN`] or [`ERR_INVALID`] leaves its token as it was;
+//!   one that started, or failed because the peer did, consumes it.
+//! - [`ERR_AGAIN`] is the answer to a momentary shortage: a plugin whose
+//!   library turns a dead peer into endless "no resources" keeps its own
+//!   deadline and then reports the peer ([`Callbacks::failed`]).
+//! - Values published with `put` should stay under 384 bytes each: the
+//!   engine splits longer ones over several bootstrap keys, which costs a
+//!   lookup each (PMI-1 under Hydra takes 512 raw bytes per value).
 //! - Messages from one peer need not reach [`Callbacks::arrived`] in the
 //!   order they were sent: the engine numbers its headers per peer and
 //!   restores the order itself (MPI's non-overtaking rule).
@@ -259,8 +267,10 @@ pub struct Callbacks {
         len: usize,
     ) -> c_int,
     /// Read the value another process published under `key` into `buf`
-    /// (`cap` bytes); `*len` gets its full length ([`ERR_INVALID`] when it
-    /// does not fit: call again with a larger buffer).
+    /// (`cap` bytes); `*len` gets its full length. [`ERR_UNREACHABLE`]
+    /// when nothing was published under `key`; [`ERR_INVALID`] with
+    /// `*len > cap` when it does not fit (call again with a larger
+    /// buffer), with `*len <= cap` for a bad argument.
     pub get: unsafe extern "C" fn(
         engine: *mut c_void,
         key: *const c_char,
