@@ -6,7 +6,8 @@
 //! and wildcard sources), `ordering` (non-overtaking across protocols,
 //! wildcards, tag masks), `errors` (truncation, invalid peers),
 //! `nodes` (with `--ppn`: every rank sends to every rank and wildcard
-//! receives take them from every node; without a network plugin, sends to
+//! receives take them from every node, then receives posted without a
+//! buffer take messages from the ring neighbour; without a network plugin, sends to
 //! other nodes are refused with a typed error),
 //! `probes` (synchronous sends complete only after the match; probes and
 //! matched probes from any source; cancel of a posted receive),
@@ -343,7 +344,27 @@ fn nodes(ep: &mut Endpoint) -> Res {
         .collect();
     ensure(from == want, || {
         format!("messages from {from:?}, want {want:?}")
-    })
+    })?;
+    if net {
+        // Receives posted without a buffer, from the neighbour on the ring
+        // (on another node where the split puts it): the engine gives each
+        // a buffer of the message's size at the match.
+        let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+        for (k, size) in [100, 70_000, (1 << 20) + 5].into_iter().enumerate() {
+            let tag = 10 + k as u64;
+            let r = ep.irecv_managed(Source::Rank(prev), TagMatch::exact(tag), size)?;
+            let s = ep.isend(next, tag, expected(me, size))?;
+            let got = ep.wait(r)?;
+            ep.wait(s)?;
+            let buf = got
+                .buffer
+                .ok_or("a managed receive came back without a buffer")?;
+            ensure(buf.as_slice() == &expected(prev, size)[..], || {
+                format!("managed receive of {size} bytes from {prev}: payload corrupt")
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Ranges of a buffer holding `want` bytes in all: lengths from `lens`
