@@ -115,13 +115,16 @@ fn ucx_with_its_default_transports() {
     }
 }
 
-/// Three nodes of one process each, and uneven nodes (3 + 2).
+/// Three nodes of one process each, uneven nodes (3 + 2), and two nodes
+/// of four on this machine's two cores (waiting processes must sleep in
+/// `poll` on the plugin's descriptor or yield).
 #[test]
-fn uneven_and_single_process_nodes() {
+fn uneven_single_process_and_oversubscribed_nodes() {
     let net = &usable_plugins()[0];
     let env = transport_env(net);
     assert_all_ok(&check(net, "nodes", 3, 1, &env), "nodes", 3);
     assert_all_ok(&check(net, "protocols", 5, 3, &env), "protocols", 5);
+    assert_all_ok(&check(net, "protocols", 8, 4, &env), "protocols", 8);
 }
 
 /// A rank killed while peers on the other node wait for it ends the job
