@@ -8,12 +8,11 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Run, assert_code, example, hydra, launch, mpiexec};
+use common::{Run, assert_all_ok, assert_code, example, hydra, launch, mpiexec};
 
 const WATCHDOG: Duration = Duration::from_secs(240);
 
@@ -41,16 +40,6 @@ fn run(name: &str, cma: Cma, args: &[&str], program: &str, program_args: &[&str]
         .args(program_args)
         .env("TESSEL_CMA", cma.env());
     launch(name, cmd).wait_for(WATCHDOG)
-}
-
-/// Every rank of an `n`-process `engine_check CASE` run reported success.
-fn assert_all_ok(run: &Run, case: &str, n: u32) {
-    assert_code(run, 0);
-    let want: BTreeSet<String> = (0..n)
-        .map(|r| format!("engine_check {case}: rank {r} ok"))
-        .collect();
-    let got: BTreeSet<String> = run.stdout.lines().map(str::to_owned).collect();
-    assert_eq!(got, want, "stderr:\n{}", run.stderr);
 }
 
 fn check(case: &str, n: u32, cma: Cma) {

@@ -10,12 +10,11 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Run, assert_code, example, hydra, launch, tessel_prefix};
+use common::{assert_all_ok, assert_code, example, hydra, launch, tessel_prefix};
 
 const WATCHDOG: Duration = Duration::from_secs(240);
 
@@ -124,15 +123,6 @@ impl Drop for Nodes {
         }
         let _ = std::fs::remove_file(&self.launcher);
     }
-}
-
-fn assert_all_ok(run: &Run, case: &str, n: u32) {
-    assert_code(run, 0);
-    let want: BTreeSet<String> = (0..n)
-        .map(|r| format!("engine_check {case}: rank {r} ok"))
-        .collect();
-    let got: BTreeSet<String> = run.stdout.lines().map(str::to_owned).collect();
-    assert_eq!(got, want, "stderr:\n{}", run.stderr);
 }
 
 #[test]

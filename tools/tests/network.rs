@@ -8,12 +8,11 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Run, assert_code, example, launch, mpiexec, tessel_prefix};
+use common::{Run, assert_all_ok, example, launch, mpiexec, tessel_prefix};
 
 const WATCHDOG: Duration = Duration::from_secs(240);
 
@@ -35,15 +34,6 @@ fn usable_plugins() -> Vec<String> {
         .filter(|s| s.status.is_ok())
         .filter_map(|s| s.plugin.map(|p| p.0))
         .collect()
-}
-
-fn assert_all_ok(run: &Run, case: &str, n: u32) {
-    assert_code(run, 0);
-    let want: BTreeSet<String> = (0..n)
-        .map(|r| format!("engine_check {case}: rank {r} ok"))
-        .collect();
-    let got: BTreeSet<String> = run.stdout.lines().map(str::to_owned).collect();
-    assert_eq!(got, want, "stderr:\n{}", run.stderr);
 }
 
 /// `engine_check CASE` on `n` processes, `ppn` per virtual node, with the

@@ -210,3 +210,14 @@ pub fn tessel_prefix() -> PathBuf {
     );
     p
 }
+
+/// Every rank of an `n`-process `engine_check CASE` run reported success,
+/// and nothing else was printed.
+pub fn assert_all_ok(run: &Run, case: &str, n: u32) {
+    assert_code(run, 0);
+    let want: std::collections::BTreeSet<String> = (0..n)
+        .map(|r| format!("engine_check {case}: rank {r} ok"))
+        .collect();
+    let got: std::collections::BTreeSet<String> = run.stdout.lines().map(str::to_owned).collect();
+    assert_eq!(got, want, "stderr:\n{}", run.stderr);
+}
