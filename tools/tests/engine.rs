@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::process::Command;
 use std::time::Duration;
