@@ -7,6 +7,12 @@
 //!
 //! The engine's own suite (multi-process jobs through the launcher) runs
 //! on top of this; this one finds a plugin's faults without a launcher.
+//!
+//! The test host it runs on is public, for a plugin's own tests of what
+//! the check does not reach: [`Side::open`] opens one context over a
+//! [`Store`] shared by the contexts of one test job, [`Side::progress`]
+//! returns the [`Event`]s its callbacks recorded, and [`wait`] progresses
+//! several sides until one of them sees a wanted event.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -69,23 +75,40 @@ impl fmt::Display for Report {
     }
 }
 
+/// The bootstrap store the contexts of one test job share (what `put`
+/// publishes, `get` reads).
+pub type Store = Arc<Mutex<HashMap<String, Vec<u8>>>>;
+
 /// One event a context's callbacks recorded.
-#[derive(Debug)]
-enum Event {
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event {
+    /// [`Callbacks::arrived`].
     Arrived {
+        /// The sender.
         peer: u32,
+        /// The engine's header.
         header: Vec<u8>,
+        /// The payload ([`ARRIVED_DATA`]), or `None` for a token.
         data: Option<Vec<u8>>,
+        /// The payload's length.
         len: usize,
+        /// The token ([`ARRIVED_TOKEN`]; 0 with data).
         token: u64,
     },
+    /// [`Callbacks::completed`].
     Completed {
+        /// The operation's cookie.
         cookie: u64,
+        /// Its status.
         status: c_int,
     },
+    /// [`Callbacks::failed`].
     Failed {
+        /// The failed peer.
         peer: u32,
+        /// [`ERR_PEER_FAILED`] or [`ERR_UNREACHABLE`].
         status: c_int,
+        /// The plugin's text.
         message: String,
     },
 }
@@ -93,7 +116,7 @@ enum Event {
 /// The engine side of one context: the shared store and recorded events.
 #[derive(Debug)]
 struct Host {
-    kv: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+    kv: Store,
     events: Mutex<Vec<Event>>,
 }
 
@@ -163,7 +186,11 @@ unsafe extern "C" fn cb_arrived(
     // SAFETY: header and data are valid during the call per the ABI.
     let (header, data) = unsafe {
         (
-            std::slice::from_raw_parts(header, header_len).to_vec(),
+            if header_len == 0 {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(header, header_len).to_vec()
+            },
             (flags & ARRIVED_DATA != 0).then(|| {
                 if len == 0 {
                     Vec::new()
@@ -210,9 +237,13 @@ unsafe extern "C" fn cb_failed(engine: *mut c_void, peer: u32, status: c_int, ms
     });
 }
 
-/// One open context with its host.
-struct Side {
+/// One open context of a plugin with its host: the engine's side of a
+/// context, for tests. Close it with [`Side::close`] (dropping it leaks
+/// the context).
+#[derive(Debug)]
+pub struct Side {
     ctx: *mut Context,
+    ops: &'static Ops,
     host: Box<Host>,
     // Kept alive for the plugin: it may hold the pointer until close.
     _callbacks: Box<Callbacks>,
@@ -251,12 +282,7 @@ impl Plugin {
         })
     }
 
-    fn open(
-        &self,
-        rank: u32,
-        size: u32,
-        kv: &Arc<Mutex<HashMap<String, Vec<u8>>>>,
-    ) -> Result<Side, (c_int, String)> {
+    fn open(&self, rank: u32, size: u32, kv: &Store) -> Result<Side, (c_int, String)> {
         let host = Box::new(Host {
             kv: kv.clone(),
             events: Mutex::new(Vec::new()),
@@ -292,27 +318,160 @@ impl Plugin {
         }
         Ok(Side {
             ctx,
+            ops: self.ops,
             host,
             _callbacks: callbacks,
             attr,
         })
     }
+}
 
-    fn progress(&self, s: &Side) -> Result<Vec<Event>, String> {
+impl Side {
+    /// Open a context of the plugin whose descriptor is `desc`, as `rank`
+    /// of a job of `size` whose bootstrap is `store`. The error is the
+    /// plugin's code and text (or [`ERR_INVALID`] for a broken
+    /// descriptor).
+    pub fn open(
+        desc: DescriptorFn,
+        rank: u32,
+        size: u32,
+        store: &Store,
+    ) -> Result<Side, (c_int, String)> {
+        Plugin::load(desc)
+            .map_err(|e| (ERR_INVALID, e))?
+            .open(rank, size, store)
+    }
+
+    /// Ranks 0 and 1 of a two-process job over a new store.
+    pub fn pair(desc: DescriptorFn) -> Result<(Side, Side), String> {
+        let store = Store::default();
+        let open = |rank| {
+            Side::open(desc, rank, 2, &store)
+                .map_err(|(rc, m)| format!("open rank {rank}: {} ({m})", status_name(rc)))
+        };
+        Ok((open(0)?, open(1)?))
+    }
+
+    /// The plugin's context handle.
+    pub fn ctx(&self) -> *mut Context {
+        self.ctx
+    }
+
+    /// The plugin's operations.
+    pub fn ops(&self) -> &'static Ops {
+        self.ops
+    }
+
+    /// The limits the context reported at open.
+    pub fn attr(&self) -> &Attr {
+        &self.attr
+    }
+
+    /// [`Ops::send`] of `header` and the pieces `iov` to `peer`.
+    ///
+    /// # Safety
+    /// Every piece is readable for its length and stays so until the
+    /// send is done ([`OK`] at once, or its completion).
+    pub unsafe fn send(&self, peer: u32, header: &[u8], iov: &[Iov], cookie: u64) -> c_int {
+        let Some(send) = self.ops.send else {
+            return ERR_INVALID;
+        };
+        // SAFETY: an open context; the header is valid for the call, the
+        // pieces per the caller.
+        unsafe {
+            send(
+                self.ctx,
+                peer,
+                header.as_ptr(),
+                header.len(),
+                iov.as_ptr(),
+                iov.len(),
+                cookie,
+            )
+        }
+    }
+
+    /// [`Ops::fetch`] of `token` into the pieces `iov`.
+    ///
+    /// # Safety
+    /// Every piece is writable for its length, and the caller's alone,
+    /// until the fetch is done ([`OK`] at once, or its completion).
+    pub unsafe fn fetch(&self, token: u64, iov: &[Iov], cookie: u64) -> c_int {
+        let Some(fetch) = self.ops.fetch else {
+            return ERR_INVALID;
+        };
+        // SAFETY: an open context; the pieces per the caller.
+        unsafe { fetch(self.ctx, token, iov.as_ptr(), iov.len(), cookie) }
+    }
+
+    /// [`Ops::discard`] of `token`.
+    pub fn discard(&self, token: u64) {
+        if let Some(discard) = self.ops.discard {
+            // SAFETY: an open context; any token value is allowed (the
+            // plugin refuses one it did not hand out).
+            unsafe { discard(self.ctx, token) };
+        }
+    }
+
+    /// Progress the context once and take the events its callbacks
+    /// recorded (those it ran now, and any given back with
+    /// [`Side::keep`]).
+    pub fn progress(&self) -> Result<Vec<Event>, String> {
         let progress = self.ops.progress.ok_or("no progress entry")?;
-        // SAFETY: `s.ctx` is open.
-        let rc = unsafe { progress(s.ctx, 64) };
+        // SAFETY: `self.ctx` is open.
+        let rc = unsafe { progress(self.ctx, 64) };
         if rc < 0 {
             return Err(format!("progress failed: {}", status_name(rc)));
         }
-        Ok(std::mem::take(&mut *s.host.events.lock().unwrap()))
+        Ok(std::mem::take(&mut *self.host.events.lock().unwrap()))
     }
 
-    fn close(&self, s: Side) {
+    /// Give `events` back, for the next [`Side::progress`] to return.
+    pub fn keep(&self, events: Vec<Event>) {
+        self.host.events.lock().unwrap().extend(events);
+    }
+
+    /// [`Ops::close`] the context.
+    pub fn close(self) {
         if let Some(close) = self.ops.close {
-            // SAFETY: `s.ctx` is open and not used after this.
-            unsafe { close(s.ctx) };
+            // SAFETY: `self.ctx` is open and not used after this.
+            unsafe { close(self.ctx) };
         }
+    }
+}
+
+/// Progress every side in turn until `want` picks something out of an
+/// event of side `of`; other events are dropped. An error when progress
+/// fails or after `timeout`, with the events seen.
+pub fn wait<T>(
+    sides: &[&Side],
+    of: usize,
+    timeout: Duration,
+    mut want: impl FnMut(Event) -> Option<T>,
+) -> Result<T, String> {
+    let deadline = Instant::now() + timeout;
+    let mut seen = Vec::new();
+    loop {
+        for (i, s) in sides.iter().enumerate() {
+            for ev in s.progress()? {
+                if i != of {
+                    seen.push(format!("{i}: {ev:?}"));
+                    continue;
+                }
+                let text = format!("{i}: {ev:?}");
+                match want(ev) {
+                    Some(t) => return Ok(t),
+                    None => seen.push(text),
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            seen.truncate(20);
+            return Err(format!(
+                "no such event on side {of} in {timeout:?}; saw {seen:?}"
+            ));
+        }
+        std::thread::yield_now();
     }
 }
 
@@ -326,7 +485,7 @@ pub fn open_error(desc: DescriptorFn) -> Option<(c_int, String)> {
     let kv = Arc::default();
     match p.open(0, 1, &kv) {
         Ok(s) => {
-            p.close(s);
+            s.close();
             None
         }
         Err(e) => Some(e),
@@ -415,7 +574,7 @@ pub fn run(desc: DescriptorFn) -> Result<Report, String> {
     }
     let result = exchange(&p, &sides, &attr, &mut report).and_then(|()| bad_arguments(&p, &sides));
     for s in sides {
-        p.close(s);
+        s.close();
     }
     result.map(|()| report)
 }
@@ -494,9 +653,9 @@ fn exchange(p: &Plugin, sides: &[Side], attr: &Attr, report: &mut Report) -> Res
                         ERR_AGAIN => {
                             report.again += 1;
                             for s in sides {
-                                let evs = p.progress(s)?;
+                                let evs = s.progress()?;
                                 // Events found while retrying are replayed below.
-                                s.host.events.lock().unwrap().extend(evs);
+                                s.keep(evs);
                             }
                             if Instant::now() > deadline {
                                 return Err(format!("send of {size} B: no resources for 120 s"));
@@ -522,7 +681,7 @@ fn exchange(p: &Plugin, sides: &[Side], attr: &Attr, report: &mut Report) -> Res
                 ));
             }
             for (me, s) in sides.iter().enumerate() {
-                for ev in p.progress(s)? {
+                for ev in s.progress()? {
                     match ev {
                         Event::Arrived {
                             peer,
@@ -590,8 +749,8 @@ fn exchange(p: &Plugin, sides: &[Side], attr: &Attr, report: &mut Report) -> Res
                                             }
                                             ERR_AGAIN => {
                                                 report.again += 1;
-                                                let evs = p.progress(s)?;
-                                                s.host.events.lock().unwrap().extend(evs);
+                                                let evs = s.progress()?;
+                                                s.keep(evs);
                                             }
                                             rc => {
                                                 return Err(format!(

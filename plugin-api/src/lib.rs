@@ -54,6 +54,8 @@ use std::ffi::{c_char, c_int, c_void};
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "plugin")]
+pub mod plugin;
 
 /// ABI major version: a plugin whose major differs is refused.
 pub const ABI_MAJOR: u32 = 1;

@@ -4,21 +4,15 @@
 //! same text `ucp_get_version_string` returns for that build) becomes
 //! `TESSEL_UCX_VERSION` for the descriptor.
 
-use std::env;
-use std::path::PathBuf;
+include!("../build_common.rs");
 
 fn main() {
     println!("cargo:rerun-if-changed=wrapper.h");
-    println!("cargo:rerun-if-changed=build.rs");
-    let lib = pkg_config::Config::new()
-        .atleast_version("1.12")
-        .probe("ucx")
-        .unwrap_or_else(|e| panic!("UCX not found by pkg-config (Debian: libucx-dev): {e}"));
+    let lib = probe("ucx", "1.12", "libucx-dev");
     println!("cargo:rustc-env=TESSEL_UCX_VERSION={}", lib.version);
 
-    let mut builder = bindgen::Builder::default()
+    let builder = builder(&lib)
         .header("wrapper.h")
-        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
         .allowlist_function(
             "ucp_(init_version|cleanup|context_print_info|worker_create|worker_destroy\
              |worker_query|worker_release_address|worker_progress|worker_get_efd\
@@ -42,20 +36,6 @@ fn main() {
         .allowlist_type("ucs_thread_mode_t")
         // `FILE` is libc's (the plugin passes streams from `open_memstream`).
         .blocklist_type("FILE|_IO_.*")
-        .raw_line("pub use libc::FILE;")
-        .default_enum_style(bindgen::EnumVariation::Consts)
-        .prepend_enum_name(false)
-        .derive_default(true)
-        .layout_tests(true)
-        .generate_comments(false);
-    for dir in &lib.include_paths {
-        builder = builder.clang_arg(format!("-I{}", dir.display()));
-    }
-    let bindings = builder
-        .generate()
-        .unwrap_or_else(|e| panic!("bindgen failed on <ucp/api/ucp.h>: {e}"));
-    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    bindings
-        .write_to_file(out.join("ucp.rs"))
-        .expect("write the UCX bindings");
+        .raw_line("pub use libc::FILE;");
+    generate(builder, "<ucp/api/ucp.h>", "ucp.rs");
 }

@@ -6,21 +6,13 @@
 //! `context->ops`; `src/sys.rs` makes them through the generated
 //! function-pointer fields.
 
-use std::env;
-use std::path::PathBuf;
+include!("../build_common.rs");
 
 fn main() {
-    println!("cargo:rerun-if-changed=build.rs");
-    let lib = pkg_config::Config::new()
-        .atleast_version("1.8")
-        .probe("libibverbs")
-        .unwrap_or_else(|e| {
-            panic!("libibverbs not found by pkg-config (Debian: libibverbs-dev): {e}")
-        });
+    let lib = probe("libibverbs", "1.8", "libibverbs-dev");
 
-    let mut builder = bindgen::Builder::default()
+    let builder = builder(&lib)
         .header_contents("tessel_verbs.h", "#include <infiniband/verbs.h>\n")
-        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
         .allowlist_function(
             "ibv_(get_device_list|free_device_list|get_device_name|open_device|close_device\
              |query_device|query_port|query_gid|alloc_pd|dealloc_pd|reg_mr|dereg_mr\
@@ -37,20 +29,6 @@ fn main() {
         .allowlist_type(
             "ibv_(qp_state|qp_type|mtu|port_state|wc_status|wc_opcode|wr_opcode\
              |send_flags|access_flags|qp_attr_mask|event_type|gid_type|node_type)",
-        )
-        .default_enum_style(bindgen::EnumVariation::Consts)
-        .prepend_enum_name(false)
-        .derive_default(true)
-        .layout_tests(true)
-        .generate_comments(false);
-    for dir in &lib.include_paths {
-        builder = builder.clang_arg(format!("-I{}", dir.display()));
-    }
-    let bindings = builder
-        .generate()
-        .unwrap_or_else(|e| panic!("bindgen failed on <infiniband/verbs.h>: {e}"));
-    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    bindings
-        .write_to_file(out.join("verbs.rs"))
-        .expect("write the libibverbs bindings");
+        );
+    generate(builder, "<infiniband/verbs.h>", "verbs.rs");
 }

@@ -41,13 +41,13 @@ use plugin_api::{
 };
 
 use crate::buffers::{Ctx, Kind, Region, Slots};
-use crate::engine::Engine;
 use crate::fi::{Addr, Endpoint, FiError};
 use crate::provider::{self, Chosen};
 use crate::rndv::{Fetch, Issue, Piece, RndvSend, Token};
 use crate::sys;
 use crate::table::Table;
 use crate::wire::{self, FIN_DISCARDED, FIN_FAILED, FIN_READ, Message, PREFIX_LEN, Seg};
+use plugin_api::plugin::Engine;
 
 /// The largest engine header.
 pub const MAX_HEADER: usize = 128;

@@ -29,7 +29,6 @@
 
 mod buffers;
 pub mod context;
-mod engine;
 pub mod fi;
 pub mod provider;
 pub mod rndv;
@@ -39,15 +38,13 @@ pub mod table;
 pub mod wire;
 
 use std::ffi::{c_char, c_int};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use plugin_api::plugin::{self, bytes, guard, guard_void};
 use plugin_api::{
-    ABI_MAJOR, ABI_MINOR, Attr, Callbacks, Context, Descriptor, ERR_INVALID, ERR_TRANSPORT, Iov,
-    OpenArgs, Ops, write_error,
+    ABI_MAJOR, ABI_MINOR, Attr, Context, Descriptor, ERR_INVALID, Iov, OpenArgs, Ops,
 };
 
 use crate::context::{MAX_HEADER, Ofi};
-use crate::engine::Engine;
 
 /// The plugin's version and the libfabric headers it was built on.
 const VERSION: &str = concat!(
@@ -88,11 +85,6 @@ pub extern "C" fn tessel_plugin_descriptor() -> *const Descriptor {
     &raw const DESCRIPTOR
 }
 
-/// Run an entry's body; a panic becomes `on_panic`, never an unwind into C.
-fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
-}
-
 /// The context behind a handle, or `None` for null.
 ///
 /// # Safety
@@ -111,54 +103,12 @@ unsafe extern "C" fn ofi_open(
     err: *mut c_char,
     errlen: usize,
 ) -> c_int {
-    guard(ERR_TRANSPORT, || {
-        // SAFETY: the ABI makes `err` null or `errlen` writable bytes.
-        let fail = |rc: c_int, m: &str| unsafe {
-            write_error(err, errlen, m);
-            rc
-        };
-        // SAFETY: the ABI makes `args` null or a valid OpenArgs for the call.
-        let Some(a) = (unsafe { args.as_ref() }) else {
-            return fail(ERR_INVALID, "open: null arguments");
-        };
-        if ctx.is_null() || attr.is_null() {
-            return fail(ERR_INVALID, "open: null context or attribute pointer");
-        }
-        if (a.struct_size as usize) < std::mem::size_of::<OpenArgs>() {
-            return fail(ERR_INVALID, "open: OpenArgs too short");
-        }
-        // SAFETY: the ABI makes `callbacks` null or the engine's table,
-        // valid until close.
-        let Some(cb) = (unsafe { a.callbacks.as_ref() }) else {
-            return fail(ERR_INVALID, "open: null callbacks");
-        };
-        if (cb.struct_size as usize) < std::mem::size_of::<Callbacks>() {
-            return fail(ERR_INVALID, "open: Callbacks table too short");
-        }
-        // SAFETY: checked above: the engine's full table, valid until close.
-        let engine = unsafe { Engine::new(cb) };
-        match Ofi::open(a.rank, a.size, engine) {
-            Ok((me, mine)) => {
-                // Write no byte beyond the engine's `Attr`.
-                // SAFETY: `attr` is non-null and, per the ABI, an Attr of
-                // the engine whose first field says its size.
-                unsafe {
-                    let theirs = (*attr).struct_size as usize;
-                    let n = theirs.min(std::mem::size_of::<Attr>());
-                    let mut mine = mine;
-                    mine.struct_size = theirs as u32;
-                    std::ptr::copy_nonoverlapping(
-                        (&raw const mine).cast::<u8>(),
-                        attr.cast::<u8>(),
-                        n,
-                    );
-                    *ctx = Box::into_raw(me).cast();
-                }
-                plugin_api::OK
-            }
-            Err((rc, m)) => fail(rc, &m),
-        }
-    })
+    // SAFETY: the engine's arguments to `open`, as they came (ABI).
+    unsafe {
+        plugin::open(args, ctx, attr, err, errlen, "ofi", |a| {
+            Ofi::open(a.rank, a.size, a.engine)
+        })
+    }
 }
 
 unsafe extern "C" fn ofi_send(
@@ -170,20 +120,17 @@ unsafe extern "C" fn ofi_send(
     iov_count: usize,
     cookie: u64,
 ) -> c_int {
-    guard(ERR_TRANSPORT, || {
+    guard(|| {
         // SAFETY: the engine passes its live handle (the ABI).
         let Some(me) = (unsafe { context(ctx) }) else {
             return ERR_INVALID;
         };
-        if header_len > MAX_HEADER || (header.is_null() && header_len > 0) {
+        if header_len > MAX_HEADER {
             return ERR_INVALID;
         }
-        let header = if header_len == 0 {
-            &[][..]
-        } else {
-            // SAFETY: non-null, `header_len` (<= MAX_HEADER) readable bytes
-            // per the ABI.
-            unsafe { std::slice::from_raw_parts(header, header_len) }
+        // SAFETY: the ABI makes `header` `header_len` readable bytes.
+        let Some(header) = (unsafe { bytes(header, header_len) }) else {
+            return ERR_INVALID;
         };
         // SAFETY: the ABI makes `iov` `iov_count` entries.
         let Some(pieces) = (unsafe { context::pieces(iov, iov_count) }) else {
@@ -200,7 +147,7 @@ unsafe extern "C" fn ofi_fetch(
     iov_count: usize,
     cookie: u64,
 ) -> c_int {
-    guard(ERR_TRANSPORT, || {
+    guard(|| {
         // SAFETY: the engine passes its live handle (the ABI).
         let Some(me) = (unsafe { context(ctx) }) else {
             return ERR_INVALID;
@@ -214,7 +161,7 @@ unsafe extern "C" fn ofi_fetch(
 }
 
 unsafe extern "C" fn ofi_discard(ctx: *mut Context, token: u64) {
-    guard((), || {
+    guard_void(|| {
         // SAFETY: the engine passes its live handle (the ABI).
         if let Some(me) = unsafe { context(ctx) } {
             me.discard(token);
@@ -223,7 +170,7 @@ unsafe extern "C" fn ofi_discard(ctx: *mut Context, token: u64) {
 }
 
 unsafe extern "C" fn ofi_progress(ctx: *mut Context, budget: u32) -> c_int {
-    guard(ERR_TRANSPORT, || {
+    guard(|| {
         // SAFETY: the engine passes its live handle (the ABI).
         match unsafe { context(ctx) } {
             Some(me) => me.progress(budget),
@@ -233,7 +180,7 @@ unsafe extern "C" fn ofi_progress(ctx: *mut Context, budget: u32) -> c_int {
 }
 
 unsafe extern "C" fn ofi_close(ctx: *mut Context) {
-    guard((), || {
+    guard_void(|| {
         if !ctx.is_null() {
             // SAFETY: a handle from `open` (a `Box<Ofi>`), closed once
             // (the ABI); dropping it closes the endpoint first.
@@ -243,7 +190,7 @@ unsafe extern "C" fn ofi_close(ctx: *mut Context) {
 }
 
 unsafe extern "C" fn ofi_wake_fd(ctx: *mut Context) -> c_int {
-    guard(ERR_TRANSPORT, || {
+    guard(|| {
         // SAFETY: the engine passes its live handle (the ABI).
         match unsafe { context(ctx) } {
             Some(me) => me.wake_fd(),
@@ -253,7 +200,7 @@ unsafe extern "C" fn ofi_wake_fd(ctx: *mut Context) -> c_int {
 }
 
 unsafe extern "C" fn ofi_arm(ctx: *mut Context) -> c_int {
-    guard(ERR_TRANSPORT, || {
+    guard(|| {
         // SAFETY: the engine passes its live handle (the ABI).
         match unsafe { context(ctx) } {
             Some(me) => me.arm(),

@@ -3,18 +3,7 @@
 //! constants). Nothing outside [`crate::fi`] uses them directly, except the
 //! few constants the protocol code names.
 
-#![allow(
-    non_camel_case_types,
-    non_upper_case_globals,
-    non_snake_case,
-    dead_code,
-    missing_debug_implementations,
-    unsafe_op_in_unsafe_fn,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks
-)]
-
-include!(concat!(env!("OUT_DIR"), "/fabric.rs"));
+plugin_api::bindings!("fabric.rs");
 
 /// `FI_ADDR_UNSPEC` (`(uint64_t) -1`, a cast bindgen does not evaluate).
 pub const FI_ADDR_UNSPEC: fi_addr_t = u64::MAX;

@@ -3,181 +3,28 @@
 //! provider on the loopback domain; one test (libfabric reads its
 //! environment once per process), its parts in sequence.
 
-use std::collections::HashMap;
-use std::ffi::{CStr, c_char, c_int, c_void};
-use std::sync::Mutex;
+use std::ffi::c_int;
 use std::time::{Duration, Instant};
 
+use plugin_api::conformance::{self, Event, Side};
 use plugin_api::*;
-
-/// A recorded callback.
-#[derive(Debug)]
-enum Event {
-    Arrived {
-        peer: u32,
-        len: usize,
-        token: u64,
-    },
-    Completed {
-        cookie: u64,
-        status: c_int,
-    },
-    Failed {
-        peer: u32,
-        status: c_int,
-        message: String,
-    },
-}
-
-/// The engine of one context; the store is shared through a static.
-#[derive(Debug, Default)]
-struct Host {
-    events: Mutex<Vec<Event>>,
-}
-
-static KV: Mutex<Option<HashMap<String, Vec<u8>>>> = Mutex::new(None);
-
-fn host<'a>(e: *mut c_void) -> &'a Host {
-    // SAFETY: the engine pointer is a `Host` that outlives its context.
-    unsafe { &*e.cast::<Host>() }
-}
-
-unsafe extern "C" fn put(
-    _: *mut c_void,
-    key: *const c_char,
-    value: *const u8,
-    len: usize,
-) -> c_int {
-    // SAFETY: a C string and `len` bytes, per the ABI.
-    let (k, v) = unsafe {
-        (
-            CStr::from_ptr(key).to_string_lossy().into_owned(),
-            std::slice::from_raw_parts(value, len).to_vec(),
-        )
-    };
-    KV.lock().unwrap().get_or_insert_default().insert(k, v);
-    OK
-}
-
-unsafe extern "C" fn get(
-    _: *mut c_void,
-    key: *const c_char,
-    buf: *mut u8,
-    cap: usize,
-    len: *mut usize,
-) -> c_int {
-    // SAFETY: a C string, per the ABI.
-    let k = unsafe { CStr::from_ptr(key).to_string_lossy().into_owned() };
-    let kv = KV.lock().unwrap();
-    let Some(v) = kv.as_ref().and_then(|m| m.get(&k)) else {
-        return ERR_UNREACHABLE;
-    };
-    // SAFETY: `len` is writable; `buf` has `cap` bytes (checked).
-    unsafe {
-        *len = v.len();
-        if v.len() > cap {
-            return ERR_INVALID;
-        }
-        std::ptr::copy_nonoverlapping(v.as_ptr(), buf, v.len());
-    }
-    OK
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn arrived(
-    e: *mut c_void,
-    peer: u32,
-    _: *const u8,
-    _: usize,
-    _: *const u8,
-    len: usize,
-    token: u64,
-    _: u32,
-) {
-    host(e)
-        .events
-        .lock()
-        .unwrap()
-        .push(Event::Arrived { peer, len, token });
-}
-
-unsafe extern "C" fn completed(e: *mut c_void, cookie: u64, status: c_int) {
-    host(e)
-        .events
-        .lock()
-        .unwrap()
-        .push(Event::Completed { cookie, status });
-}
-
-unsafe extern "C" fn failed(e: *mut c_void, peer: u32, status: c_int, m: *const c_char) {
-    // SAFETY: a C string, per the ABI.
-    let message = unsafe { CStr::from_ptr(m) }.to_string_lossy().into_owned();
-    host(e).events.lock().unwrap().push(Event::Failed {
-        peer,
-        status,
-        message,
-    });
-}
-
-/// One open context.
-struct Side {
-    ctx: *mut Context,
-    host: Box<Host>,
-    _cb: Box<Callbacks>,
-    attr: Attr,
-}
 
 fn ops() -> &'static Ops {
     // SAFETY: the plugin's static descriptor and table.
     unsafe { &*(*tessel_plugin_ofi::tessel_plugin_descriptor()).ops }
 }
 
-fn open(rank: u32, size: u32) -> Side {
-    let host = Box::<Host>::default();
-    let cb = Box::new(Callbacks {
-        struct_size: std::mem::size_of::<Callbacks>() as u32,
-        reserved: 0,
-        engine: (&*host as *const Host).cast_mut().cast(),
-        put,
-        get,
-        arrived,
-        completed,
-        failed,
-    });
-    let args = OpenArgs {
-        struct_size: std::mem::size_of::<OpenArgs>() as u32,
-        rank,
-        size,
-        reserved: 0,
-        callbacks: &*cb,
-    };
-    let mut ctx = std::ptr::null_mut();
-    let mut attr = Attr::default();
-    let mut err = [0 as c_char; 256];
-    // SAFETY: valid pointers for the call; host and callbacks outlive ctx.
-    let rc =
-        unsafe { (ops().open.unwrap())(&args, &mut ctx, &mut attr, err.as_mut_ptr(), err.len()) };
-    // SAFETY: NUL-terminated by the plugin.
-    let msg = unsafe { CStr::from_ptr(err.as_ptr()) }.to_string_lossy();
-    assert_eq!(rc, OK, "open rank {rank}: {msg}");
-    Side {
-        ctx,
-        host,
-        _cb: cb,
-        attr,
-    }
+/// Ranks 0 and 1 of a two-process job.
+fn pair() -> (Side, Side) {
+    Side::pair(tessel_plugin_ofi::tessel_plugin_descriptor).unwrap()
 }
 
 fn close(s: Side) {
-    // SAFETY: open context, not used after.
-    unsafe { (ops().close.unwrap())(s.ctx) };
+    s.close();
 }
 
 fn progress(s: &Side) -> Vec<Event> {
-    // SAFETY: open context.
-    let rc = unsafe { (ops().progress.unwrap())(s.ctx, 64) };
-    assert!(rc >= 0, "progress: {}", status_name(rc));
-    std::mem::take(&mut *s.host.events.lock().unwrap())
+    s.progress().unwrap()
 }
 
 fn send(s: &Side, peer: u32, payload: &mut [u8], cookie: u64) -> c_int {
@@ -186,9 +33,8 @@ fn send(s: &Side, peer: u32, payload: &mut [u8], cookie: u64) -> c_int {
         base: payload.as_mut_ptr().cast(),
         len: payload.len(),
     };
-    // SAFETY: open context; header and payload valid (the payload lives
-    // until the test ends).
-    unsafe { (ops().send.unwrap())(s.ctx, peer, h.as_ptr(), h.len(), &iov, 1, cookie) }
+    // SAFETY: the payload lives until the test ends.
+    unsafe { s.send(peer, &h, &[iov], cookie) }
 }
 
 /// Send, retrying "no resources" with progress on every side.
@@ -201,43 +47,38 @@ fn send_retry(sides: &[&Side], from: usize, peer: u32, payload: &mut [u8], cooki
         }
         for s in sides {
             let evs = progress(s);
-            s.host.events.lock().unwrap().extend(evs);
+            s.keep(evs);
         }
     }
 }
 
 /// Progress every side until `want` matches an event of side `who`.
 fn wait_for(sides: &[&Side], who: usize, want: impl Fn(&Event) -> bool) -> Event {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        for (i, s) in sides.iter().enumerate() {
-            for e in progress(s) {
-                if i == who && want(&e) {
-                    return e;
-                }
-                seen.push((i, e));
-            }
-        }
-    }
-    panic!("no such event on side {who}; saw {seen:?}");
+    conformance::wait(sides, who, Duration::from_secs(30), |e| {
+        want(&e).then_some(e)
+    })
+    .unwrap()
 }
 
 fn wake_fd_wakes_a_sleeper() {
-    let (a, b) = (open(0, 2), open(1, 2));
-    assert_ne!(a.attr.flags & ATTR_WAKE_FD, 0, "tcp;ofi_rxm has FI_WAIT_FD");
+    let (a, b) = pair();
+    assert_ne!(
+        a.attr().flags & ATTR_WAKE_FD,
+        0,
+        "tcp;ofi_rxm has FI_WAIT_FD"
+    );
     // Connect first (rxm sets up connections in progress calls).
     let mut p = vec![1u8; 100];
     assert_eq!(send_retry(&[&a, &b], 1, 0, &mut p, 1), OK);
     wait_for(&[&a, &b], 0, |e| matches!(e, Event::Arrived { .. }));
     // SAFETY: open context.
-    let fd = unsafe { (ops().wake_fd.unwrap())(a.ctx) };
+    let fd = unsafe { (ops().wake_fd.unwrap())(a.ctx()) };
     assert!(fd >= 0, "wake_fd: {}", status_name(fd));
     let deadline = Instant::now() + Duration::from_secs(10);
     // Arm until the plugin agrees nothing is pending.
     loop {
         // SAFETY: open context.
-        match unsafe { (ops().arm.unwrap())(a.ctx) } {
+        match unsafe { (ops().arm.unwrap())(a.ctx()) } {
             OK => break,
             ERR_AGAIN => {
                 progress(&a);
@@ -273,7 +114,7 @@ fn wake_fd_wakes_a_sleeper() {
 }
 
 fn a_closed_peer_fails_its_operations() {
-    let (a, b) = (open(0, 2), open(1, 2));
+    let (a, b) = pair();
     let mut p = vec![3u8; 50];
     assert_eq!(send_retry(&[&a, &b], 0, 1, &mut p, 1), OK);
     wait_for(&[&a, &b], 1, |e| matches!(e, Event::Arrived { .. }));
@@ -333,7 +174,7 @@ fn a_closed_peer_fails_its_operations() {
 }
 
 fn bad_arguments_are_refused() {
-    let (a, b) = (open(0, 2), open(1, 2));
+    let (a, b) = pair();
     let o = ops();
     let h = [0u8; 8];
     // SAFETY: each call passes a bad argument on purpose; the plugin must
@@ -353,7 +194,7 @@ fn bad_arguments_are_refused() {
             ERR_INVALID
         );
         assert_eq!(
-            (o.send.unwrap())(a.ctx, 1, h.as_ptr(), 8, std::ptr::null(), 3, 0),
+            (o.send.unwrap())(a.ctx(), 1, h.as_ptr(), 8, std::ptr::null(), 3, 0),
             ERR_INVALID,
             "null iov with a count"
         );
@@ -362,11 +203,11 @@ fn bad_arguments_are_refused() {
             len: 10,
         };
         assert_eq!(
-            (o.send.unwrap())(a.ctx, 1, h.as_ptr(), 8, &bad, 1, 0),
+            (o.send.unwrap())(a.ctx(), 1, h.as_ptr(), 8, &bad, 1, 0),
             ERR_INVALID,
             "a piece without a base"
         );
-        (o.discard.unwrap())(a.ctx, 12345);
+        (o.discard.unwrap())(a.ctx(), 12345);
         (o.discard.unwrap())(std::ptr::null_mut(), 1);
         (o.close.unwrap())(std::ptr::null_mut());
     }
@@ -391,19 +232,19 @@ fn bad_arguments_are_refused() {
     // SAFETY: open contexts; `buf` outlives the fetch.
     unsafe {
         assert_eq!(
-            (ops().fetch.unwrap())(a.ctx, token, &whole, 1, 1),
+            (ops().fetch.unwrap())(a.ctx(), token, &whole, 1, 1),
             ERR_INVALID
         );
         assert_eq!(
-            (ops().fetch.unwrap())(b.ctx, token, &short, 1, 1),
+            (ops().fetch.unwrap())(b.ctx(), token, &short, 1, 1),
             ERR_INVALID
         );
         assert_eq!(
-            (ops().fetch.unwrap())(b.ctx, token, &whole, 1, 5),
+            (ops().fetch.unwrap())(b.ctx(), token, &whole, 1, 5),
             IN_PROGRESS
         );
         assert_eq!(
-            (ops().fetch.unwrap())(b.ctx, token, &whole, 1, 6),
+            (ops().fetch.unwrap())(b.ctx(), token, &whole, 1, 6),
             ERR_INVALID,
             "a token is used once"
         );
@@ -437,7 +278,7 @@ fn fetch_all(sides: &[&Side], who: usize, token: u64, buf: &mut [u8], cookie: u6
         len: buf.len(),
     };
     // SAFETY: open context; `buf` outlives the fetch (waited for below).
-    let rc = unsafe { (ops().fetch.unwrap())(sides[who].ctx, token, &iov, 1, cookie) };
+    let rc = unsafe { (ops().fetch.unwrap())(sides[who].ctx(), token, &iov, 1, cookie) };
     match rc {
         OK => {}
         IN_PROGRESS => {
@@ -452,7 +293,7 @@ fn fetch_all(sides: &[&Side], who: usize, token: u64, buf: &mut [u8], cookie: u6
 }
 
 fn many_pieces_and_self_sends_arrive_whole() {
-    let (a, b) = (open(0, 2), open(1, 2));
+    let (a, b) = pair();
     // 100 pieces of 300 bytes: more than the plugin registers one by one,
     // so it packs them, and the send is done at once.
     let mut data: Vec<u8> = (0..30_000u32).map(|i| (i % 251) as u8).collect();
@@ -467,8 +308,9 @@ fn many_pieces_and_self_sends_arrive_whole() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let rc = loop {
         // SAFETY: open context; header, pieces and payload valid.
-        let rc =
-            unsafe { (ops().send.unwrap())(a.ctx, 1, h.as_ptr(), 8, iov.as_ptr(), iov.len(), 11) };
+        let rc = unsafe {
+            (ops().send.unwrap())(a.ctx(), 1, h.as_ptr(), 8, iov.as_ptr(), iov.len(), 11)
+        };
         if rc != ERR_AGAIN || Instant::now() > deadline {
             break rc;
         }
@@ -522,7 +364,7 @@ fn many_pieces_and_self_sends_arrive_whole() {
 }
 
 fn running_out_of_send_buffers_is_no_resources() {
-    let (a, b) = (open(0, 2), open(1, 2));
+    let (a, b) = pair();
     let mut p = vec![1u8; 4000];
     assert_eq!(send_retry(&[&a, &b], 0, 1, &mut p, 1), OK);
     wait_for(&[&a, &b], 1, |e| matches!(e, Event::Arrived { .. }));

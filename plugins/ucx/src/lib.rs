@@ -38,14 +38,12 @@
 
 use std::ffi::{CStr, c_char, c_int};
 use std::mem::size_of;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use plugin_api::plugin::{self, bytes, guard, guard_void, pieces};
 use plugin_api::{
-    ABI_MAJOR, ABI_MINOR, Attr, Context, Descriptor, ERR_INVALID, ERR_TRANSPORT, Iov, OK, OpenArgs,
-    Ops, write_error,
+    ABI_MAJOR, ABI_MINOR, Attr, Context, Descriptor, ERR_INVALID, Iov, OpenArgs, Ops,
 };
 
-mod engine;
 mod limits;
 mod sys;
 mod tokens;
@@ -100,11 +98,6 @@ pub extern "C" fn tessel_plugin_descriptor() -> *const Descriptor {
     &DESCRIPTOR
 }
 
-/// Run an entry's body; a panic becomes `ERR_TRANSPORT`.
-fn guard(body: impl FnOnce() -> c_int) -> c_int {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(ERR_TRANSPORT)
-}
-
 /// The transport behind a context handle; `None` for null or a handle
 /// this plugin did not make.
 ///
@@ -120,65 +113,6 @@ unsafe fn transport<'a>(ctx: *mut Context) -> Option<&'a Transport> {
     (t.magic == transport::MAGIC).then_some(t)
 }
 
-/// `len` bytes at `p` (`None` for a null pointer with a length).
-///
-/// # Safety
-/// `p` is null or readable for `len` bytes for `'a`.
-unsafe fn bytes<'a>(p: *const u8, len: usize) -> Option<&'a [u8]> {
-    match (p.is_null(), len) {
-        (_, 0) => Some(&[]),
-        (true, _) => None,
-        // SAFETY: per the caller.
-        (false, _) => Some(unsafe { std::slice::from_raw_parts(p, len) }),
-    }
-}
-
-/// The list of `count` pieces at `iov` (`None` for a null list with a
-/// count, or a null piece with a length).
-///
-/// # Safety
-/// `iov` is null or readable for `count` entries for `'a`.
-unsafe fn pieces<'a>(iov: *const Iov, count: usize) -> Option<&'a [Iov]> {
-    let list = match (iov.is_null(), count) {
-        (_, 0) => &[][..],
-        (true, _) => return None,
-        // SAFETY: per the caller.
-        (false, _) => unsafe { std::slice::from_raw_parts(iov, count) },
-    };
-    list.iter()
-        .all(|p| p.len == 0 || !p.base.is_null())
-        .then_some(list)
-}
-
-/// Copy `out` into the engine's `attr` as far as its `struct_size` says,
-/// leaving `struct_size` itself alone.
-///
-/// # Safety
-/// `attr` is null or points to a writable `Attr` of at least its
-/// `struct_size` bytes.
-unsafe fn write_attr(attr: *mut Attr, out: &Attr) {
-    if attr.is_null() {
-        return;
-    }
-    // SAFETY: readable per the caller; `struct_size` is the first field of
-    // every version.
-    let size = unsafe { (*attr).struct_size } as usize;
-    let n = size.min(size_of::<Attr>());
-    let skip = size_of::<u32>();
-    if n <= skip {
-        return;
-    }
-    // SAFETY: `out` is a whole `Attr`; the engine's holds at least `n`
-    // writable bytes (caller); both regions are distinct.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            (out as *const Attr).cast::<u8>().add(skip),
-            attr.cast::<u8>().add(skip),
-            n - skip,
-        )
-    };
-}
-
 /// `Ops::open`.
 ///
 /// # Safety
@@ -190,43 +124,17 @@ unsafe extern "C" fn open(
     err: *mut c_char,
     errlen: usize,
 ) -> c_int {
-    let fail = |code: c_int, text: &str| {
-        // SAFETY: the engine gives `errlen` writable bytes at `err` (or
-        // null).
-        unsafe { write_error(err, errlen, text) };
-        code
-    };
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        if args.is_null() || ctx.is_null() {
-            return Err((ERR_INVALID, "null arguments to open".to_string()));
-        }
-        // SAFETY: non-null, and the engine's `OpenArgs` per the ABI; its
-        // length is checked before anything past `struct_size` is used.
-        let a = unsafe { &*args };
-        if (a.struct_size as usize) < size_of::<OpenArgs>() {
-            return Err((ERR_INVALID, format!("OpenArgs of {} bytes", a.struct_size)));
-        }
-        if a.rank >= a.size {
-            return Err((
-                ERR_INVALID,
-                format!("rank {} of a job of {}", a.rank, a.size),
-            ));
-        }
-        // SAFETY: the ABI says `callbacks` is the engine's table, valid
-        // until close.
-        let engine = unsafe { engine::Engine::new(a.callbacks) }.map_err(|m| (ERR_INVALID, m))?;
-        Transport::open(a.rank, a.size, engine)
-    }));
-    match result {
-        Ok(Ok((t, out))) => {
-            // SAFETY: the engine's attribute struct (ABI), or null.
-            unsafe { write_attr(attr, &out) };
-            // SAFETY: `ctx` is non-null (checked) and writable (ABI).
-            unsafe { *ctx = Box::into_raw(t).cast() };
-            OK
-        }
-        Ok(Err((code, text))) => fail(code, &text),
-        Err(_) => fail(ERR_TRANSPORT, "the UCX plugin panicked in open"),
+    // SAFETY: the engine's arguments to `open`, as they came (ABI).
+    unsafe {
+        plugin::open(args, ctx, attr, err, errlen, "UCX", |a| {
+            if a.rank >= a.size {
+                return Err((
+                    ERR_INVALID,
+                    format!("rank {} of a job of {}", a.rank, a.size),
+                ));
+            }
+            Transport::open(a.rank, a.size, a.engine)
+        })
     }
 }
 
@@ -288,12 +196,11 @@ unsafe extern "C" fn fetch(
 /// # Safety
 /// ABI contract: an open context.
 unsafe extern "C" fn discard(ctx: *mut Context, token: u64) {
-    guard(|| {
+    guard_void(|| {
         // SAFETY: an open context (ABI).
         if let Some(t) = unsafe { transport(ctx) } {
             t.discard(token);
         }
-        OK
     });
 }
 
@@ -316,7 +223,7 @@ unsafe extern "C" fn progress(ctx: *mut Context, budget: u32) -> c_int {
 /// # Safety
 /// ABI contract: an open context, not used afterwards.
 unsafe extern "C" fn close(ctx: *mut Context) {
-    guard(|| {
+    guard_void(|| {
         // SAFETY: an open context (ABI).
         if let Some(t) = unsafe { transport(ctx) } {
             t.close();
@@ -326,7 +233,6 @@ unsafe extern "C" fn close(ctx: *mut Context) {
             // handle again (ABI).
             drop(unsafe { Box::from_raw(ctx.cast::<Transport>()) });
         }
-        OK
     });
 }
 

@@ -6,22 +6,7 @@
 
 use std::ffi::{CStr, c_void};
 
-#[allow(
-    non_camel_case_types,
-    non_upper_case_globals,
-    non_snake_case,
-    dead_code,
-    missing_docs,
-    missing_debug_implementations,
-    unsafe_op_in_unsafe_fn,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks
-)]
-mod generated {
-    include!(concat!(env!("OUT_DIR"), "/ucp.rs"));
-}
-
-pub(crate) use generated::*;
+plugin_api::bindings!("ucp.rs");
 
 /// What a `ucs_status_ptr_t` returned by a `*_nbx` call says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,7 +29,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use std::ffi::{CString, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -38,11 +38,11 @@ use plugin_api::{
     ERR_TRANSPORT, ERR_UNREACHABLE, IN_PROGRESS, Iov, OK,
 };
 
-use crate::engine::{Engine, Payload};
 use crate::limits;
 use crate::sys::{self, Started};
 use crate::tokens::Tokens;
 use crate::wire;
+use plugin_api::plugin::{Engine, Payload};
 
 /// The active message id the plugin registers and sends with.
 const AM_ID: u32 = 1;
@@ -108,7 +108,7 @@ enum Event {
     Failed {
         peer: u32,
         status: c_int,
-        message: CString,
+        message: String,
     },
 }
 
@@ -594,12 +594,11 @@ impl Transport {
         } else {
             ERR_PEER_FAILED
         };
-        let message = CString::new(format!(
+        let message = format!(
             "UCX endpoint from rank {} to rank {peer} failed: {}",
             self.rank,
             sys::status_text(status)
-        ))
-        .unwrap_or_default();
+        );
         self.emit(Event::Failed {
             peer,
             status: code,

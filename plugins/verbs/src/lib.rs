@@ -127,7 +127,6 @@
 
 mod credit;
 mod device;
-mod engine;
 mod rndv;
 mod sys;
 mod table;
@@ -138,12 +137,12 @@ mod wire;
 use std::ffi::{c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use plugin_api::plugin::{self, bytes, guard_void, pieces};
 use plugin_api::{
-    ABI_MAJOR, ABI_MINOR, Attr, Callbacks, Context, Descriptor, ERR_INVALID, ERR_TRANSPORT, Iov,
-    OK, OpenArgs, Ops, write_error,
+    ABI_MAJOR, ABI_MINOR, Attr, Context, Descriptor, ERR_INVALID, ERR_TRANSPORT, Iov, OK, OpenArgs,
+    Ops,
 };
 
-use crate::engine::Engine;
 use crate::transport::Transport;
 
 /// What the engine's `*mut Context` points at.
@@ -217,24 +216,6 @@ unsafe fn with_transport(ctx: *mut Context, f: impl FnOnce(&mut Transport) -> c_
     }
 }
 
-/// Copy `ours` into the engine's `Attr` as far as its `struct_size` says,
-/// keeping that size.
-///
-/// # Safety
-/// `out` points at an `Attr` whose first `struct_size` bytes (and the
-/// `struct_size` field itself) are writable.
-unsafe fn write_attr(out: *mut Attr, ours: &Attr) {
-    // SAFETY: the size field is readable per the caller.
-    let their_size = unsafe { (*out).struct_size };
-    let n = (their_size as usize).min(std::mem::size_of::<Attr>());
-    // SAFETY: `n` bytes are writable at `out` per the caller; `ours` is a
-    // distinct local.
-    unsafe {
-        std::ptr::copy_nonoverlapping((ours as *const Attr).cast::<u8>(), out.cast::<u8>(), n);
-        (*out).struct_size = their_size;
-    }
-}
-
 unsafe extern "C" fn open(
     args: *const OpenArgs,
     ctx: *mut *mut Context,
@@ -242,86 +223,17 @@ unsafe extern "C" fn open(
     err: *mut c_char,
     errlen: usize,
 ) -> c_int {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the engine passes valid pointers or null (checked).
-        unsafe { open_checked(args, ctx, attr) }
-    }));
-    let (rc, message) = match result {
-        Ok(Ok(())) => return OK,
-        Ok(Err(e)) => e,
-        Err(_) => (
-            ERR_TRANSPORT,
-            "the verbs plugin panicked in open".to_string(),
-        ),
-    };
-    // SAFETY: `err` is null or holds `errlen` writable bytes (ABI).
-    unsafe { write_error(err, errlen, &message) };
-    rc
-}
-
-/// # Safety
-/// Each pointer is null or valid as `Ops::open` documents.
-unsafe fn open_checked(
-    args: *const OpenArgs,
-    ctx: *mut *mut Context,
-    attr: *mut Attr,
-) -> Result<(), (c_int, String)> {
-    if args.is_null() || ctx.is_null() || attr.is_null() {
-        return Err((ERR_INVALID, "open: a null argument".into()));
+    // SAFETY: the engine's arguments to `open`, as they came (ABI).
+    unsafe {
+        plugin::open(args, ctx, attr, err, errlen, "verbs", |a| {
+            let (transport, ours) = Transport::open(a.rank, a.size, a.engine)?;
+            let handle = Box::new(Handle {
+                transport,
+                poisoned: false,
+            });
+            Ok((handle, ours))
+        })
     }
-    // SAFETY: non-null, valid for reads during the call (ABI).
-    let args = unsafe { &*args };
-    // SAFETY: non-null and writable (ABI).
-    unsafe { *ctx = std::ptr::null_mut() };
-    if (args.struct_size as usize) < std::mem::size_of::<OpenArgs>() {
-        return Err((
-            ERR_INVALID,
-            format!("open: OpenArgs of {} bytes", args.struct_size),
-        ));
-    }
-    if args.callbacks.is_null() {
-        return Err((ERR_INVALID, "open: no callbacks".into()));
-    }
-    // SAFETY: non-null, valid until close (ABI).
-    let cb = unsafe { &*args.callbacks };
-    if (cb.struct_size as usize) < std::mem::size_of::<Callbacks>() {
-        return Err((
-            ERR_INVALID,
-            format!("open: Callbacks of {} bytes", cb.struct_size),
-        ));
-    }
-    // SAFETY: the table is complete (checked) and valid until close, which
-    // drops the transport and with it this copy.
-    let engine = unsafe { Engine::new(cb) };
-    let (transport, ours) = Transport::open(args.rank, args.size, engine)?;
-    // SAFETY: `attr` is non-null and the engine's own `Attr` (ABI).
-    unsafe { write_attr(attr, &ours) };
-    let handle = Box::new(Handle {
-        transport,
-        poisoned: false,
-    });
-    // SAFETY: writable (ABI); the engine owns the context until `close`.
-    unsafe { *ctx = Box::into_raw(handle).cast() };
-    Ok(())
-}
-
-/// The I/O vector as a slice, or `None` when a pointer is null where
-/// bytes are promised.
-///
-/// # Safety
-/// `iov` is null or valid for `count` entries during the call.
-unsafe fn iov_slice<'a>(iov: *const Iov, count: usize) -> Option<&'a [Iov]> {
-    if count == 0 {
-        return Some(&[]);
-    }
-    if iov.is_null() {
-        return None;
-    }
-    // SAFETY: `count` entries per the caller.
-    let v = unsafe { std::slice::from_raw_parts(iov, count) };
-    v.iter()
-        .all(|p| p.len == 0 || !p.base.is_null())
-        .then_some(v)
 }
 
 unsafe extern "C" fn send(
@@ -334,18 +246,13 @@ unsafe extern "C" fn send(
     cookie: u64,
 ) -> c_int {
     let run = |t: &mut Transport| {
-        if header.is_null() && header_len > 0 {
-            return ERR_INVALID;
-        }
-        // SAFETY: ABI: `iov_count` entries.
-        let Some(iov) = (unsafe { iov_slice(iov, iov_count) }) else {
+        // SAFETY: ABI: `header_len` readable bytes during the call.
+        let Some(header) = (unsafe { bytes(header, header_len) }) else {
             return ERR_INVALID;
         };
-        let header = if header_len == 0 {
-            &[][..]
-        } else {
-            // SAFETY: ABI: `header_len` readable bytes during the call.
-            unsafe { std::slice::from_raw_parts(header, header_len) }
+        // SAFETY: ABI: `iov_count` entries.
+        let Some(iov) = (unsafe { pieces(iov, iov_count) }) else {
+            return ERR_INVALID;
         };
         // SAFETY: ABI: the payload is readable and stays until the
         // completion.
@@ -364,7 +271,7 @@ unsafe extern "C" fn fetch(
 ) -> c_int {
     let run = |t: &mut Transport| {
         // SAFETY: ABI: `iov_count` entries.
-        let Some(iov) = (unsafe { iov_slice(iov, iov_count) }) else {
+        let Some(iov) = (unsafe { pieces(iov, iov_count) }) else {
             return ERR_INVALID;
         };
         // SAFETY: ABI: the buffer is writable and the engine's alone until
@@ -408,7 +315,7 @@ unsafe extern "C" fn close(ctx: *mut Context) {
     // use it after close.
     let handle = unsafe { Box::from_raw(ctx.cast::<Handle>()) };
     // A panic while freeing leaks what is left rather than unwinding.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(handle)));
+    guard_void(move || drop(handle));
 }
 
 #[cfg(test)]
@@ -470,27 +377,5 @@ mod tests {
         // SAFETY: NUL-terminated by write_error.
         let msg = unsafe { CStr::from_ptr(err.as_ptr()) };
         assert!(msg.to_str().unwrap().contains("null"));
-    }
-
-    #[test]
-    fn attr_is_written_only_as_far_as_the_engine_knows_it() {
-        let ours = Attr {
-            flags: 3,
-            max_header: 64,
-            eager_max: 8192,
-            ..Attr::default()
-        };
-        let mut theirs = Attr {
-            struct_size: 16, // an engine that knows struct_size, flags, max_header
-            max_header: 0,
-            eager_max: 7,
-            ..Attr::default()
-        };
-        // SAFETY: a whole Attr is writable.
-        unsafe { write_attr(&mut theirs, &ours) };
-        assert_eq!(theirs.struct_size, 16);
-        assert_eq!(theirs.flags, 3);
-        assert_eq!(theirs.max_header, 64);
-        assert_eq!(theirs.eager_max, 7, "beyond struct_size: untouched");
     }
 }

@@ -3,15 +3,4 @@
 //! the `IBV_*` constants). Nothing outside [`crate::verbs`] calls the
 //! functions; the rest of the plugin names the types and constants only.
 
-#![allow(
-    non_camel_case_types,
-    non_upper_case_globals,
-    non_snake_case,
-    dead_code,
-    missing_debug_implementations,
-    unsafe_op_in_unsafe_fn,
-    clippy::all,
-    clippy::undocumented_unsafe_blocks
-)]
-
-include!(concat!(env!("OUT_DIR"), "/verbs.rs"));
+plugin_api::bindings!("verbs.rs");

@@ -32,7 +32,6 @@ use plugin_api::{
 
 use crate::credit::{Credits, Returns};
 use crate::device;
-use crate::engine::Engine;
 use crate::rndv::{self, Chunk, Piece};
 use crate::sys;
 use crate::table::Table;
@@ -40,6 +39,7 @@ use crate::verbs::{
     Channel, Cq, Device, Mr, Pd, Qp, Region, errno_text, event_text, wc_status_text,
 };
 use crate::wire::{self, Address, Kind, PREFIX_LEN, Prefix, SEGMENT_LEN, Segment};
+use plugin_api::plugin::Engine;
 
 /// The largest engine header.
 pub(crate) const MAX_HEADER: usize = 64;
