@@ -128,18 +128,6 @@ fn pieces_to_pieces_in_every_protocol_checksummed() {
     }
 }
 
-#[test]
-fn peers_on_other_virtual_nodes_are_unreachable() {
-    let run = run(
-        "nodes",
-        Cma::Auto,
-        &["-n", "4", "--ppn", "2"],
-        "engine_check",
-        &["nodes"],
-    );
-    assert_all_ok(&run, "nodes", 4);
-}
-
 /// The ring demo, which also prints which large-message path it used.
 fn ring(name: &str, n: u32, cma: Cma) -> Run {
     let np = n.to_string();
