@@ -274,7 +274,21 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
                 .unwrap_or_default(),
         ),
     ]
+    .into_iter()
+    .chain(PLUGIN_SETTINGS.iter().map(|&(var, default)| {
+        (var, std::env::var(var).unwrap_or_else(|_| default.to_owned()))
+    }))
+    .collect()
 }
+
+/// Variables the plugins read themselves (documented in each plugin's
+/// module docs and the README's table), with what applies when unset.
+const PLUGIN_SETTINGS: [(&str, &str); 4] = [
+    ("TESSEL_OFI_DOMAIN", "(the provider's first domain)"),
+    ("TESSEL_OFI_STALL_TIMEOUT", "120"),
+    ("TESSEL_VERBS_DEVICE", "(the first device with an active port)"),
+    ("TESSEL_VERBS_GID_INDEX", "(chosen by the plugin)"),
+];
 
 /// The "Network plugins" section: every plugin file found, with its name,
 /// version and ABI, and its transport's limits and costs, or why it cannot
