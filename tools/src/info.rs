@@ -276,7 +276,10 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
     ]
     .into_iter()
     .chain(PLUGIN_SETTINGS.iter().map(|&(var, default)| {
-        (var, std::env::var(var).unwrap_or_else(|_| default.to_owned()))
+        (
+            var,
+            std::env::var(var).unwrap_or_else(|_| default.to_owned()),
+        )
     }))
     .collect()
 }
@@ -286,7 +289,10 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
 const PLUGIN_SETTINGS: [(&str, &str); 4] = [
     ("TESSEL_OFI_DOMAIN", "(the provider's first domain)"),
     ("TESSEL_OFI_STALL_TIMEOUT", "120"),
-    ("TESSEL_VERBS_DEVICE", "(the first device with an active port)"),
+    (
+        "TESSEL_VERBS_DEVICE",
+        "(the first device with an active port)",
+    ),
     ("TESSEL_VERBS_GID_INDEX", "(chosen by the plugin)"),
 ];
 
