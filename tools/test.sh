@@ -2,7 +2,8 @@
 # Every check CI runs: formatting, lints, unit and multi-process tests (with
 # and without cross-memory attach, oversubscribed, killed peer, Hydra),
 # loom models and their mutation builds, the benchmarks' build, a short
-# pingpong, and the comparison with other MPIs in its --quick mode. Installs
+# pingpong, the comparison with other MPIs and the benchmark of jobs across
+# nodes in their --quick modes. Installs
 # what it needs first (tools/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,5 +72,9 @@ done
 for p in get coop steal; do
     grep -q ",$p," "$report/stats.csv" || { echo "no $p transfers in $report/stats.csv" >&2; exit 1; }
 done
+
+step "jobs across nodes benchmark, --quick (stencil overlap and plugin overhead run with every MPI and plugin; no timing is checked)"
+cargo run --release --locked -p benches --bin internode -- --quick
+test -s target/internode-report/report.md || { echo "internode wrote no report" >&2; exit 1; }
 
 step "all checks passed"
