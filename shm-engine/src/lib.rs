@@ -39,6 +39,7 @@ mod net;
 pub mod queue;
 pub mod rndv;
 pub mod segment;
+pub mod stats;
 pub mod steal;
 pub mod sync;
 mod sys;

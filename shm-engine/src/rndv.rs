@@ -17,7 +17,7 @@
 //! there at once, the *put* protocol in `endpoint`.)
 //!
 //! Chunks are [`CopyTask`]s on the receiver's steal queue; the transfer's
-//! ends live in one of its transfer slots ([`XferDesc`]). Whoever copies a
+//! ends live in one of its transfer slots ([`XferDesc`](crate::layout::XferDesc)). Whoever copies a
 //! chunk records itself and sets the chunk's bit ([`Completion::mark`]);
 //! the receiver sends FIN once every bit is set, and learns from the number
 //! of distinct copiers ([`Adapt::learn`]): 1 -> GET, 2 -> COOP, more ->
@@ -32,56 +32,17 @@
 //! only the sender and the receiver can copy, and the task's hint restricts
 //! it to them ([`Hint`]); with a shared end anyone can.
 
-use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::fmt;
 use std::io;
 
 use crate::config::RndvMode;
 use crate::heap::{HeapRef, PeerHeaps};
 use crate::layout::{CopyTask, MAX_CHUNKS};
 use crate::segment::XferView;
+use crate::stats::Protocol;
 use crate::steal::Completion;
 use crate::sync::{AtomicU64, Ordering};
 use crate::sys;
-
-/// How one large message moves (also the protocols' names in statistics).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Protocol {
-    /// The first transfer of a size class, finely chunked to count helpers.
-    Probe,
-    /// The receiver copies alone.
-    Get,
-    /// Receiver and sender copy a half each.
-    Coop,
-    /// Chunks for every helper.
-    Steal,
-    /// Through staging slots (cross-memory attach refused).
-    Pipeline,
-    /// Written by the sender at once into a landing buffer the receiver
-    /// granted (library-managed receives).
-    Put,
-    /// From another node, with its header (a network plugin's eager path).
-    NetEager,
-    /// From another node, pulled into the matched buffer (a network
-    /// plugin's rendezvous or RMA read).
-    NetFetch,
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Probe => "probe",
-            Self::Get => "get",
-            Self::Coop => "coop",
-            Self::Steal => "steal",
-            Self::Pipeline => "pipeline",
-            Self::Put => "put",
-            Self::NetEager => "net-eager",
-            Self::NetFetch => "net-fetch",
-        })
-    }
-}
 
 /// What the receiver does with one matched rendezvous.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,67 +160,6 @@ impl Adapt {
         }
         c.alone = 0;
         c.next = next;
-    }
-}
-
-/// Counters printed by `TESSEL_STATS=1`.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// (protocol, size class) -> (transfers, bytes), for this process's
-    /// receives.
-    by_protocol: BTreeMap<(Protocol, u32), (u64, u64)>,
-    /// Local rank of a copier -> bytes it copied for this process's
-    /// receives.
-    by_helper: BTreeMap<u32, u64>,
-    /// Bytes this process copied for other processes' receives.
-    for_others: u64,
-}
-
-impl Stats {
-    /// Count one received message.
-    pub fn transfer(&mut self, p: Protocol, size: usize) {
-        let e = self.by_protocol.entry((p, size_class(size))).or_default();
-        e.0 += 1;
-        e.1 += size as u64;
-    }
-
-    /// Count bytes a helper (a rank) copied for one of our receives.
-    pub fn helped_by(&mut self, rank: u32, bytes: u64) {
-        *self.by_helper.entry(rank).or_default() += bytes;
-    }
-
-    /// Count bytes we copied for another process.
-    pub fn helped_others(&mut self, bytes: u64) {
-        self.for_others += bytes;
-    }
-
-    /// The lines printed at finalize for `rank`.
-    pub fn lines(&self, rank: u32) -> Vec<String> {
-        let mut out = Vec::new();
-        for ((p, class), (n, bytes)) in &self.by_protocol {
-            out.push(format!(
-                "tessel-stats: rank {rank} proto={p} class=2^{class} transfers={n} bytes={bytes}"
-            ));
-        }
-        for (h, bytes) in &self.by_helper {
-            out.push(format!(
-                "tessel-stats: rank {rank} helper={h} bytes={bytes}"
-            ));
-        }
-        out.push(format!(
-            "tessel-stats: rank {rank} copied-for-others bytes={}",
-            self.for_others
-        ));
-        out
-    }
-
-    /// Transfers counted for protocol `p`, all size classes.
-    pub fn transfers(&self, p: Protocol) -> u64 {
-        self.by_protocol
-            .iter()
-            .filter(|((q, _), _)| *q == p)
-            .map(|(_, (n, _))| n)
-            .sum()
     }
 }
 

@@ -21,7 +21,7 @@
 
 use std::process::ExitCode;
 
-use shm_engine::rndv::Protocol;
+use shm_engine::stats::Protocol;
 use shm_engine::{Endpoint, Error, Piece, RndvMode, SharedVec, Source, TagMatch, bootstrap};
 
 type Res = Result<(), Box<dyn std::error::Error>>;

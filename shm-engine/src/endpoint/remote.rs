@@ -4,11 +4,11 @@
 
 use plugin_api::Iov;
 
-use super::{Ack, Arrival, Endpoint, ReqId};
-use crate::endpoint::Status;
+use super::request::{ReqId, Status};
+use super::{Ack, Arrival, Endpoint};
 use crate::error::Error;
 use crate::net::{self, Header, Incoming, Kind, Op};
-use crate::rndv::Protocol;
+use crate::stats::Protocol;
 use crate::transport::{NetError, Payload};
 
 impl Endpoint {
@@ -31,13 +31,8 @@ impl Endpoint {
             sreq: id,
             size: len as u64,
         };
-        let (net, reqs) = (
-            self.net.as_mut().expect("routed to another node"),
-            &mut self.reqs,
-        );
-        let r = reqs[super::req_index(id)]
-            .as_mut()
-            .expect("new request exists");
+        let net = self.net.as_mut().expect("routed to another node");
+        let r = self.reqs.get_mut(id).expect("new request exists");
         r.net_pending = 1 + u8::from(sync);
         let op = Op::Send {
             peer: dest,
@@ -47,7 +42,7 @@ impl Endpoint {
         // request completes (isend's contract), which is after the op ends.
         let sent = unsafe { net.send(dest, header, r.buf.pieces(), op) };
         sent.map_err(|e| {
-            self.release(id);
+            self.reqs.release(id);
             net_error(dest, e)
         })
     }
@@ -81,11 +76,11 @@ impl Endpoint {
         let net = self.net.as_mut().expect("a token from another node");
         if len == 0 {
             net.discard(token);
-            self.complete(id, Ok(Status::new(from, tag, 0)));
+            self.reqs.complete(id, Ok(Status::new(from, tag, 0)));
             return;
         }
         self.provide(id, len);
-        let r = self.req_mut(id).expect("matched request exists");
+        let r = self.reqs.get_mut(id).expect("matched request exists");
         let (iov, scratch) = if len <= r.cap {
             (net::iov_of(r.buf.pieces(), len), None)
         } else {
@@ -110,7 +105,7 @@ impl Endpoint {
         // writable and untouched until completion, which follows the op's
         // end) cut to `len`, or the scratch vector the op owns.
         if let Err(e) = unsafe { net.fetch(token, iov, op) } {
-            self.complete(id, Err(net_error(from, e)));
+            self.reqs.complete(id, Err(net_error(from, e)));
         }
     }
 
@@ -149,18 +144,7 @@ impl Endpoint {
                             self.arrive_data(peer, header.tag, &bytes, ack);
                         }
                         Payload::Token { len, token } => {
-                            match self.matcher.match_arrival(peer, header.tag) {
-                                Some(p) => {
-                                    let id = self.posted_id(p);
-                                    self.acknowledge(ack);
-                                    self.start_fetch(id, peer, header.tag, len, token);
-                                }
-                                None => self.matcher.push_unexpected(
-                                    peer,
-                                    header.tag,
-                                    Arrival::Fetch { len, token, ack },
-                                ),
-                            }
+                            self.arrive(peer, header.tag, Arrival::Fetch { len, token, ack });
                         }
                     }
                 }
@@ -176,7 +160,7 @@ impl Endpoint {
                     req: Some(id),
                 } => match result {
                     Ok(()) => self.remote_send_step(id),
-                    Err(e) => self.complete(id, Err(net_error(peer, e))),
+                    Err(e) => self.reqs.complete(id, Err(net_error(peer, e))),
                 },
                 Op::Fetch {
                     req,
@@ -191,7 +175,7 @@ impl Endpoint {
                         (Ok(()), None) => Ok(Status::new(source, tag, size)),
                     };
                     self.stats.transfer(Protocol::NetFetch, size);
-                    self.complete(req, result);
+                    self.reqs.complete(req, result);
                 }
             },
             Incoming::PeerFailed { peer, error } => {
@@ -207,12 +191,12 @@ impl Endpoint {
 
     /// One of the events a send to another node waits for happened.
     fn remote_send_step(&mut self, id: ReqId) {
-        let Some(r) = self.req_mut(id) else {
+        let Some(r) = self.reqs.get_mut(id) else {
             return;
         };
         r.net_pending = r.net_pending.saturating_sub(1);
         if r.net_pending == 0 {
-            self.complete_sent(id);
+            self.reqs.complete_sent(id);
         }
     }
 

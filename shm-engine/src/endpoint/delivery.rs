@@ -1,0 +1,151 @@
+//! What every transport's arrivals go through: the one matcher (posted and
+//! unexpected queues keyed by process id), and delivery into the matched
+//! request, whichever path the message came by.
+
+use super::request::{ReqId, Status, truncation};
+use super::shm::Rts;
+use super::{Endpoint, RecvBuf};
+use crate::endpoint::shm::cell::Control;
+use crate::error::Error;
+use crate::iov::{Buf, Cursor, Piece};
+
+/// A message taken out of the unexpected queue by a matched probe
+/// ([`Endpoint::improbe`]): no receive can match it any more; receive it
+/// with [`Endpoint::imrecv`]. Dropping it discards an eager message, and
+/// leaves the sender of a rendezvous message waiting forever.
+#[must_use = "a matched message must be received with imrecv"]
+#[derive(Debug)]
+pub struct Message {
+    pub(super) source: u32,
+    pub(super) tag: u64,
+    pub(super) body: Arrival,
+}
+
+/// What a receiver owes the sender of a synchronous message once it
+/// matches: an ACK naming the sender's request `sreq`, as a cell to local
+/// peer `j` or as a message to process `rank` on another node.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Ack {
+    Local { j: u32, sreq: u64 },
+    Remote { rank: u32, sreq: u64 },
+}
+
+/// An arrival's body, as it waits in the unexpected queue.
+#[derive(Debug)]
+pub(super) enum Arrival {
+    /// A whole message (a copy of an inline, eager or network-eager one).
+    Data { bytes: Vec<u8>, ack: Option<Ack> },
+    /// A local rendezvous offer.
+    Rts(Rts),
+    /// A message a local sender wrote into a buffer we granted.
+    Landed(RecvBuf),
+    /// A message from another node whose payload waits there: fetched
+    /// through the network plugin once a receive matches.
+    Fetch {
+        len: usize,
+        token: u64,
+        ack: Option<Ack>,
+    },
+}
+
+impl Arrival {
+    /// The message's full size.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Self::Data { bytes, .. } => bytes.len(),
+            Self::Rts(rts) => rts.size,
+            Self::Landed(buf) => buf.len(),
+            Self::Fetch { len, .. } => *len,
+        }
+    }
+}
+
+impl Endpoint {
+    /// A message from `from` with `tag` arrived: the oldest matching
+    /// receive takes it, or it waits in the unexpected queue.
+    pub(super) fn arrive(&mut self, from: u32, tag: u64, body: Arrival) {
+        match self.matcher.match_arrival(from, tag) {
+            Some(p) => {
+                let id = self.reqs.id_of(p);
+                self.receive_arrival(id, from, tag, body);
+            }
+            None => self.matcher.push_unexpected(from, tag, body),
+        }
+    }
+
+    /// A whole message arrived in memory the transport reuses (a cell, a
+    /// staging slot, a plugin's buffer): delivered from there when a
+    /// receive matches, copied into the unexpected queue otherwise.
+    pub(super) fn arrive_data(&mut self, from: u32, tag: u64, data: &[u8], ack: Option<Ack>) {
+        match self.matcher.match_arrival(from, tag) {
+            Some(p) => {
+                let id = self.reqs.id_of(p);
+                self.acknowledge(ack);
+                let result = self.deliver(id, from, tag, data);
+                self.reqs.complete(id, result);
+            }
+            None => {
+                let bytes = data.to_vec();
+                self.matcher
+                    .push_unexpected(from, tag, Arrival::Data { bytes, ack });
+            }
+        }
+    }
+
+    /// Receive a matched arrival into request `id`.
+    pub(super) fn receive_arrival(&mut self, id: ReqId, from: u32, tag: u64, body: Arrival) {
+        match body {
+            Arrival::Data { bytes, ack } => {
+                self.acknowledge(ack);
+                let result = self.deliver(id, from, tag, &bytes);
+                self.reqs.complete(id, result);
+            }
+            Arrival::Rts(rts) => self.start_rndv(id, rts),
+            Arrival::Landed(buf) => self.land(id, from, tag, buf),
+            Arrival::Fetch { len, token, ack } => {
+                self.acknowledge(ack);
+                self.start_fetch(id, from, tag, len, token);
+            }
+        }
+    }
+
+    /// Tell a synchronous sender its message matched.
+    pub(super) fn acknowledge(&mut self, ack: Option<Ack>) {
+        match ack {
+            None => {}
+            Some(Ack::Local { j, sreq }) => self.control(j, Control::Ack { sreq }),
+            Some(Ack::Remote { rank, sreq }) => self.send_ack_remote(rank, sreq),
+        }
+    }
+
+    /// Give a managed receive its buffer, for a `size`-byte message.
+    pub(super) fn provide(&mut self, id: ReqId, size: usize) {
+        if let Some(r) = self.reqs.get_mut(id)
+            && let Some(cap) = r.managed
+            && r.recv_buf.is_none()
+        {
+            let b = RecvBuf::new(size.min(cap));
+            r.buf = Buf::One(Piece::new(b.as_ptr(), b.len()));
+            r.cap = cap;
+            r.recv_buf = Some(b);
+        }
+    }
+
+    /// Scatter a whole message into request `id`'s pieces (as much as
+    /// fits).
+    pub(super) fn deliver(
+        &mut self,
+        id: ReqId,
+        source: u32,
+        tag: u64,
+        data: &[u8],
+    ) -> Result<Status, Error> {
+        self.provide(id, data.len());
+        let r = self.reqs.get(id).expect("matched request exists");
+        let pieces = r.buf.pieces();
+        // SAFETY: the pieces are writable (irecv contract or our own Vec);
+        // `data` is a distinct allocation or a staging slot.
+        unsafe { Cursor::start(pieces).scatter(pieces, data.as_ptr(), data.len()) };
+        truncation(source, tag, data.len(), r.cap)
+    }
+}

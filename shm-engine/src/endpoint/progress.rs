@@ -1,0 +1,141 @@
+//! The one progress loop: it polls the intra-node path and the network
+//! plugin, and waiting loops back off through [`Backoff`] (spin, yield,
+//! then sleep where every transport in use can wake the process: the
+//! doorbell futex on one node, the plugin's descriptor when a plugin is
+//! open).
+
+use super::{Completion, Endpoint, Request};
+use crate::error::{Error, InitError};
+use crate::net::Net;
+use crate::sync::spin_hint;
+use crate::sys;
+
+/// The state of a waiting loop: it spins, then yields the core, then
+/// sleeps on the doorbell futex (woken by any message), so that an
+/// oversubscribed job keeps moving. See [`Endpoint::progress_or_back_off`].
+#[derive(Debug, Default, Clone)]
+pub struct Backoff {
+    idle: u32,
+}
+
+impl Endpoint {
+    /// Make progress on every outstanding operation without blocking.
+    /// Returns whether anything happened.
+    pub fn progress(&mut self) -> bool {
+        let mut did = self.progress_shm();
+        if self.net.is_some() {
+            did |= self.progress_net();
+        }
+        did
+    }
+
+    /// Progress once and report whether `req` is complete.
+    pub fn test(&mut self, req: &Request) -> bool {
+        self.progress();
+        self.is_complete(req)
+    }
+
+    /// Whether `req` is complete, without progressing.
+    pub fn is_complete(&self, req: &Request) -> bool {
+        self.reqs.is_complete(req.id)
+    }
+
+    /// One step of a waiting loop: progress once; when nothing happened,
+    /// back off one step (spin, then yield, then sleep on the futex until
+    /// a message arrives or the configured sleep ends). Returns whether
+    /// progress happened. A loop waiting for several requests (or for
+    /// something the engine does not know) calls this between its checks.
+    pub fn progress_or_back_off(&mut self, backoff: &mut Backoff) -> bool {
+        if self.progress() || self.steal_round() {
+            self.shm.advertise(false);
+            backoff.idle = 0;
+            return true;
+        }
+        self.shm.advertise(true);
+        backoff.idle += 1;
+        self.idle(&mut backoff.idle);
+        false
+    }
+
+    /// Wait until one of `reqs` completes (backing off while idle) and
+    /// return its index; the request stays to be waited for. `None` for
+    /// an empty slice.
+    pub fn wait_any(&mut self, reqs: &[&Request]) -> Option<usize> {
+        if reqs.is_empty() {
+            return None;
+        }
+        let mut backoff = Backoff::default();
+        loop {
+            if let Some(i) = reqs.iter().position(|r| self.is_complete(r)) {
+                return Some(i);
+            }
+            self.progress_or_back_off(&mut backoff);
+        }
+    }
+
+    /// Wait until `req` completes, then return its result. Waiting spins,
+    /// then yields the core, then sleeps on the futex (woken by any
+    /// message), so oversubscribed jobs keep moving.
+    pub fn wait(&mut self, req: Request) -> Result<Completion, Error> {
+        let mut backoff = Backoff::default();
+        while !self.is_complete(&req) {
+            self.progress_or_back_off(&mut backoff);
+        }
+        self.reqs.finish(req.id)
+    }
+
+    /// One step of backing off while there is nothing to do.
+    fn idle(&mut self, idle: &mut u32) {
+        let (spin, yields) = (self.cfg.spin, self.cfg.yields);
+        if *idle <= spin {
+            spin_hint();
+        } else if *idle <= spin + yields || self.shm.busy() {
+            // A backlog waits for a peer to free ring cells or staging
+            // slots, which rings no doorbell: sleeping on the futex would
+            // last until its timeout, so keep yielding instead. Likewise
+            // while helpers copy chunks of our transfers.
+            sys::yield_now();
+        } else if let Some(net) = self.net.as_mut() {
+            // The futex hears only this node: sleep in `poll` on the
+            // plugin's descriptor instead, for at most the futex's time (a
+            // local message then waits that long), or yield when the
+            // plugin cannot wake us.
+            match net.arm() {
+                Some(fd) => sys::poll_readable(fd, self.cfg.sleep),
+                None => sys::yield_now(),
+            }
+            *idle = spin;
+        } else {
+            self.shm.sleep(self.cfg.sleep);
+            *idle = spin;
+        }
+    }
+
+    /// Leave the job: deliver every control message still owed to peers,
+    /// then a collective fence and the bootstrap's finalize.
+    pub fn finalize(mut self) -> Result<(), InitError> {
+        let mut idle = 0;
+        while self.shm.busy() || self.net.as_ref().is_some_and(Net::busy) {
+            if self.progress() {
+                idle = 0;
+            } else {
+                idle += 1;
+                self.idle(&mut idle);
+            }
+        }
+        self.shm.advertise(false);
+        if self.cfg.stats {
+            let text: String = self
+                .stats_lines()
+                .iter()
+                .map(|l| l.clone() + "\n")
+                .collect();
+            // One write, so lines of different processes do not interleave.
+            use std::io::Write;
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        }
+        self.boot.fence()?;
+        self.boot.finalize()?;
+        Ok(())
+    }
+}

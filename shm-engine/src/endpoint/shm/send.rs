@@ -1,0 +1,259 @@
+//! Sending to a local peer: the protocol for a message's size, and the
+//! pair's backlog, which holds outgoing work in order while the ring or
+//! the staging is full.
+
+use super::cell::{self, Control, Rts};
+use super::{Peer, Shm};
+use crate::doorbell;
+use crate::endpoint::Endpoint;
+use crate::endpoint::request::{ReqId, Requests};
+use crate::heap;
+use crate::iov::{Buf, Cursor};
+use crate::layout::Cell;
+use crate::sync::Ordering;
+use crate::sys;
+
+/// Outgoing work for one peer, in order.
+#[derive(Debug)]
+pub(super) enum Outgoing {
+    /// A ready control cell.
+    Cell(Cell),
+    /// An eager message of send `sreq` (`len` bytes), waiting for a
+    /// staging slot; `sync`: the receiver acknowledges it at the match.
+    Eager {
+        sreq: ReqId,
+        tag: u64,
+        len: usize,
+        sync: bool,
+    },
+    /// Pipelined rendezvous data: sender request, receiver request, total
+    /// length, bytes already staged and where they end in the sender's
+    /// pieces.
+    Stream {
+        sreq: ReqId,
+        rreq: u64,
+        len: usize,
+        off: usize,
+        cursor: Cursor,
+    },
+}
+
+/// Our side of staging (me -> peer): slots are taken and freed in order.
+#[derive(Debug)]
+pub(super) struct TxStaging {
+    /// Next sequence number to fill.
+    pub(super) staged: u64,
+    /// Last known count of slots the peer freed.
+    pub(super) freed: u64,
+}
+
+impl Endpoint {
+    /// Send request `id` (`len` bytes of `tag`) to local peer `j`, by the
+    /// protocol for its size: inline, eager, put into a granted buffer, or
+    /// a rendezvous.
+    pub(in crate::endpoint) fn send_local(
+        &mut self,
+        j: u32,
+        id: ReqId,
+        tag: u64,
+        len: usize,
+        sync: bool,
+    ) {
+        // Inline and eager: the receiver acknowledges a synchronous send.
+        let ack = sync.then_some(id);
+        if len <= self.cfg.inline_max {
+            let mut cell = cell::inline(tag, len, ack);
+            let pieces = self.reqs.pieces(id);
+            // SAFETY: the caller guarantees the pieces are readable (`len`
+            // bytes in all); the payload array holds inline_max <=
+            // INLINE_CAPACITY bytes.
+            unsafe { Cursor::start(pieces).gather(pieces, cell.payload.as_mut_ptr(), len) };
+            self.enqueue(j, Outgoing::Cell(cell));
+            if !sync {
+                self.reqs.complete_sent(id);
+            }
+        } else if len <= self.cfg.eager_max {
+            let sreq = id;
+            self.enqueue(
+                j,
+                Outgoing::Eager {
+                    sreq,
+                    tag,
+                    len,
+                    sync,
+                },
+            );
+        } else if !sync && self.put(j, id, tag, len) {
+            // Written into a buffer the receiver lent us: done already.
+            self.reqs.complete_sent(id);
+        } else {
+            // A rendezvous completes at FIN, after the match. The RTS names
+            // the buffer, or its list, whose storage stays put in the
+            // request until FIN.
+            let (addr, pieces) = match &self.reqs.get(id).expect("new request exists").buf {
+                Buf::One(p) => (p.ptr as u64, 0),
+                Buf::Many(v) => (v.as_ptr() as u64, v.len() as u64),
+            };
+            let heap = (pieces == 0)
+                .then(|| heap::locate(addr as usize as *const u8, len))
+                .flatten();
+            let rts = Rts {
+                from: self.shm.me,
+                tag,
+                size: len,
+                sreq: id,
+                addr,
+                pieces,
+                pid: sys::pid(),
+                heap,
+            };
+            self.control(j, Control::Rts(rts));
+        }
+    }
+
+    /// Send control message `c` to local peer `j` (after its backlog).
+    pub(in crate::endpoint) fn control(&mut self, j: u32, c: Control<'_>) {
+        self.enqueue(j, Outgoing::Cell(c.encode()));
+    }
+
+    pub(super) fn enqueue(&mut self, j: u32, out: Outgoing) {
+        let peer = &mut self.shm.peers[j as usize];
+        let was_idle = peer.backlog.is_empty();
+        peer.backlog.push_back(out);
+        if was_idle {
+            self.shm.flush(j, &mut self.reqs);
+            if !self.shm.peers[j as usize].backlog.is_empty() {
+                self.shm.blocked.push(j);
+            }
+        }
+    }
+}
+
+impl Shm {
+    /// Move as much of peer `j`'s backlog as its ring and staging accept.
+    /// Returns whether anything moved.
+    pub(super) fn flush(&mut self, j: u32, reqs: &mut Requests) -> bool {
+        let slots = u64::from(self.seg.layout().geometry.staging_slots);
+        let slot_size = self.seg.layout().geometry.staging_slot_size as usize;
+        let mut pushed = false;
+        let mut done_sends = Vec::new();
+        let (me, seg) = (self.me, &self.seg);
+        let Peer {
+            tx,
+            staging,
+            backlog,
+            ..
+        } = &mut self.peers[j as usize];
+        let freed = seg.staging(me, j);
+        let has_slot = |st: &mut TxStaging| {
+            if st.staged - st.freed < slots {
+                return true;
+            }
+            // Pairs with the receiver's Release in `free_slot`.
+            st.freed = freed.freed.load(Ordering::Acquire);
+            st.staged - st.freed < slots
+        };
+        while let Some(front) = backlog.front_mut() {
+            let progressed = match front {
+                Outgoing::Cell(cell) => tx.push(cell).is_ok(),
+                Outgoing::Eager {
+                    sreq,
+                    tag,
+                    len,
+                    sync,
+                } => {
+                    if !(has_slot(staging) && tx.has_room()) {
+                        false
+                    } else {
+                        let dst = seg.staging_slot(me, j, staging.staged);
+                        let src = reqs.pieces(*sreq);
+                        // SAFETY: slot `staged` is ours (FIFO staging
+                        // protocol: fewer than `slots` unfreed); the pieces
+                        // are valid per isend's contract and hold `len` <=
+                        // slot size bytes.
+                        unsafe { Cursor::start(src).gather(src, dst, *len) };
+                        let cell = Control::Eager {
+                            tag: *tag,
+                            slot: staging.staged,
+                            len: *len,
+                            ack: sync.then_some(*sreq),
+                        }
+                        .encode();
+                        let ok = tx.push(&cell).is_ok();
+                        debug_assert!(ok, "room was checked");
+                        staging.staged += 1;
+                        if !*sync {
+                            // A synchronous send waits for its ACK instead.
+                            done_sends.push(*sreq);
+                        }
+                        true
+                    }
+                }
+                Outgoing::Stream {
+                    sreq,
+                    rreq,
+                    len,
+                    off,
+                    cursor,
+                } => {
+                    let src = reqs.pieces(*sreq);
+                    while *off < *len && has_slot(staging) && tx.has_room() {
+                        let n = (*len - *off).min(slot_size);
+                        let dst = seg.staging_slot(me, j, staging.staged);
+                        // SAFETY: as for eager; `off + n <= len`, the
+                        // total of the pieces.
+                        let got = unsafe { cursor.gather(src, dst, n) };
+                        debug_assert_eq!(got, n, "the send's pieces hold len bytes");
+                        let c = Control::Chunk {
+                            rreq: *rreq,
+                            off: *off,
+                            slot: staging.staged,
+                            len: n,
+                        };
+                        let ok = tx.push(&c.encode()).is_ok();
+                        debug_assert!(ok, "room was checked");
+                        staging.staged += 1;
+                        *off += n;
+                        pushed = true;
+                    }
+                    if *off == *len {
+                        done_sends.push(*sreq);
+                        true
+                    } else {
+                        false
+                    }
+                }
+            };
+            if !progressed {
+                break;
+            }
+            pushed = true;
+            backlog.pop_front();
+        }
+        if pushed {
+            let (bell, masks) = (self.seg.bell(j), self.seg.masks(j));
+            if doorbell::ring(bell, masks, self.me) {
+                sys::futex_wake(bell);
+            }
+        }
+        for id in done_sends {
+            reqs.complete_sent(id);
+        }
+        pushed
+    }
+
+    /// Retry every peer's backlog. Returns whether anything moved.
+    pub(super) fn flush_blocked(&mut self, reqs: &mut Requests) -> bool {
+        if self.blocked.is_empty() {
+            return false;
+        }
+        let mut did = false;
+        for j in std::mem::take(&mut self.blocked) {
+            did |= self.flush(j, reqs);
+            if !self.peers[j as usize].backlog.is_empty() {
+                self.blocked.push(j);
+            }
+        }
+        did
+    }
+}
