@@ -73,8 +73,9 @@ pub struct Config {
     pub spin: u32,
     /// `TESSEL_YIELD`: yields before it sleeps on its futex. Default 200.
     pub yields: u32,
-    /// `TESSEL_SLEEP_US`: longest futex sleep in microseconds; a sleeper is
-    /// woken early by any message. Default 1000.
+    /// `TESSEL_SLEEP_US`: longest sleep of a waiting process in
+    /// microseconds (on its futex, or in `poll` when a network plugin is
+    /// open); a sleeper is woken early by any message. Default 1000.
     pub sleep: Duration,
     /// `TESSEL_RNDV`: `adaptive` (default), `get`, `coop` or `steal`: the
     /// protocol of contiguous messages above `eager_max` between processes

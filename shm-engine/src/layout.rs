@@ -35,7 +35,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 80;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -116,7 +116,13 @@ pub struct ProcArea {
     pub place: [AtomicU32; 5],
     /// 1 once `place` is written (Release); 0 before.
     pub placed: AtomicU32,
-    _pad: [u64; 12],
+    /// The process's wake-up eventfd plus one, in its own descriptor table
+    /// (0: none). Published when the job spans nodes: the process then
+    /// sleeps in `poll` on its network plugin's descriptor and this one,
+    /// and a peer that finds it `SLEEPING` writes to this eventfd (a copy
+    /// taken with `pidfd_getfd`) as well as waking the futex.
+    pub wake_fd: AtomicU32,
+    _pad: [u32; 23],
     // Followed (at offset `size_of::<ProcArea>()`) by ceil(N / 64) doorbell
     // mask words (`AtomicU64`): bit j set = ring (j -> this) has news.
 }
@@ -365,6 +371,7 @@ const _: () = {
     assert!(offset_of!(ProcArea, pid) == 128);
     assert!(offset_of!(ProcArea, place) == 136);
     assert!(offset_of!(ProcArea, placed) == 156);
+    assert!(offset_of!(ProcArea, wake_fd) == 160);
     assert!(offset_of!(SegmentHeader, ready) == 128);
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);

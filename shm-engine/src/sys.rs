@@ -434,6 +434,47 @@ pub fn object_path_of(addr: *const libc::c_void) -> Option<std::path::PathBuf> {
         .or_else(|| std::fs::canonicalize(path).ok())
 }
 
+/// A fresh eventfd (nonblocking, close-on-exec), counter 0.
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: no memory is passed.
+    let fd =
+        check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) } as libc::c_long)?;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Add one to eventfd `fd`'s counter: whoever polls it wakes. A full
+/// counter (EAGAIN) is already readable; other errors only lose a wake-up
+/// that the sleeper's timeout bounds.
+pub fn eventfd_signal(fd: &OwnedFd) {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live local array.
+    unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+}
+
+/// Reset eventfd `fd`'s counter to 0 (nonblocking).
+pub fn eventfd_clear(fd: &OwnedFd) {
+    let mut v = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into a live local array.
+    unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), v.len()) };
+}
+
+/// Wait until one of `fds` is readable or `timeout` passes.
+pub fn poll_any(fds: &[RawFd], timeout: Duration) {
+    let mut p = [libc::pollfd {
+        fd: -1,
+        events: libc::POLLIN,
+        revents: 0,
+    }; 2];
+    let n = fds.len().min(p.len());
+    for (slot, &fd) in p.iter_mut().zip(fds) {
+        slot.fd = fd;
+    }
+    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+    // SAFETY: `n` valid pollfds; the result is only a wake-up.
+    unsafe { libc::poll(p.as_mut_ptr(), n as libc::nfds_t, ms) };
+}
+
 /// Wait until `fd` is readable or `timeout` passes.
 pub fn poll_readable(fd: RawFd, timeout: Duration) {
     let mut p = libc::pollfd {

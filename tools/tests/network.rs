@@ -117,6 +117,26 @@ fn uneven_single_process_and_oversubscribed_nodes() {
     assert_all_ok(&check(net, "protocols", 8, 4, &env), "protocols", 8);
 }
 
+/// A process that waits in a job spanning nodes sleeps where both its
+/// local peers and the plugin can wake it: with no spinning or yielding
+/// and a sleep longer than the watchdog, a single lost wake-up (a local
+/// message that does not end a sleep in `poll`) stalls the job until the
+/// watchdog fails the test. The local peers' eventfds are taken with
+/// `pidfd_getfd`, which needs ptrace permission (root here, as in CI).
+#[test]
+fn sleepers_are_woken_by_local_peers_and_by_the_plugin() {
+    for net in usable_plugins() {
+        let mut env = transport_env(&net);
+        env.extend([
+            ("TESSEL_SPIN", "0"),
+            ("TESSEL_YIELD", "0"),
+            ("TESSEL_SLEEP_US", "600000000"),
+        ]);
+        assert_all_ok(&check(&net, "protocols", 4, 2, &env), "protocols", 4);
+        assert_all_ok(&check(&net, "nodes", 8, 4, &env), "nodes", 8);
+    }
+}
+
 /// A rank killed while peers on the other node wait for it ends the job
 /// with a message naming it.
 #[test]

@@ -122,7 +122,7 @@ impl Endpoint {
             router.enable_remote();
         }
         let mut cfg = cfg;
-        let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me)?;
+        let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me, net.is_some())?;
         Ok(Self {
             reqs: Requests::default(),
             matcher: Matcher::default(),

@@ -1,8 +1,8 @@
 //! The one progress loop: it polls the intra-node path and the network
 //! plugin, and waiting loops back off through [`Backoff`] (spin, yield,
 //! then sleep where every transport in use can wake the process: the
-//! doorbell futex on one node, the plugin's descriptor when a plugin is
-//! open).
+//! doorbell futex on one node; with a plugin open, `poll` on the plugin's
+//! descriptor and an eventfd local peers write to).
 
 use super::{Completion, Endpoint, Request};
 use crate::error::{Error, InitError};
@@ -97,11 +97,11 @@ impl Endpoint {
             sys::yield_now();
         } else if let Some(net) = self.net.as_mut() {
             // The futex hears only this node: sleep in `poll` on the
-            // plugin's descriptor instead, for at most the futex's time (a
-            // local message then waits that long), or yield when the
-            // plugin cannot wake us.
+            // plugin's descriptor and our eventfd, which local peers write
+            // when they find us sleeping; or yield when the plugin cannot
+            // wake us.
             match net.arm() {
-                Some(fd) => sys::poll_readable(fd, self.cfg.sleep),
+                Some(fd) => self.shm.sleep_polling(fd, self.cfg.sleep),
                 None => sys::yield_now(),
             }
             *idle = spin;

@@ -161,22 +161,23 @@ impl Endpoint {
         if idle.count() == 0 {
             return;
         }
-        for &p in self
+        let wake: Vec<u32> = self
             .shm
             .steal_order
             .iter()
-            .filter(|&&p| p != except && idle.contains(p))
+            .copied()
+            .filter(|&p| p != except && idle.contains(p))
             .take(k as usize)
-        {
+            .collect();
+        for p in wake {
             self.nudge(p);
         }
     }
 
-    /// Wake local process `p` without a message (it may sleep on its futex).
-    fn nudge(&self, p: u32) {
-        let bell = self.shm.seg.bell(p);
-        if doorbell::nudge(bell) {
-            sys::futex_wake(bell);
+    /// Wake local process `p` without a message (it may be asleep).
+    fn nudge(&mut self, p: u32) {
+        if doorbell::nudge(self.shm.seg.bell(p)) {
+            self.shm.wake(p);
         }
     }
 

@@ -20,6 +20,7 @@
 //!   them.
 //! - `rendezvous`: GET over cross-memory attach and the staging pipeline.
 //! - `chunked`: the adaptive rendezvous in chunks, and work stealing.
+//! - `wake`: waking a peer that sleeps, on its futex or in `poll`.
 //!
 //! A buffer is a list of [`Piece`](crate::iov::Piece)s: inline and eager
 //! senders gather them straight into the cell or slot, receivers scatter
@@ -40,6 +41,7 @@ mod grant;
 mod recv;
 mod rendezvous;
 mod send;
+mod wake;
 
 use std::collections::VecDeque;
 
@@ -48,6 +50,7 @@ pub(super) use cell::Rts;
 use chunked::Xfer;
 pub(super) use rendezvous::Pipeline;
 use send::{Outgoing, TxStaging};
+use wake::Wakeups;
 
 use super::RecvBuf;
 use crate::bootstrap::Bootstrap;
@@ -111,6 +114,7 @@ pub(super) struct Shm {
     /// Peers whose ring had more than one visit's worth of cells.
     revisit: Vec<u32>,
     flagged: Vec<u32>,
+    wakeups: Wakeups,
     seg: NodeSegment,
 }
 
@@ -124,13 +128,15 @@ impl Shm {
     /// (ranks, ascending; we are local index `me`): its first process
     /// creates it and serves its descriptor, the others fetch it after a
     /// fence. Collective over the job (the fence). The segment's geometry
-    /// bounds `cfg.eager_max`.
+    /// bounds `cfg.eager_max`. `polls`: this process sleeps in `poll` (a
+    /// network plugin is open), so peers must be able to wake it there.
     pub(super) fn attach(
         boot: &mut dyn Bootstrap,
         cfg: &mut Config,
         node: u32,
         locals: &[u32],
         me: u32,
+        polls: bool,
     ) -> Result<Self, InitError> {
         let nlocal = locals.len() as u32;
         let seg = if me == 0 {
@@ -222,6 +228,7 @@ impl Shm {
                     .collect(),
             )
         };
+        let wakeups = Wakeups::new(&seg, me, nlocal, polls);
         Ok(Self {
             peers,
             own,
@@ -239,6 +246,7 @@ impl Shm {
             blocked: Vec::new(),
             revisit: Vec::new(),
             flagged: Vec::new(),
+            wakeups,
             seg,
         })
     }

@@ -230,11 +230,8 @@ impl Shm {
             pushed = true;
             backlog.pop_front();
         }
-        if pushed {
-            let (bell, masks) = (self.seg.bell(j), self.seg.masks(j));
-            if doorbell::ring(bell, masks, self.me) {
-                sys::futex_wake(bell);
-            }
+        if pushed && doorbell::ring(self.seg.bell(j), self.seg.masks(j), self.me) {
+            self.wake(j);
         }
         for id in done_sends {
             reqs.complete_sent(id);

@@ -1,0 +1,109 @@
+//! Waking a local peer that sleeps, wherever it sleeps.
+//!
+//! A process of a single-node job sleeps on its doorbell futex. A process
+//! of a job that spans nodes must also hear its network plugin, so it
+//! sleeps in `poll` on the plugin's descriptor and on an eventfd of its
+//! own, published in its process area. Either way it first moves its bell
+//! to `SLEEPING` ([`doorbell::prepare_sleep`]), so a peer that rings it
+//! learns it must wake it; the peer then wakes the futex and, when the
+//! sleeper has an eventfd, writes to it through a copy taken once with
+//! `pidfd_getfd`. Where that copy cannot be taken (the kernel asks for
+//! ptrace permission, as for cross-memory attach), the sleeper's timeout
+//! (`TESSEL_SLEEP_US`) bounds the delay, as it does on the futex.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use super::Shm;
+use crate::doorbell;
+use crate::segment::NodeSegment;
+use crate::sync::Ordering;
+use crate::sys;
+
+/// What we know of a local peer's eventfd.
+#[derive(Debug)]
+enum PeerFd {
+    /// Not published yet (or not looked up yet).
+    Unknown,
+    /// Published, but we cannot take a copy: its timeout must do.
+    Unreachable,
+    Fd(OwnedFd),
+}
+
+/// This process's eventfd and its copies of its peers' ones.
+#[derive(Debug)]
+pub(super) struct Wakeups {
+    /// `None` in a single-node job: everyone sleeps on the futex.
+    own: Option<OwnedFd>,
+    peers: Vec<PeerFd>,
+}
+
+impl Wakeups {
+    /// For local process `me` of `nlocal`; `polls`: the job spans nodes,
+    /// so processes sleep in `poll` (an eventfd is created and published).
+    /// Without an eventfd (the system refused one), this process sleeps in
+    /// `poll` with its timeout only, as before eventfds existed.
+    pub(super) fn new(seg: &NodeSegment, me: u32, nlocal: u32, polls: bool) -> Self {
+        let own = polls.then(sys::eventfd).and_then(Result::ok);
+        if let Some(fd) = &own {
+            seg.proc_area(me)
+                .wake_fd
+                .store(fd.as_raw_fd() as u32 + 1, Ordering::Release);
+        }
+        Self {
+            own,
+            peers: (0..nlocal).map(|_| PeerFd::Unknown).collect(),
+        }
+    }
+
+    /// The eventfd of local process `p`, if we can write to it.
+    fn peer(&mut self, seg: &NodeSegment, p: u32, me: u32) -> Option<&OwnedFd> {
+        if p == me {
+            return self.own.as_ref();
+        }
+        let slot = &mut self.peers[p as usize];
+        if let PeerFd::Unknown = slot {
+            let area = seg.proc_area(p);
+            let fd = area.wake_fd.load(Ordering::Acquire);
+            if fd == 0 {
+                return None;
+            }
+            let pid = area.pid.load(Ordering::Relaxed) as u32;
+            *slot = match sys::pidfd_open(pid).and_then(|pidfd| sys::pidfd_getfd(&pidfd, fd - 1)) {
+                Ok(copy) => PeerFd::Fd(copy),
+                Err(_) => PeerFd::Unreachable,
+            };
+        }
+        match slot {
+            PeerFd::Fd(fd) => Some(fd),
+            _ => None,
+        }
+    }
+}
+
+impl Shm {
+    /// Wake local process `p`, which rang as `SLEEPING`.
+    pub(super) fn wake(&mut self, p: u32) {
+        sys::futex_wake(self.seg.bell(p));
+        if self.wakeups.own.is_some()
+            && let Some(fd) = self.wakeups.peer(&self.seg, p, self.me)
+        {
+            sys::eventfd_signal(fd);
+        }
+    }
+
+    /// Sleep until a local peer or the network plugin (readable `net`)
+    /// wakes us, or `timeout` passes.
+    pub(in crate::endpoint) fn sleep_polling(&self, net: RawFd, timeout: Duration) {
+        let Some(own) = &self.wakeups.own else {
+            sys::poll_readable(net, timeout);
+            return;
+        };
+        let bell = self.seg.bell(self.me);
+        if doorbell::prepare_sleep(bell) {
+            sys::poll_any(&[net, own.as_raw_fd()], timeout);
+            sys::eventfd_clear(own);
+            doorbell::cancel_sleep(bell);
+        }
+    }
+}
