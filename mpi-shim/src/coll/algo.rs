@@ -461,12 +461,12 @@ pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
 }
 
 /// Allgather of `blocks` (block `r` from rank `r`; the blocks lie end to
-/// end in one buffer, rank order; this rank's is filled): recursive
-/// doubling when `n` is a power of two and the total is short, the ring
-/// otherwise (TRG05).
+/// end in one buffer, rank order; this rank's is filled): node-aware
+/// across nodes ([`hier::allgatherv`]); else recursive doubling when `n`
+/// is a power of two and the total is short, the ring otherwise (TRG05).
 pub fn allgatherv(b: &mut Builder, blocks: &[Span]) {
     let n = b.size;
-    if n == 1 {
+    if n == 1 || hier::allgatherv(b, blocks) {
         return;
     }
     b.phase(ALLGATHER);

@@ -126,3 +126,56 @@ pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) -> bool {
     b.in_group(&l.locals, |b| algo::bcast(b, acc, lead));
     true
 }
+
+/// Allgather (`blocks[r]` from rank `r`, end to end in one buffer in rank
+/// order, this rank's filled): each node's blocks gathered at its leader,
+/// the leaders exchanging whole nodes (packed in the leaders' order, since
+/// a node's ranks need not be consecutive), then each leader broadcasting
+/// the whole result within its node. Every block crosses between two
+/// nodes once, in one message per pair of leaders' steps.
+pub fn allgatherv(b: &mut Builder, blocks: &[Span]) -> bool {
+    let Some(l) = layout(b, None) else {
+        return false;
+    };
+    let nodes = b.nodes().expect("a layout has nodes").to_vec();
+    let whole = Span {
+        len: blocks.iter().map(|s| s.len).sum(),
+        ..blocks[0]
+    };
+    let lead = index(&l.locals, l.leader);
+    let mine: Vec<Span> = l.locals.iter().map(|&r| blocks[r]).collect();
+    let own = blocks[b.rank];
+    b.in_group(&l.locals, |b| algo::gatherv(b, lead, own, &mine));
+    if b.rank == l.leader {
+        let members: Vec<Vec<usize>> = l
+            .leaders
+            .iter()
+            .map(|&ld| {
+                (0..nodes.len())
+                    .filter(|&r| nodes[r] == nodes[ld])
+                    .collect()
+            })
+            .collect();
+        let lens = members
+            .iter()
+            .map(|m| m.iter().map(|&r| blocks[r].len).sum());
+        let packed: Vec<Span> = {
+            let lens: Vec<usize> = lens.collect();
+            b.buf(lens.iter().sum()).split(lens)
+        };
+        // Where rank `r` of node `k` lies in the packed buffer.
+        let pieces = |k: usize| packed[k].split(members[k].iter().map(|&r| blocks[r].len));
+        let me = index(&l.leaders, l.leader);
+        for (&r, piece) in members[me].iter().zip(pieces(me)) {
+            b.copy(blocks[r], piece);
+        }
+        b.in_group(&l.leaders, |b| algo::allgatherv(b, &packed));
+        for k in (0..members.len()).filter(|&k| k != me) {
+            for (&r, piece) in members[k].iter().zip(pieces(k)) {
+                b.copy(piece, blocks[r]);
+            }
+        }
+    }
+    b.in_group(&l.locals, |b| algo::bcast(b, whole, lead));
+    true
+}

@@ -481,6 +481,19 @@ fn node_aware_collectives_agree_with_the_flat_ones() {
                 assert!(outs[root] == want, "reduce {nodes:?} root {root}");
             }
         }
+        // Allgather with a different length for every rank (some empty).
+        let lens: Vec<usize> = (0..n).map(|r| (r * 7 + 3) % 11).collect();
+        let total: usize = lens.iter().sum();
+        let want: Vec<u8> = (0..n).flat_map(|r| block(r, 0, lens[r])).collect();
+        let outs = run_on(Some(nodes), n, total, None, |b| {
+            let all = b.buf(total);
+            let parts = all.split(lens.iter().copied());
+            let own = b.input(block(b.rank, 0, lens[b.rank]));
+            b.copy(own, parts[b.rank]);
+            algo::allgatherv(b, &parts);
+            Some(all)
+        });
+        assert!(outs.iter().all(|o| *o == want), "allgatherv {nodes:?}");
         // Non-commutative: the flat, rank-ordered algorithms.
         let mm = matmul_op();
         let want = ints(product(0..n, 0));
