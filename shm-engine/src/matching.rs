@@ -61,7 +61,8 @@ impl TagMatch {
 /// A posted receive, waiting for a message.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Posted {
-    pub(crate) req: u32,
+    /// The receive's full request id (slot and generation).
+    pub(crate) req: u64,
     pub(crate) source: Source,
     pub(crate) tag: TagMatch,
 }
@@ -136,7 +137,7 @@ impl<U> Matcher<U> {
 
     /// Withdraw the posted receive of request `req`. Returns false when it
     /// is not waiting any more (it matched, or was never posted).
-    pub(crate) fn cancel(&mut self, req: u32) -> bool {
+    pub(crate) fn cancel(&mut self, req: u64) -> bool {
         match self.posted.iter().position(|p| p.req == req) {
             Some(i) => {
                 self.posted.remove(i);

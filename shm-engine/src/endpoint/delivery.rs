@@ -66,7 +66,7 @@ impl Endpoint {
     pub(super) fn arrive(&mut self, from: u32, tag: u64, body: Arrival) {
         match self.matcher.match_arrival(from, tag) {
             Some(p) => {
-                let id = self.reqs.id_of(p);
+                let id = p.req;
                 self.receive_arrival(id, from, tag, body);
             }
             None => self.matcher.push_unexpected(from, tag, body),
@@ -79,7 +79,7 @@ impl Endpoint {
     pub(super) fn arrive_data(&mut self, from: u32, tag: u64, data: &[u8], ack: Option<Ack>) {
         match self.matcher.match_arrival(from, tag) {
             Some(p) => {
-                let id = self.reqs.id_of(p);
+                let id = p.req;
                 self.acknowledge(ack);
                 let result = self.deliver(id, from, tag, data);
                 self.reqs.complete(id, result);

@@ -397,7 +397,7 @@ impl Endpoint {
             self.grant(j, cap);
         }
         let posted = Posted {
-            req: request::index(id) as u32,
+            req: id,
             source,
             tag,
         };

@@ -6,7 +6,7 @@
 
 use super::delivery::{Arrival, Message};
 use super::progress::Backoff;
-use super::request::{self, Status};
+use super::request::Status;
 use super::{Endpoint, Request};
 use crate::error::Error;
 use crate::iov::{Buf, Piece};
@@ -116,7 +116,7 @@ impl Endpoint {
             .reqs
             .get_mut(req.id)
             .is_some_and(|r| r.is_recv && r.result.is_none());
-        if !waiting || !self.matcher.cancel(request::index(req.id) as u32) {
+        if !waiting || !self.matcher.cancel(req.id) {
             return false;
         }
         let mut status = Status::new(0, 0, 0);

@@ -1,8 +1,7 @@
 //! The request table: every operation in flight, named by a [`ReqId`]
 //! that carries its slot and the slot's generation, so a stale id (of a
 //! request already waited for) never reaches the request that reuses the
-//! slot. The matcher's posted queue holds slot numbers; [`Requests::id_of`]
-//! turns one back into a full id.
+//! slot. The matcher's posted queue holds full ids.
 
 #[cfg(doc)]
 use super::Endpoint;
@@ -10,7 +9,6 @@ use super::RecvBuf;
 use super::shm::Pipeline;
 use crate::error::Error;
 use crate::iov::{Buf, total};
-use crate::matching::Posted;
 
 /// What a completed receive (or send) reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +59,8 @@ pub struct Request {
 /// A request's id: its slot (low 32 bits) and the slot's generation.
 pub(super) type ReqId = u64;
 
-pub(super) fn index(id: ReqId) -> usize {
+/// The slot of request `id`.
+fn index(id: ReqId) -> usize {
     (id & 0xffff_ffff) as usize
 }
 
@@ -204,14 +203,6 @@ impl Requests {
             r.generation = r.generation.wrapping_add(1);
         }
         self.free.push(idx as u32);
-    }
-
-    /// The full id of the request the matcher's `p` names.
-    pub(super) fn id_of(&self, p: Posted) -> ReqId {
-        let r = self.slots[p.req as usize]
-            .as_ref()
-            .expect("posted request exists");
-        (u64::from(r.generation) << 32) | u64::from(p.req)
     }
 }
 
