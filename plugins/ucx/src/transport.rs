@@ -285,6 +285,7 @@ impl Transport {
         engine: Engine,
     ) -> Result<(Box<Self>, Attr), (c_int, String)> {
         let (context, wakeup) = create_context(size)?;
+        let resources = limits::parse_resources(&context_info(context));
         let mut t = Box::new(Self {
             magic: MAGIC,
             context,
@@ -294,7 +295,10 @@ impl Transport {
             size,
             engine,
             max_header: 0,
-            eager_max: limits::eager_max(std::env::var("UCX_RNDV_THRESH").ok().as_deref()),
+            eager_max: limits::eager_max(
+                std::env::var("UCX_RNDV_THRESH").ok().as_deref(),
+                &resources,
+            ),
             wake_fd: None,
             in_progress: Cell::new(false),
             closing: Cell::new(false),
@@ -403,7 +407,6 @@ impl Transport {
             )
         })?;
 
-        let resources = limits::parse_resources(&context_info(context));
         let (latency_ns, bandwidth_mbs) = limits::estimate(&resources);
         let mut out = Attr {
             flags: if t.wake_fd.is_some() { ATTR_WAKE_FD } else { 0 },
