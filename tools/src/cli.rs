@@ -43,10 +43,9 @@ through the PMI key-value store (keys tessel.psets and tessel.pset.I).";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Bind {
     /// Pin each process to the PUs of one core (hwloc's cores, keeping
-    /// only the CPUs mpiexec may use), round robin by local rank.
+    /// only the CPUs mpiexec may use), round robin by rank.
     Core,
-    /// Pin each process to the PUs of one NUMA node, round robin by local
-    /// rank.
+    /// Pin each process to the PUs of one NUMA node, round robin by rank.
     Numa,
     /// Leave placement to the kernel.
     #[value(name = "none")]
@@ -81,10 +80,10 @@ pub struct Cli {
     #[arg(short = 'x', long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
 
-    /// Pin processes, round robin by local rank over the places mpiexec may
-    /// use (found with hwloc): `core` binds each process to the PUs of one
-    /// core, `numa` to those of one NUMA node; `none` leaves placement to the
-    /// kernel.
+    /// Pin processes, round robin by rank over the places mpiexec may use
+    /// (found with hwloc; virtual nodes of --ppn share them): `core` binds
+    /// each process to the PUs of one core, `numa` to those of one NUMA
+    /// node; `none` leaves placement to the kernel.
     #[arg(long, value_enum, value_name = "core|numa|none", default_value_t = Bind::Unbound)]
     pub bind: Bind,
 

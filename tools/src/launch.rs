@@ -220,7 +220,10 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc>
         cmd.stdin(Stdio::null());
     }
     cmd.process_group(0);
-    let binding = (!places.is_empty()).then(|| &places[m.local_rank(rank) as usize % places.len()]);
+    // Round robin by rank, not by local rank: every process this mpiexec
+    // starts runs on this machine, virtual nodes included, so two virtual
+    // nodes must not pile their processes onto the same first cores.
+    let binding = (!places.is_empty()).then(|| &places[rank as usize % places.len()]);
     if let Some(b) = binding {
         cmd.env(PLACE_VAR, &b.place);
     } else {

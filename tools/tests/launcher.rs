@@ -198,18 +198,17 @@ fn sigterm_is_forwarded_to_the_job() {
 /// The CPU list and `TESSEL_PLACE` of each rank, by rank, from the
 /// `affinity` example run under `mpiexec --bind POLICY -n N`.
 fn bound_places(policy: &str, n: usize) -> Vec<(Vec<usize>, String)> {
+    bound_places_with(policy, n, &[])
+}
+
+/// As [`bound_places`], with more `mpiexec` options.
+fn bound_places_with(policy: &str, n: usize, more: &[&str]) -> Vec<(Vec<usize>, String)> {
     let affinity = example("affinity");
     let np = n.to_string();
-    let run = run_mpiexec(
-        &format!("bind-{policy}"),
-        &[
-            "--bind",
-            policy,
-            "-n",
-            &np,
-            affinity.to_str().expect("UTF-8 path"),
-        ],
-    );
+    let mut args = vec!["--bind", policy, "-n", &np];
+    args.extend(more);
+    args.push(affinity.to_str().expect("UTF-8 path"));
+    let run = run_mpiexec(&format!("bind-{policy}"), &args);
     assert_code(&run, 0);
     let lines = run.sorted_lines();
     assert_eq!(lines.len(), n, "{}", run.stdout);
@@ -276,6 +275,21 @@ fn bind_core_pins_each_process_to_the_pus_of_one_core() {
     }
     if cores.len() >= 2 {
         assert_ne!(got[0], got[1], "two ranks on one core out of {cores:?}");
+    }
+}
+
+/// Virtual nodes share this machine: their processes spread over its
+/// cores instead of each node's first process taking the first core.
+#[test]
+fn bind_core_spreads_virtual_nodes_over_the_cores() {
+    let topo = Topology::discover().expect("hwloc discovers this machine");
+    let cores = usable(topo.cores.into_iter().map(|c| c.pus).collect());
+    let got: Vec<Vec<usize>> = bound_places_with("core", 2, &["--ppn", "1"])
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    if cores.len() >= 2 {
+        assert_ne!(got[0], got[1], "two virtual nodes on one core of {cores:?}");
     }
 }
 
