@@ -459,8 +459,10 @@ pub fn eventfd_clear(fd: &OwnedFd) {
     unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), v.len()) };
 }
 
-/// Wait until one of `fds` is readable or `timeout` passes.
-pub fn poll_any(fds: &[RawFd], timeout: Duration) {
+/// Wait until one of `fds` (at most two) is readable or `timeout`
+/// passes. Returns a mask: bit `i` set when `fds[i]` is readable.
+pub fn poll_readable(fds: &[RawFd], timeout: Duration) -> u32 {
+    debug_assert!(fds.len() <= 2);
     let mut p = [libc::pollfd {
         fd: -1,
         events: libc::POLLIN,
@@ -471,18 +473,13 @@ pub fn poll_any(fds: &[RawFd], timeout: Duration) {
         slot.fd = fd;
     }
     let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
-    // SAFETY: `n` valid pollfds; the result is only a wake-up.
-    unsafe { libc::poll(p.as_mut_ptr(), n as libc::nfds_t, ms) };
-}
-
-/// Wait until `fd` is readable or `timeout` passes.
-pub fn poll_readable(fd: RawFd, timeout: Duration) {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
-    // SAFETY: one valid pollfd; the result is only a wake-up.
-    unsafe { libc::poll(&mut p, 1, ms) };
+    // SAFETY: `n` valid pollfds.
+    if unsafe { libc::poll(p.as_mut_ptr(), n as libc::nfds_t, ms) } <= 0 {
+        return 0;
+    }
+    p[..n]
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.revents != 0)
+        .fold(0, |m, (i, _)| m | 1 << i)
 }

@@ -161,16 +161,16 @@ impl Endpoint {
         if idle.count() == 0 {
             return;
         }
-        let wake: Vec<u32> = self
-            .shm
-            .steal_order
-            .iter()
-            .copied()
-            .filter(|&p| p != except && idle.contains(p))
-            .take(k as usize)
-            .collect();
-        for p in wake {
-            self.nudge(p);
+        let mut left = k;
+        for i in 0..self.shm.steal_order.len() {
+            let p = self.shm.steal_order[i];
+            if left == 0 {
+                break;
+            }
+            if p != except && idle.contains(p) {
+                self.nudge(p);
+                left -= 1;
+            }
         }
     }
 

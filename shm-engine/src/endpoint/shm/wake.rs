@@ -5,8 +5,8 @@
 //! sleeps in `poll` on the plugin's descriptor and on an eventfd of its
 //! own, published in its process area. Either way it first moves its bell
 //! to `SLEEPING` ([`doorbell::prepare_sleep`]), so a peer that rings it
-//! learns it must wake it; the peer then wakes the futex and, when the
-//! sleeper has an eventfd, writes to it through a copy taken once with
+//! learns it must wake it: with a futex wake in a single-node job, else
+//! with a write to the sleeper's eventfd, through a copy taken once with
 //! `pidfd_getfd`. Where that copy cannot be taken (the kernel asks for
 //! ptrace permission, as for cross-memory attach), the sleeper's timeout
 //! (`TESSEL_SLEEP_US`) bounds the delay, as it does on the futex.
@@ -33,7 +33,10 @@ enum PeerFd {
 /// This process's eventfd and its copies of its peers' ones.
 #[derive(Debug)]
 pub(super) struct Wakeups {
-    /// `None` in a single-node job: everyone sleeps on the futex.
+    /// The node's processes sleep in `poll` (the job spans nodes), not on
+    /// their futex: a wake-up is an eventfd write, never a futex wake.
+    polls: bool,
+    /// Ours, when `polls` (and the system gave one).
     own: Option<OwnedFd>,
     peers: Vec<PeerFd>,
 }
@@ -51,6 +54,7 @@ impl Wakeups {
                 .store(fd.as_raw_fd() as u32 + 1, Ordering::Release);
         }
         Self {
+            polls,
             own,
             peers: (0..nlocal).map(|_| PeerFd::Unknown).collect(),
         }
@@ -82,12 +86,13 @@ impl Wakeups {
 }
 
 impl Shm {
-    /// Wake local process `p`, which rang as `SLEEPING`.
+    /// Wake local process `p`, which rang as `SLEEPING`: one syscall,
+    /// where it sleeps (a peer without an eventfd we can write to sleeps
+    /// in `poll` with its timeout only).
     pub(super) fn wake(&mut self, p: u32) {
-        sys::futex_wake(self.seg.bell(p));
-        if self.wakeups.own.is_some()
-            && let Some(fd) = self.wakeups.peer(&self.seg, p, self.me)
-        {
+        if !self.wakeups.polls {
+            sys::futex_wake(self.seg.bell(p));
+        } else if let Some(fd) = self.wakeups.peer(&self.seg, p, self.me) {
             sys::eventfd_signal(fd);
         }
     }
@@ -96,13 +101,14 @@ impl Shm {
     /// wakes us, or `timeout` passes.
     pub(in crate::endpoint) fn sleep_polling(&self, net: RawFd, timeout: Duration) {
         let Some(own) = &self.wakeups.own else {
-            sys::poll_readable(net, timeout);
+            sys::poll_readable(&[net], timeout);
             return;
         };
         let bell = self.seg.bell(self.me);
         if doorbell::prepare_sleep(bell) {
-            sys::poll_any(&[net, own.as_raw_fd()], timeout);
-            sys::eventfd_clear(own);
+            if sys::poll_readable(&[net, own.as_raw_fd()], timeout) & 2 != 0 {
+                sys::eventfd_clear(own);
+            }
             doorbell::cancel_sleep(bell);
         }
     }
