@@ -92,7 +92,16 @@ fn init(name: &str, required: c_int) -> c_int {
     };
     match state.world() {
         Phase::Before => {}
-        Phase::Running { .. } => fail("MPI was already initialized".into()),
+        Phase::Running { .. } => {
+            drop(state);
+            return call(name, abi::MPI_COMM_WORLD, |_| {
+                Err(err(
+                    abi::MPI_ERR_OTHER,
+                    "MPI was already initialized (MPI_Init and MPI_Init_thread may be called \
+                     once, MPI-4.0 §11.2.1)",
+                ))
+            });
+        }
         Phase::After => fail("MPI_Init after MPI_Finalize is erroneous (MPI-4.0 §11.2.2)".into()),
     }
     let rt = start(&mut state).unwrap_or_else(|e| fail(e.to_string()));

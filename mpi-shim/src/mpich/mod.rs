@@ -563,6 +563,30 @@ pub(crate) fn check_root(c: &Comm, root: c_int) -> MpiResult<usize> {
     }
 }
 
+/// A status argument is a status or `MPI_STATUS_IGNORE`; null is
+/// `MPI_ERR_ARG`, as in MPICH (whose `MPI_STATUS_IGNORE` is not null).
+pub(crate) fn check_status(status: *const MPI_Status) -> MpiResult<()> {
+    if status.is_null() {
+        return Err(err(
+            abi::MPI_ERR_ARG,
+            "null status (MPI_STATUS_IGNORE ignores the status)",
+        ));
+    }
+    Ok(())
+}
+
+/// A status array of `count` entries, or `MPI_STATUSES_IGNORE`; null is
+/// `MPI_ERR_ARG` unless the array is empty.
+pub(crate) fn check_statuses(statuses: *const MPI_Status, count: c_int) -> MpiResult<()> {
+    if statuses.is_null() && count > 0 {
+        return Err(err(
+            abi::MPI_ERR_ARG,
+            "null array of statuses (MPI_STATUSES_IGNORE ignores them)",
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) unsafe fn write_status(status: *mut MPI_Status, st: MPI_Status) {
     if !status.is_null() && !abi::is_status_ignore(status) {
         // SAFETY: a status pointer other than MPI_STATUS_IGNORE is writable.

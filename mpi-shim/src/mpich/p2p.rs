@@ -527,6 +527,7 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Recv", comm, |rt| {
+        check_status(status)?;
         // SAFETY: forwarded from the caller.
         let r = unsafe { post_recv(rt, buf, count, datatype, source, tag, comm)? };
         let i = rt.add_req(r);
@@ -591,6 +592,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Sendrecv", comm, |rt| {
+        check_status(status)?;
         // Check both halves before starting either.
         // SAFETY: forwarded from the caller.
         let (to, tag, ub) =
@@ -649,6 +651,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Sendrecv_replace", comm, |rt| {
+        check_status(status)?;
         // SAFETY: forwarded from the caller.
         let (to, tag, ub) = unsafe { send_args(rt, buf, count, datatype, dest, sendtag, comm)? };
         // SAFETY: forwarded from the caller.
@@ -780,6 +783,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Iprobe", comm, |rt| {
+        check_status(status)?;
         let found = match probe_args(rt, source, tag, comm)? {
             None => Some(proc_null_status()),
             Some((src, matcher, slot)) => match rt.ep.iprobe(src, matcher) {
@@ -804,6 +808,7 @@ pub unsafe extern "C" fn MPI_Probe(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Probe", comm, |rt| {
+        check_status(status)?;
         let st = match probe_args(rt, source, tag, comm)? {
             None => proc_null_status(),
             Some((src, matcher, slot)) => {
@@ -864,6 +869,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Mprobe", comm, |rt| {
+        check_status(status)?;
         if message.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null message pointer"));
         }
@@ -887,6 +893,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Improbe", comm, |rt| {
+        check_status(status)?;
         if message.is_null() || flag.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null output argument"));
         }
@@ -950,6 +957,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Mrecv", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         // SAFETY: forwarded from the caller; we wait for the request here.
         let r = unsafe { start_mrecv(rt, buf, count, datatype, message)? };
         let i = rt.add_req(r);

@@ -1510,6 +1510,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     count: c_int,
 ) -> c_int {
     call("MPI_Status_set_elements", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         // SAFETY: the caller's status.
         unsafe { set_elements(rt, status, datatype, count.into()) }
     })
@@ -1522,6 +1523,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     count: MPI_Count,
 ) -> c_int {
     call("MPI_Status_set_elements_x", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         // SAFETY: the caller's status.
         unsafe { set_elements(rt, status, datatype, count) }
     })

@@ -14,7 +14,7 @@ use std::ffi::{c_int, c_void};
 
 use shm_engine::Backoff;
 
-use super::super::{call, empty_status, err, out, write_status};
+use super::super::{call, check_status, check_statuses, empty_status, err, out, write_status};
 use crate::abi::{self, Kind, MPI_Request, MPI_Status};
 use crate::core::request::{self, Generalized};
 use crate::core::{MpiResult, Req, Runtime};
@@ -171,6 +171,7 @@ fn wait_until<T>(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     call("MPI_Wait", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         // SAFETY: forwarded from the caller.
         let h = unsafe { handle(request)? };
         let st = complete(rt, h).inspect_err(|e| {
@@ -192,6 +193,7 @@ pub unsafe extern "C" fn MPI_Test(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Test", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         // SAFETY: forwarded from the caller.
         let h = unsafe { handle(request)? };
         if flag.is_null() {
@@ -218,6 +220,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Request_get_status", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         if flag.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null flag"));
         }
@@ -289,6 +292,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     statuses: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Waitall", abi::MPI_COMM_WORLD, |rt| {
+        check_statuses(statuses, count)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
         for &h in hs.iter() {
@@ -311,6 +315,7 @@ pub unsafe extern "C" fn MPI_Testall(
     statuses: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Testall", abi::MPI_COMM_WORLD, |rt| {
+        check_statuses(statuses, count)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
         if flag.is_null() {
@@ -383,6 +388,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Waitany", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
         if index.is_null() {
@@ -403,6 +409,7 @@ pub unsafe extern "C" fn MPI_Testany(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Testany", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
         if index.is_null() || flag.is_null() {
@@ -479,6 +486,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
     statuses: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Waitsome", abi::MPI_COMM_WORLD, |rt| {
+        check_statuses(statuses, incount)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(incount, requests)? };
         if outcount.is_null() {
@@ -499,6 +507,7 @@ pub unsafe extern "C" fn MPI_Testsome(
     statuses: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Testsome", abi::MPI_COMM_WORLD, |rt| {
+        check_statuses(statuses, incount)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(incount, requests)? };
         if outcount.is_null() {
