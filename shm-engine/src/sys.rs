@@ -483,3 +483,26 @@ pub fn poll_readable(fds: &[RawFd], timeout: Duration) -> u32 {
         .filter(|(_, q)| q.revents != 0)
         .fold(0, |m, (i, _)| m | 1 << i)
 }
+
+/// Whether the other end of connected socket `fd` has closed (or shut
+/// down its writing side): a non-blocking poll for `POLLRDHUP`/`POLLHUP`.
+pub fn peer_hung_up(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, a live local.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP) != 0
+}
+
+/// End the process at once with `code` (`_exit`): no at-exit handler
+/// runs, so none can call back into a library whose lock this thread
+/// holds.
+pub fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit has no memory-safety preconditions and does not return.
+    unsafe { libc::_exit(code) }
+}

@@ -3,10 +3,24 @@
 //! One thread runs one loop: poll(2) over the PMI sockets of all ranks with
 //! a 20 ms timeout, then `waitpid(-1, WNOHANG)` until no child is left to
 //! reap, then the signal, timeout and kill-grace checks. `mpiexec` is a
-//! child subreaper, so what the ranks leave behind is reaped here too. A rank that fails (exits
-//! non-zero, dies by a signal, or sends `cmd=abort`) ends the job: every
-//! remaining process group gets SIGTERM, SIGKILL two seconds later, and
-//! `mpiexec` exits with the first failure's code once all ranks are reaped.
+//! child subreaper, so what the ranks leave behind is reaped here too.
+//!
+//! A rank that fails ends the job: every remaining process group gets
+//! SIGTERM, SIGKILL two seconds later, and `mpiexec` exits with the first
+//! failure's code once all ranks are reaped. A rank fails when it
+//! - exits non-zero or dies by a signal;
+//! - sends `cmd=abort` (exit code as [`abort_status`] says: never 0). A
+//!   rank often aborts because a peer died under it (a copy from a dead
+//!   process fails): the launcher first gives the dead peer
+//!   [`ABORT_SETTLE`] to be reaped, and names it rather than the
+//!   survivor;
+//! - exits with code 0 after PMI `init` without `finalize` (returned from
+//!   `main` without `MPI_Finalize`): its peers may wait for it forever;
+//! - leaves without `finalize` (before `init`, or closing its connection)
+//!   while other ranks wait for it in a PMI barrier it can never enter.
+//!
+//! Ranks die with the launcher: each gets SIGKILL as its parent-death
+//! signal, so a `kill -9` of `mpiexec` leaves no rank behind.
 
 use std::ffi::OsString;
 use std::io::{self, IsTerminal, Read, Write};
@@ -20,12 +34,18 @@ use std::time::{Duration, Instant};
 use crate::cli::Bind;
 use crate::mapping::Mapping;
 use crate::pmi_server::PmiServer;
+use crate::pmi_server::Stage;
 use crate::sys::{self, CpuSet};
+use shm_engine::bootstrap::abort_status;
 use shm_engine::locality::{PLACE_VAR, Place};
 use shm_engine::topo::Topology;
 
 /// How long poll(2) waits before the children are checked again.
 const POLL_INTERVAL_MS: i32 = 20;
+/// How long an abort waits for a dead peer of the aborting rank to be
+/// reaped, so that the report names the rank that died (see the module
+/// docs). A fresh zombie appears within milliseconds of the death.
+const ABORT_SETTLE: Duration = Duration::from_millis(200);
 /// Time between SIGTERM and SIGKILL when the job is torn down.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// Longest PMI request line accepted; longer ones are answered with an
@@ -230,12 +250,13 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc>
         cmd.env_remove(PLACE_VAR);
     }
     let cpu = binding.map(|b| b.cpus);
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the child between fork and exec, where
     // only async-signal-safe operations are allowed: `child_setup` makes
-    // fcntl, sched_setaffinity and write calls only, and allocates nothing
-    // (the CPU set was built before the fork).
+    // prctl, getppid, raise, fcntl, sched_setaffinity and write calls only,
+    // and allocates nothing (the CPU set was built before the fork).
     unsafe {
-        cmd.pre_exec(move || child_setup(fd, cpu.as_ref()));
+        cmd.pre_exec(move || child_setup(fd, cpu.as_ref(), parent));
     }
     // spawn returns only once exec succeeded (or with exec's error, read
     // from a close-on-exec pipe), so the child is in its own group by now.
@@ -257,8 +278,13 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc>
     })
 }
 
-/// In the child before exec: let the PMI socket survive exec, and bind.
-fn child_setup(fd: i32, cpu: Option<&CpuSet>) -> io::Result<()> {
+/// In the child before exec: die with the launcher, let the PMI socket
+/// survive exec, and bind.
+fn child_setup(fd: i32, cpu: Option<&CpuSet>, parent: libc::pid_t) -> io::Result<()> {
+    if let Err(e) = sys::die_with_parent(parent) {
+        sys::write_stderr_raw(b"mpiexec: cannot set the parent-death signal\n");
+        return Err(e);
+    }
     if let Err(e) = sys::clear_cloexec(fd) {
         sys::write_stderr_raw(b"mpiexec: cannot pass the PMI socket to the process\n");
         return Err(e);
@@ -327,6 +353,7 @@ impl Job<'_> {
             self.check_signals();
             self.reap();
             self.release_gone();
+            self.check_departures();
             self.check_deadlines();
             if let Some(code) = self.finished() {
                 return code;
@@ -435,12 +462,7 @@ impl Job<'_> {
             }
             self.deliver(outcome.replies);
             if let Some(code) = outcome.abort {
-                let pid = self.procs[index].pid;
-                eprintln!(
-                    "mpiexec: rank {rank} (pid {pid}) called abort with exit code {code}; \
-                     aborting the job"
-                );
-                self.end(code, libc::SIGTERM, None);
+                self.aborted(index, code);
                 return;
             }
         }
@@ -494,18 +516,96 @@ impl Job<'_> {
         }
     }
 
+    /// Rank `index` asked to abort the job with `code`. Before blaming it,
+    /// give a peer that died under it (the usual reason for an abort in
+    /// the middle of a transfer) [`ABORT_SETTLE`] to be reaped: a failure
+    /// found then is reported instead.
+    fn aborted(&mut self, index: usize, code: i32) {
+        let deadline = Instant::now() + ABORT_SETTLE;
+        loop {
+            while let Some((pid, raw)) = sys::wait_any() {
+                let Some(other) = self.running_index(pid) else {
+                    continue;
+                };
+                let status = ExitStatus::from_raw(raw);
+                if other != index && !status.success() {
+                    self.exited(other, status);
+                    return;
+                }
+                self.procs[other].status = Some(status);
+                self.close_conn(other);
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (rank, pid) = (self.procs[index].rank, self.procs[index].pid);
+        let status = abort_status(code);
+        let exit = if status == code {
+            String::new()
+        } else {
+            format!(" (the job exits with {status}: an aborted job never reports success)")
+        };
+        eprintln!(
+            "mpiexec: rank {rank} (pid {pid}) called abort with exit code {code}; \
+             aborting the job{exit}"
+        );
+        self.end(status, libc::SIGTERM, None);
+    }
+
+    /// The index of the rank with process `pid`, if not reaped yet.
+    fn running_index(&self, pid: i32) -> Option<usize> {
+        self.procs
+            .iter()
+            .position(|p| p.pid == pid && p.status.is_none())
+    }
+
     /// Reap exited children (ranks and the orphans they left), and end the
     /// job on the first failing rank.
     fn reap(&mut self) {
         while let Some((pid, raw)) = sys::wait_any() {
-            let rank = self
-                .procs
-                .iter()
-                .position(|p| p.pid == pid && p.status.is_none());
-            if let Some(index) = rank {
+            if let Some(index) = self.running_index(pid) {
                 self.exited(index, ExitStatus::from_raw(raw));
             }
         }
+    }
+
+    /// A rank that left without finalizing holds up a barrier others wait
+    /// in: end the job, naming it (and how it left, if it has exited:
+    /// its connection may close a moment before it can be reaped).
+    fn check_departures(&mut self) {
+        if !matches!(self.phase, Phase::Running) {
+            return;
+        }
+        let Some(rank) = self.server.blocking_departure() else {
+            return;
+        };
+        let index = rank as usize;
+        let deadline = Instant::now() + ABORT_SETTLE;
+        while self.procs[index].status.is_none() && Instant::now() < deadline {
+            self.reap();
+            if !matches!(self.phase, Phase::Running) {
+                return; // it, or another rank, failed on its own
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let proc = &self.procs[index];
+        let how = match proc.status {
+            Some(status) => format!("exited with code {}", status.code().unwrap_or(0)),
+            None => "closed its PMI connection".to_owned(),
+        };
+        let before = match self.server.stage(rank) {
+            Stage::Started => "before calling MPI_Init",
+            _ => "without calling MPI_Finalize",
+        };
+        eprintln!(
+            "mpiexec: rank {rank} (pid {}) {how} {before} while other ranks wait for it; \
+             aborting the job",
+            proc.pid
+        );
+        let pid = proc.pid;
+        self.end(1, libc::SIGTERM, Some(pid));
     }
 
     fn exited(&mut self, index: usize, status: ExitStatus) {
@@ -513,10 +613,16 @@ impl Job<'_> {
         self.read_from(index);
         self.procs[index].status = Some(status);
         self.close_conn(index);
-        if status.success() || !matches!(self.phase, Phase::Running) {
+        if !matches!(self.phase, Phase::Running) {
             return;
         }
+        let rank = self.procs[index].rank;
         let (code, how) = match (status.code(), status.signal()) {
+            (Some(0), _) if self.server.stage(rank) == Stage::Initialized => (
+                1,
+                "exited with code 0 without calling MPI_Finalize".to_owned(),
+            ),
+            (Some(0), _) => return,
             (Some(code), _) => (code, format!("exited with code {code}")),
             (None, Some(signal)) => (
                 128 + signal,

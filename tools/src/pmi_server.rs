@@ -16,9 +16,17 @@
 //! | `cmd=get_universe_size` | `cmd=universe_size size=N rc=0` |
 //! | `cmd=put kvsname=K key=KEY value=V` | `cmd=put_result rc=0 msg=success` |
 //! | `cmd=get kvsname=K key=KEY` | `cmd=get_result rc=0 msg=success value=V` |
-//! | `cmd=barrier_in` | `cmd=barrier_out rc=0`, to all, once all live ranks are in |
+//! | `cmd=barrier_in` | `cmd=barrier_out rc=0`, to all, once every rank that has not finalized is in |
 //! | `cmd=finalize` | `cmd=finalize_ack rc=0` |
 //! | `cmd=abort exitcode=C` | none: the launcher ends the job with code C |
+//!
+//! A rank that leaves (exits or closes its connection) without `finalize`
+//! never enters a barrier again: [`PmiServer::blocking_departure`] names it
+//! once other ranks wait for it there, and the launcher ends the job.
+//!
+//! The key-value store is bounded: a rank may create at most
+//! [`KEYS_PER_RANK`] keys, and all values and keys together take at most
+//! [`KVS_BYTES`]; a put beyond either is refused with `rc=-1`.
 //!
 //! Failures carry `rc=-1` and a `msg=` without spaces. A line that is not
 //! `key=value` pairs with a `cmd=`, or names an unknown command, is answered
@@ -36,6 +44,11 @@ pub const KEYLEN_MAX: usize = 64;
 /// Longest value, including a C terminator (as announced in `maxes`).
 pub const VALLEN_MAX: usize = 1024;
 
+/// Most keys one rank may create (Tessel's library puts a few per process).
+pub const KEYS_PER_RANK: u32 = 1024;
+/// Most bytes of keys and values the store holds for the whole job.
+pub const KVS_BYTES: usize = 64 << 20;
+
 /// The key under which the rank-to-node map is published.
 pub const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
 
@@ -51,12 +64,28 @@ pub struct Outcome {
     pub warning: Option<String>,
 }
 
+/// How far a rank got through the PMI session.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// No `init` yet: perhaps not an MPI process at all.
+    #[default]
+    Started,
+    /// Sent `init`, not yet `finalize`.
+    Initialized,
+    /// Sent `finalize`.
+    Finalized,
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct RankState {
+    stage: Stage,
     /// Exited, or closed its PMI connection.
     gone: bool,
-    finalized: bool,
     in_barrier: bool,
+    /// Keys this rank created.
+    keys: u32,
+    /// Told the launcher's log that this rank's puts are refused.
+    warned_full: bool,
 }
 
 /// The key-value store and barrier of one job.
@@ -64,6 +93,8 @@ struct RankState {
 pub struct PmiServer {
     kvsname: String,
     kvs: HashMap<String, String>,
+    /// Bytes of the keys and values in `kvs`.
+    kvs_bytes: usize,
     ranks: Vec<RankState>,
 }
 
@@ -82,11 +113,13 @@ impl PmiServer {
                 && !kvsname.contains(|c: char| c.is_whitespace() || c == '='),
             "unusable kvsname {kvsname:?}"
         );
-        let mut kvs = HashMap::new();
-        kvs.insert(PROCESS_MAPPING_KEY.to_owned(), mapping.process_mapping());
+        let mapping_value = mapping.process_mapping();
+        let kvs_bytes = PROCESS_MAPPING_KEY.len() + mapping_value.len();
+        let kvs = HashMap::from([(PROCESS_MAPPING_KEY.to_owned(), mapping_value)]);
         Self {
             kvsname: kvsname.to_owned(),
             kvs,
+            kvs_bytes,
             ranks: vec![RankState::default(); mapping.np() as usize],
         }
     }
@@ -115,7 +148,10 @@ impl PmiServer {
             }
             entries.push((pset::key(i), value));
         }
-        self.kvs.extend(entries);
+        for (key, value) in entries {
+            self.kvs_bytes += key.len() + value.len();
+            self.kvs.insert(key, value);
+        }
         Ok(())
     }
 
@@ -157,6 +193,7 @@ impl PmiServer {
             "init" => {
                 let version = fields.get("pmi_version").copied().unwrap_or("1");
                 if version == "1" {
+                    self.ranks[r].stage = Stage::Initialized;
                     reply("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0".to_owned());
                 } else {
                     reply(format!(
@@ -174,7 +211,11 @@ impl PmiServer {
             "get_universe_size" => {
                 reply(format!("cmd=universe_size size={} rc=0", self.ranks.len()));
             }
-            "put" => reply(self.put(&fields)),
+            "put" => {
+                let (line, warning) = self.put(rank, &fields);
+                reply(line);
+                out.warning = warning;
+            }
             "get" => reply(self.get(&fields)),
             "barrier_in" => {
                 if self.ranks[r].in_barrier {
@@ -188,7 +229,7 @@ impl PmiServer {
                 out.replies.extend(self.complete_barrier());
             }
             "finalize" => {
-                self.ranks[r].finalized = true;
+                self.ranks[r].stage = Stage::Finalized;
                 out.replies.push((rank, "cmd=finalize_ack rc=0".to_owned()));
                 out.replies.extend(self.complete_barrier());
             }
@@ -207,13 +248,33 @@ impl PmiServer {
         out
     }
 
-    /// `rank` exited or closed its connection: it no longer holds up
-    /// barriers. Returns the `barrier_out` answers this releases.
+    /// `rank` exited or closed its connection. Having finalized, it no
+    /// longer holds up barriers: returns the `barrier_out` answers this
+    /// releases. Otherwise it holds them up for good (see
+    /// [`blocking_departure`](Self::blocking_departure)).
     pub fn rank_gone(&mut self, rank: u32) -> Vec<(u32, String)> {
         let state = &mut self.ranks[rank as usize];
         state.gone = true;
         state.in_barrier = false;
         self.complete_barrier()
+    }
+
+    /// How far `rank` got.
+    pub fn stage(&self, rank: u32) -> Stage {
+        self.ranks[rank as usize].stage
+    }
+
+    /// A rank that left without finalizing while others wait for it in a
+    /// barrier it can never enter: the job cannot go on.
+    pub fn blocking_departure(&self) -> Option<u32> {
+        if !self.ranks.iter().any(|s| s.in_barrier) {
+            return None;
+        }
+        let stuck = self
+            .ranks
+            .iter()
+            .position(|s| s.gone && s.stage != Stage::Finalized)?;
+        Some(stuck as u32)
     }
 
     /// An error answer to `rank`, with a warning for the launcher's log.
@@ -229,11 +290,11 @@ impl PmiServer {
         }
     }
 
-    /// Release the barrier if every live rank is in it.
+    /// Release the barrier if every rank that has not finalized is in it.
     fn complete_barrier(&mut self) -> Vec<(u32, String)> {
-        let live = |s: &RankState| !s.gone && !s.finalized;
+        let expected = |s: &RankState| s.stage != Stage::Finalized;
         let waiting = self.ranks.iter().filter(|s| s.in_barrier).count();
-        if waiting == 0 || self.ranks.iter().any(|s| live(s) && !s.in_barrier) {
+        if waiting == 0 || self.ranks.iter().any(|s| expected(s) && !s.in_barrier) {
             return Vec::new();
         }
         let mut replies = Vec::with_capacity(waiting);
@@ -266,22 +327,54 @@ impl PmiServer {
         Ok(key)
     }
 
-    fn put(&mut self, fields: &HashMap<&str, &str>) -> String {
+    /// Answer a put from `rank`, with a warning for the launcher's log the
+    /// first time the store refuses that rank for being full.
+    fn put(&mut self, rank: u32, fields: &HashMap<&str, &str>) -> (String, Option<String>) {
+        let refuse = |msg: &str| (format!("cmd=put_result rc=-1 msg={msg}"), None);
         let key = match self.check_kvs_and_key(fields) {
             Ok(key) => key,
-            Err(msg) => return format!("cmd=put_result rc=-1 msg={msg}"),
+            Err(msg) => return refuse(msg),
         };
         let Some(&value) = fields.get("value") else {
-            return "cmd=put_result rc=-1 msg=missing_value".to_owned();
+            return refuse("missing_value");
         };
         if value.len() >= VALLEN_MAX {
-            return "cmd=put_result rc=-1 msg=value_too_long".to_owned();
+            return refuse("value_too_long");
         }
         if key == PROCESS_MAPPING_KEY {
-            return "cmd=put_result rc=-1 msg=key_reserved".to_owned();
+            return refuse("key_reserved");
         }
+        let old = self.kvs.get(key).map(|v| key.len() + v.len());
+        let bytes = self.kvs_bytes - old.unwrap_or(0) + key.len() + value.len();
+        let state = &mut self.ranks[rank as usize];
+        let full = if old.is_none() && state.keys >= KEYS_PER_RANK {
+            Some(format!("more than {KEYS_PER_RANK} keys from one rank"))
+        } else if bytes > KVS_BYTES {
+            Some(format!(
+                "more than {} MiB of keys and values",
+                KVS_BYTES >> 20
+            ))
+        } else {
+            None
+        };
+        if let Some(what) = full {
+            let warning = (!std::mem::replace(&mut state.warned_full, true)).then(|| {
+                format!(
+                    "rank {rank}'s puts exceed the key-value store's bound ({what}); \
+                     answered rc=-1"
+                )
+            });
+            return (
+                "cmd=put_result rc=-1 msg=key_value_store_full".to_owned(),
+                warning,
+            );
+        }
+        if old.is_none() {
+            state.keys += 1;
+        }
+        self.kvs_bytes = bytes;
         self.kvs.insert(key.to_owned(), value.to_owned());
-        "cmd=put_result rc=0 msg=success".to_owned()
+        ("cmd=put_result rc=0 msg=success".to_owned(), None)
     }
 
     fn get(&self, fields: &HashMap<&str, &str>) -> String {
@@ -485,12 +578,15 @@ mod tests {
     }
 
     #[test]
-    fn ranks_that_left_do_not_hold_up_barriers() {
+    fn finalized_ranks_do_not_hold_up_barriers() {
         let mut s = server(3);
         assert!(ask(&mut s, 0, "cmd=barrier_in").replies.is_empty());
-        // Rank 2 finished without taking part.
+        // Rank 2 finalizes and leaves.
+        ask(&mut s, 2, "cmd=finalize");
         assert!(s.rank_gone(2).is_empty());
-        // Rank 1 finalizes: now rank 0 is the only live rank, and it is in.
+        assert_eq!(s.blocking_departure(), None);
+        // Rank 1 finalizes: now rank 0 is the only rank expected, and it
+        // is in.
         let out = ask(&mut s, 1, "cmd=finalize");
         assert_eq!(
             out.replies,
@@ -499,14 +595,68 @@ mod tests {
                 (0, "cmd=barrier_out rc=0".to_owned())
             ]
         );
-        // A rank that leaves while in the barrier is no longer in it.
+        assert_eq!(s.stage(1), Stage::Finalized);
+    }
+
+    #[test]
+    fn a_rank_that_left_without_finalizing_blocks_barriers_for_good() {
+        // Gone before anyone waits: reported once a rank enters a barrier.
+        let mut s = server(3);
+        ask(&mut s, 1, "cmd=init pmi_version=1 pmi_subversion=1");
+        assert_eq!(s.stage(1), Stage::Initialized);
+        assert!(s.rank_gone(2).is_empty());
+        assert_eq!(s.blocking_departure(), None);
+        assert!(ask(&mut s, 0, "cmd=barrier_in").replies.is_empty());
+        assert_eq!(s.blocking_departure(), Some(2));
+        // Gone from inside the barrier: the others are not released.
         let mut s = server(2);
         ask(&mut s, 0, "cmd=barrier_in");
         assert!(s.rank_gone(0).is_empty());
+        assert!(ask(&mut s, 1, "cmd=barrier_in").replies.is_empty());
+        assert_eq!(s.blocking_departure(), Some(0));
+    }
+
+    #[test]
+    fn the_key_value_store_is_bounded() {
+        let mut s = server(2);
+        let put = |s: &mut PmiServer, rank: u32, key: &str, value: &str| {
+            s.handle_line(
+                rank,
+                format!("cmd=put kvsname=tessel_test key={key} value={value}").as_bytes(),
+            )
+        };
+        for i in 0..KEYS_PER_RANK {
+            let out = put(&mut s, 0, &format!("k{i}"), "v");
+            assert_eq!(out.replies[0].1, "cmd=put_result rc=0 msg=success");
+        }
+        // One key too many: refused, with one warning for the log.
+        let out = put(&mut s, 0, "one_more", "v");
         assert_eq!(
-            ask(&mut s, 1, "cmd=barrier_in").replies,
-            [(1, "cmd=barrier_out rc=0".to_owned())]
+            out.replies[0].1,
+            "cmd=put_result rc=-1 msg=key_value_store_full"
         );
+        assert!(out.warning.unwrap().contains("rank 0"));
+        assert!(put(&mut s, 0, "two_more", "v").warning.is_none());
+        // Its own keys may still be rewritten, and other ranks still put.
+        assert!(put(&mut s, 0, "k0", "w").replies[0].1.contains("rc=0"));
+        assert!(put(&mut s, 1, "k_of_1", "v").replies[0].1.contains("rc=0"));
+        // The job-wide byte bound: values of 1000 bytes from many "ranks"
+        // of a big job.
+        let mut s = PmiServer::new("tessel_test", &Mapping::block(100, None));
+        let value = "v".repeat(VALLEN_MAX - 1);
+        let mut accepted = 0usize;
+        'fill: for rank in 0..100 {
+            for i in 0..KEYS_PER_RANK {
+                let out = put(&mut s, rank, &format!("r{rank}k{i}"), &value);
+                if out.replies[0].1.contains("rc=-1") {
+                    assert!(out.warning.unwrap().contains("MiB"));
+                    break 'fill;
+                }
+                accepted += 1;
+            }
+        }
+        assert!(accepted * VALLEN_MAX > KVS_BYTES - (1 << 20), "{accepted}");
+        assert!(accepted * (VALLEN_MAX - 1) <= KVS_BYTES);
     }
 
     #[test]

@@ -128,6 +128,29 @@ pub(crate) fn clear_cloexec(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Ask the kernel to SIGKILL the calling process when the thread that
+/// forked it ends (PR_SET_PDEATHSIG), and kill it at once if that already
+/// happened: its parent is no longer `parent`. A rank whose launcher dies,
+/// even by SIGKILL, then dies with it instead of running on as an orphan.
+///
+/// Only async-signal-safe calls: usable between fork and exec.
+pub(crate) fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_PDEATHSIG, SIGKILL) only sets an attribute of
+    // the calling process; it has no memory-safety preconditions.
+    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // The parent may have died between fork and the prctl, in which case
+    // no signal comes: we were reparented already.
+    // SAFETY: getppid has no memory-safety preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: raise has no memory-safety preconditions.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    Ok(())
+}
+
 /// A set of CPUs for [`set_affinity`].
 #[derive(Clone, Copy)]
 pub(crate) struct CpuSet(libc::cpu_set_t);

@@ -63,6 +63,12 @@ unsafe extern "C" {
 /// sessions and world model came and went (see [`crate::core`]). Skipped
 /// when the process fails (non-zero status: the launcher ends the job) and
 /// when it exits from inside an MPI call (an abort holds the library lock).
+///
+/// A process that exits with status 0 while the world model or a session
+/// is still open (it returned from `main` without `MPI_Finalize`) must not
+/// fence: its peers may be waiting for it and never come. It says so and
+/// exits without PMI `finalize`, which tells the launcher (ours, or
+/// Hydra) that the job failed.
 extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
     if status != 0 {
         return;
@@ -73,6 +79,18 @@ extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
     let Library::Running(rt) = std::mem::replace(&mut *state, Library::Exited) else {
         return;
     };
+    if let Some(missing) = unfinished(&rt) {
+        core::report(&format!(
+            "rank {} (pid {}) is exiting without calling {missing}: its peers may wait for it \
+             forever; leaving the job unfinished so that the launcher ends it",
+            rt.ep.rank(),
+            std::process::id()
+        ));
+        // Nothing of the runtime is released: the process is ending, and
+        // tearing down an engine whose peers still run could block.
+        std::mem::forget(rt);
+        return;
+    }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.ep.finalize()));
     match result {
         Ok(Ok(())) => {}
@@ -81,9 +99,22 @@ extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
     }
 }
 
+/// What the process should have called before exiting: `MPI_Finalize`
+/// while the world model runs, `MPI_Session_finalize` while a session of
+/// its own is open; `None` when it finished.
+fn unfinished(rt: &Runtime) -> Option<&'static str> {
+    match rt.world {
+        Phase::Running { .. } => Some("MPI_Finalize"),
+        _ if rt.sessions.iter().next().is_some() => Some("MPI_Session_finalize"),
+        _ => None,
+    }
+}
+
 /// `MPI_Init` / `MPI_Init_thread`: the world model, built on a hidden
-/// session. Calling it twice, or after `MPI_Finalize`, ends the process
-/// with a message (no error handler exists for it yet).
+/// session. A second call is an error of class `MPI_ERR_OTHER`, raised on
+/// `MPI_COMM_WORLD` (so `MPI_ERRORS_RETURN` returns it); a call after
+/// `MPI_Finalize` ends the process with a message (no error handler
+/// exists any more).
 fn init(name: &str, required: c_int) -> c_int {
     let mut state = core::state();
     let fail = |why: String| -> ! {

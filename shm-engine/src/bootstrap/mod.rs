@@ -71,6 +71,19 @@ pub trait Bootstrap: Send + std::fmt::Debug {
     fn abort(&mut self, code: i32, message: &str);
     /// Leave the job cleanly (collective under PMI-1).
     fn finalize(&mut self) -> Result<(), BootstrapError>;
+    /// Whether the launcher is gone (its connection closed): nobody will
+    /// end this job any more. Cheap enough to ask before each sleep.
+    fn launcher_gone(&self) -> bool {
+        false
+    }
+}
+
+/// The exit status of a process, and of its job, that aborted with `code`
+/// (`MPI_Abort`'s error code): `code` itself, unless its low byte, which is
+/// all an exit status keeps, would read as success (0, 256, ...): then 1.
+/// An aborted job never reports success.
+pub fn abort_status(code: i32) -> i32 {
+    if code & 0xff == 0 { 1 } else { code }
 }
 
 /// Pick the bootstrap the process was started with: PMI-1 when the launcher
@@ -113,9 +126,23 @@ impl Bootstrap for Singleton {
     }
     fn abort(&mut self, code: i32, message: &str) {
         eprintln!("abort({code}): {message}");
-        std::process::exit(code);
+        std::process::exit(abort_status(code));
     }
     fn finalize(&mut self) -> Result<(), BootstrapError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::abort_status;
+
+    #[test]
+    fn an_abort_never_exits_with_success() {
+        assert_eq!(abort_status(7), 7);
+        assert_eq!(abort_status(-1), -1);
+        assert_eq!(abort_status(0), 1);
+        assert_eq!(abort_status(256), 1);
+        assert_eq!(abort_status(257), 257);
     }
 }

@@ -301,13 +301,21 @@ impl Bootstrap for PmiClient {
             "rank {} of {}: abort({code}): {message}",
             self.rank, self.size
         );
-        if let Err(e) = self.send_abort(code) {
+        // The exit code the job ends with: never one that reads as success
+        // (Hydra exits with what it is told).
+        let status = super::abort_status(code);
+        if let Err(e) = self.send_abort(status) {
             eprintln!(
                 "rank {}: could not send abort to the process manager: {e}",
                 self.rank
             );
         }
-        std::process::exit(code);
+        std::process::exit(status);
+    }
+
+    fn launcher_gone(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        !self.finalized && crate::sys::peer_hung_up(self.conn.get_ref().as_raw_fd())
     }
 
     fn finalize(&mut self) -> Result<(), BootstrapError> {

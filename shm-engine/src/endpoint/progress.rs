@@ -2,7 +2,9 @@
 //! plugin, and waiting loops back off through [`Backoff`] (spin, yield,
 //! then sleep where every transport in use can wake the process: the
 //! doorbell futex on one node; with a plugin open, `poll` on the plugin's
-//! descriptor and an eventfd local peers write to).
+//! descriptor and an eventfd local peers write to). Before each sleep a
+//! waiting process checks that its launcher is still there, and ends
+//! itself when it is not.
 
 use super::{Completion, Endpoint, Request};
 use crate::error::{Error, InitError};
@@ -95,6 +97,16 @@ impl Endpoint {
             // last until its timeout, so keep yielding instead. Likewise
             // while helpers copy chunks of our transfers.
             sys::yield_now();
+        } else if self.boot.launcher_gone() {
+            // Nobody will end this job any more: its peers may be gone,
+            // or waiting for this process.
+            eprintln!(
+                "Tessel: rank {} (pid {}): the launcher is gone (its PMI connection closed); \
+                 ending this process",
+                self.boot.rank(),
+                std::process::id()
+            );
+            sys::exit_now(1);
         } else if let Some(net) = self.net.as_mut() {
             // The futex hears only this node: sleep in `poll` on the
             // plugin's descriptor and our eventfd, which local peers write
