@@ -497,12 +497,14 @@ pub fn peer_hung_up(fd: RawFd) -> bool {
     n > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP) != 0
 }
 
-/// End the process at once with `code` (`_exit`): no at-exit handler
-/// runs, so none can call back into a library whose lock this thread
-/// holds.
+/// End the process at once with `code` (`_exit`) after flushing the C
+/// streams: no at-exit handler runs, so none can call back into a library
+/// whose lock this thread holds.
 pub fn exit_now(code: i32) -> ! {
-    use std::io::Write;
-    let _ = std::io::stderr().flush();
-    // SAFETY: _exit has no memory-safety preconditions and does not return.
-    unsafe { libc::_exit(code) }
+    // SAFETY: fflush(NULL) flushes every C stream and _exit ends the
+    // process; neither has memory-safety preconditions.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(code)
+    }
 }

@@ -67,8 +67,10 @@ unsafe extern "C" {
 /// A process that exits with status 0 while the world model or a session
 /// is still open (it returned from `main` without `MPI_Finalize`) must not
 /// fence: its peers may be waiting for it and never come. It says so and
-/// exits without PMI `finalize`, which tells the launcher (ours, or
-/// Hydra) that the job failed.
+/// ends at once with status 1, without PMI `finalize`: its launcher (ours,
+/// or Hydra, which may otherwise report the job's status as 0) sees a
+/// failed rank and ends the job. At-exit handlers registered before the
+/// library started do not run; C streams are flushed.
 extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
     if status != 0 {
         return;
@@ -82,14 +84,20 @@ extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
     if let Some(missing) = unfinished(&rt) {
         core::report(&format!(
             "rank {} (pid {}) is exiting without calling {missing}: its peers may wait for it \
-             forever; leaving the job unfinished so that the launcher ends it",
+             forever; it exits with status 1, and the launcher ends the job",
             rt.ep.rank(),
             std::process::id()
         ));
         // Nothing of the runtime is released: the process is ending, and
         // tearing down an engine whose peers still run could block.
         std::mem::forget(rt);
-        return;
+        drop(state);
+        // SAFETY: fflush(NULL) flushes every C stream and _exit ends the
+        // process; neither has memory-safety preconditions.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::_exit(1);
+        }
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.ep.finalize()));
     match result {
