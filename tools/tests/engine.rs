@@ -8,12 +8,10 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-use std::fs;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Run, assert_all_ok, assert_code, example, hydra, launch, mpiexec};
+use common::{Run, assert_all_ok, assert_code, dev_shm, example, hydra, launch, mpiexec};
 
 const WATCHDOG: Duration = Duration::from_secs(240);
 
@@ -152,17 +150,6 @@ fn ring_with_and_without_cross_memory_attach() {
 fn eight_processes_on_few_cores() {
     let run = ring("ring-8", 8, Cma::Auto);
     assert!(run.stdout.contains("ring: 8 processes"), "{}", run.stdout);
-}
-
-/// Entries of /dev/shm: the engine must never leave any behind.
-fn dev_shm() -> BTreeSet<String> {
-    fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Launched, Run, hydra, launch, mpiexec, tessel_prefix};
+use common::{Launched, Run, dev_shm, hydra, launch, mpiexec, tessel_prefix};
 
 /// A job ends within seconds: this only turns a hang into a failure (for
 /// the ranks to get ready, then again for the launcher to end).
@@ -60,22 +60,7 @@ fn exe() -> &'static Path {
 }
 
 fn build() -> PathBuf {
-    let compiler = tessel_prefix().join("bin/mpicc");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mpi-shim/tests/c/failures.c");
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("failures.tessel");
-    let out = Command::new(&compiler)
-        .args(["-O1", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", compiler.display()));
-    assert!(
-        out.status.success(),
-        "{} failures.c failed:\n{}",
-        compiler.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    common::build_c(&tessel_prefix().join("bin/mpicc"), "failures", "tessel")
 }
 
 /// The name the kernel gives the program's processes (`comm`, at most 15
@@ -174,21 +159,6 @@ fn kill_pid(pid: i32, signal: i32) {
     unsafe {
         libc::kill(pid, signal);
     }
-}
-
-/// Entries of /dev/shm. Tessel creates none (its memory is memfds, its
-/// sockets abstract): a leak would come from code that was not meant to
-/// name anything, so no filter on the name could recognize it. Any new
-/// entry fails the test, at the small risk of blaming an unrelated program
-/// that created one meanwhile (the message lists the names).
-fn dev_shm() -> BTreeSet<String> {
-    fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Rank → pid, from the complete `failures: rank R pid P ready` lines.

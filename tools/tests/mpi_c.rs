@@ -42,26 +42,9 @@ fn prefix() -> PathBuf {
     tessel_prefix()
 }
 
-fn source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../mpi-shim/tests/c/{name}.c"))
-}
-
 /// Compile test program `name` with `compiler`; returns the executable.
 fn build(compiler: &Path, name: &str, flavour: &str) -> PathBuf {
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.{flavour}"));
-    let out = Command::new(compiler)
-        .args(["-O1", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(source(name))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", compiler.display()));
-    assert!(
-        out.status.success(),
-        "{} {name}.c failed:\n{}",
-        compiler.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    common::build_c(compiler, name, flavour)
 }
 
 fn ours() -> PathBuf {
@@ -202,7 +185,7 @@ fn pkg_config_describes_the_installation() {
     let flags = String::from_utf8(pc.stdout).unwrap();
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("p2p.pkgconfig");
     let out = Command::new("cc")
-        .arg(source("p2p"))
+        .arg(common::c_source("p2p"))
         .arg("-o")
         .arg(&exe)
         .args(flags.split_whitespace())

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)] // each test crate uses its own part of the harness
 
+use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -220,4 +221,44 @@ pub fn assert_all_ok(run: &Run, case: &str, n: u32) {
         .collect();
     let got: std::collections::BTreeSet<String> = run.stdout.lines().map(str::to_owned).collect();
     assert_eq!(got, want, "stderr:\n{}", run.stderr);
+}
+
+/// Entries of /dev/shm. Tessel creates none (its memory is memfds, its
+/// sockets abstract): a test compares the sets before and after a job, and
+/// any new entry is a leak (at the small risk of blaming an unrelated
+/// program that created one meanwhile; the names are reported).
+pub fn dev_shm() -> BTreeSet<String> {
+    fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The C test program `mpi-shim/tests/c/NAME.c`.
+pub fn c_source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../mpi-shim/tests/c/{name}.c"))
+}
+
+/// Compile the C test program `mpi-shim/tests/c/NAME.c` with `compiler`
+/// into `NAME.FLAVOUR` in the test's temporary directory; returns the
+/// executable.
+pub fn build_c(compiler: &Path, name: &str, flavour: &str) -> PathBuf {
+    let source = c_source(name);
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.{flavour}"));
+    let out = Command::new(compiler)
+        .args(["-O1", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", compiler.display()));
+    assert!(
+        out.status.success(),
+        "{} {name}.c failed:\n{}",
+        compiler.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
 }
