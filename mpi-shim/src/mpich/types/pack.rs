@@ -1,0 +1,226 @@
+//! Packing and unpacking (MPI-4.0 §5.2, §5.3): `MPI_Pack`, `MPI_Unpack`,
+//! their sizes, and the `external32` forms.
+
+use super::*;
+
+/// Read the caller's position, check that `len` bytes from it fit in a
+/// buffer of `size` bytes; returns the position.
+///
+/// # Safety
+/// A non-null `position` is readable (MPI contract).
+unsafe fn position_in<T: Copy + Into<i64>>(
+    position: *const T,
+    size: i64,
+    len: usize,
+    class: c_int,
+) -> MpiResult<usize> {
+    if position.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null position"));
+    }
+    // SAFETY: non-null, readable (the caller's promise).
+    let pos: i64 = unsafe { *position }.into();
+    let end = i64::try_from(len).ok().and_then(|l| l.checked_add(pos));
+    match end {
+        Some(end) if pos >= 0 && end <= size => Ok(pos as usize),
+        _ => Err(err(
+            class,
+            format!("{len} bytes at position {pos} overrun a buffer of {size} bytes"),
+        )),
+    }
+}
+
+/// The caller's packing buffer: `len` bytes at `base + pos`, as a raw
+/// slice (checked for null when it must hold data).
+fn packing_buffer(base: *const c_void, pos: usize, len: usize) -> MpiResult<*mut [u8]> {
+    if len == 0 {
+        return Ok(std::ptr::slice_from_raw_parts_mut(
+            std::ptr::NonNull::dangling().as_ptr(),
+            0,
+        ));
+    }
+    if base.is_null() {
+        return Err(err(abi::MPI_ERR_BUFFER, "null packing buffer"));
+    }
+    let start = base.cast::<u8>().cast_mut().wrapping_add(pos);
+    Ok(std::ptr::slice_from_raw_parts_mut(start, len))
+}
+
+/// Check that the data representation is "external32".
+///
+/// # Safety
+/// `datarep` is null or a NUL-terminated string (MPI contract).
+unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
+    if datarep.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null data representation"));
+    }
+    // SAFETY: a NUL-terminated string (MPI contract).
+    let rep = unsafe { CStr::from_ptr(datarep) };
+    if rep.to_bytes() == b"external32" {
+        Ok(())
+    } else {
+        Err(err(
+            abi::MPI_ERR_ARG,
+            format!("unsupported data representation {rep:?}"),
+        ))
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Pack", comm, |rt| {
+        rt.comm(comm_slot(comm)?)?;
+        // SAFETY: forwarded from the caller.
+        let ub = unsafe { UserBuf::new(rt, inbuf, incount, datatype)? };
+        // SAFETY: `position` is the caller's in-out argument and `outbuf`
+        // holds `outsize` bytes (MPI contract), of which `position_in`
+        // checked that `pos + len` fit; nothing else refers to them.
+        unsafe {
+            let pos = position_in(position, outsize.into(), ub.len, abi::MPI_ERR_TRUNCATE)?;
+            let dst = &mut *packing_buffer(outbuf, pos, ub.len)?;
+            ub.dt.pack(ub.ptr, ub.count, dst);
+            *position = (pos + ub.len) as c_int;
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Unpack", comm, |rt| {
+        rt.comm(comm_slot(comm)?)?;
+        // SAFETY: forwarded from the caller.
+        let ub = unsafe { UserBuf::new(rt, outbuf, outcount, datatype)? };
+        // SAFETY: `position` is the caller's in-out argument and `inbuf`
+        // holds `insize` readable bytes (MPI contract), of which
+        // `position_in` checked that `pos + len` fit.
+        unsafe {
+            let pos = position_in(position, insize.into(), ub.len, abi::MPI_ERR_TRUNCATE)?;
+            let src = &*packing_buffer(inbuf, pos, ub.len)?;
+            ub.unpack(src);
+            *position = (pos + ub.len) as c_int;
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Pack_size(
+    incount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut c_int,
+) -> c_int {
+    call("MPI_Pack_size", comm, |rt| {
+        rt.comm(comm_slot(comm)?)?;
+        let t = super::datatype(rt, datatype)?;
+        let n = t
+            .bytes(count(incount)?)
+            .and_then(|n| c_int::try_from(n).ok())
+            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows int"))?;
+        // SAFETY: output argument.
+        unsafe { out(size, n) }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Pack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: MPI_Aint,
+    position: *mut MPI_Aint,
+) -> c_int {
+    call("MPI_Pack_external", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: the caller's string.
+        unsafe { check_datarep(datarep)? };
+        // SAFETY: forwarded from the caller.
+        let ub = unsafe { UserBuf::new(rt, inbuf, incount, datatype)? };
+        let len = ub
+            .dt
+            .external_size(ub.count)
+            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+        // SAFETY: the send buffer is readable (MPI contract).
+        let native = unsafe { ub.data() };
+        // SAFETY: `position` is the caller's in-out argument and `outbuf`
+        // holds `outsize` bytes (MPI contract), of which `position_in`
+        // checked that `pos + len` fit; nothing else refers to them.
+        unsafe {
+            let pos = position_in(position, outsize, len, abi::MPI_ERR_TRUNCATE)?;
+            let dst = &mut *packing_buffer(outbuf, pos, len)?;
+            ub.dt.to_external(&native, ub.count, dst)?;
+            *position = (pos + len) as MPI_Aint;
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Unpack_external(
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: MPI_Aint,
+    position: *mut MPI_Aint,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+) -> c_int {
+    call("MPI_Unpack_external", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: the caller's string.
+        unsafe { check_datarep(datarep)? };
+        // SAFETY: forwarded from the caller.
+        let ub = unsafe { UserBuf::new(rt, outbuf, outcount, datatype)? };
+        let len = ub
+            .dt
+            .external_size(ub.count)
+            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+        let mut native = vec![0; ub.len];
+        // SAFETY: `position` is the caller's in-out argument and `inbuf`
+        // holds `insize` readable bytes (MPI contract), of which
+        // `position_in` checked that `pos + len` fit.
+        unsafe {
+            let pos = position_in(position, insize, len, abi::MPI_ERR_TRUNCATE)?;
+            let src = &*packing_buffer(inbuf, pos, len)?;
+            ub.dt.from_external(src, ub.count, &mut native);
+            ub.unpack(&native);
+            *position = (pos + len) as MPI_Aint;
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Pack_external_size(
+    datarep: *const c_char,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    size: *mut MPI_Aint,
+) -> c_int {
+    call("MPI_Pack_external_size", abi::MPI_COMM_WORLD, |rt| {
+        // SAFETY: the caller's string.
+        unsafe { check_datarep(datarep)? };
+        let t = super::datatype(rt, datatype)?;
+        let n = t
+            .external_size(count(incount)?)
+            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+        // SAFETY: output argument.
+        unsafe { out(size, n as MPI_Aint) }
+    })
+}
