@@ -591,9 +591,11 @@ impl Job<'_> {
             std::thread::sleep(Duration::from_millis(5));
         }
         let proc = &self.procs[index];
-        let how = match proc.status {
-            Some(status) => format!("exited with code {}", status.code().unwrap_or(0)),
-            None => "closed its PMI connection".to_owned(),
+        // A rank that exited otherwise than with 0 ended the job in `exited`.
+        let how = if proc.status.is_some() {
+            "exited with code 0"
+        } else {
+            "closed its PMI connection"
         };
         let before = match self.server.stage(rank) {
             Stage::Started => "before calling MPI_Init",
