@@ -642,7 +642,16 @@ pub fn is_status_ignore(p: *const MPI_Status) -> bool {
     p as usize == 1
 }
 
-/// The text of `mpi.h`: typedefs, every constant, every prototype.
+/// The profiling twin of a prototype: `int MPI_Send(...)` gives
+/// `int PMPI_Send(...)`.
+pub fn profiling(prototype: &str) -> String {
+    let open = prototype.find('(').expect("a prototype has parameters");
+    let start = prototype[..open].rfind([' ', '*']).map_or(0, |i| i + 1);
+    format!("{}P{}", &prototype[..start], &prototype[start..])
+}
+
+/// The text of `mpi.h`: typedefs, every constant, every prototype and its
+/// profiling twin.
 pub fn header() -> String {
     use std::fmt::Write;
     let mut h = String::from(HEADER_PRELUDE);
@@ -681,6 +690,10 @@ pub fn header() -> String {
     h.push('\n');
     for p in crate::mpich::prototypes() {
         let _ = writeln!(h, "{p};");
+    }
+    h.push_str("\n/* The profiling interface: PMPI_X for every MPI_X. */\n");
+    for p in crate::mpich::prototypes() {
+        let _ = writeln!(h, "{};", profiling(p));
     }
     h.push_str(HEADER_END);
     h

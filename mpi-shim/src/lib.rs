@@ -7,9 +7,11 @@
 //!   sets, communicators, requests, errors.
 //! - [`coll`], [`ops`]: collectives and predefined reductions.
 //! - [`mpich`]: the exported `MPI_*` functions of the MPICH ABI.
+//! - [`pmpi`]: the profiling interface, `PMPI_*` for every `MPI_*`.
 
 pub mod abi;
 pub mod coll;
 pub mod core;
 pub mod mpich;
 pub mod ops;
+pub mod pmpi;

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mpi::abi::{CKind, CONSTANTS, HANDLE_CONVERSIONS, POINTERS, header};
+use mpi::abi::{CKind, CONSTANTS, HANDLE_CONVERSIONS, POINTERS, header, profiling};
 use mpi::mpich::prototypes;
 
 fn scratch() -> PathBuf {
@@ -130,7 +130,7 @@ fn prototypes_agree_with_mpich() {
     let dir = scratch();
     let mut c = String::from("#include <mpi.h>\n");
     for p in prototypes() {
-        writeln!(c, "{p};").unwrap();
+        writeln!(c, "{p};\n{};", profiling(p)).unwrap();
     }
     std::fs::write(dir.join("protos.c"), c).unwrap();
     run(Command::new("mpicc.mpich")
@@ -172,6 +172,12 @@ fn built_library() -> PathBuf {
 
 /// The `MPI_` symbols the installed library defines: (functions, data).
 fn exports() -> (BTreeSet<String>, BTreeSet<String>) {
+    exports_named(&["MPI_", "MPIX_"])
+}
+
+/// The symbols the installed library defines whose names start with one
+/// of `prefixes`: (functions, data).
+fn exports_named(prefixes: &[&str]) -> (BTreeSet<String>, BTreeSet<String>) {
     let syms = run(Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(built_library()));
@@ -181,8 +187,7 @@ fn exports() -> (BTreeSet<String>, BTreeSet<String>) {
         let (Some(kind), Some(name)) = (f.next(), f.next()) else {
             continue;
         };
-        // MPI's names and the extensions' (`MPIX_`).
-        if !name.starts_with("MPI_") && !name.starts_with("MPIX_") {
+        if !prefixes.iter().any(|p| name.starts_with(p)) {
             continue;
         }
         let set = if kind == "T" {
@@ -215,6 +220,17 @@ fn exports_are_exactly_the_declared_functions_and_data() {
         .map(|c| c.name.to_owned())
         .collect();
     assert_eq!(data, externs);
+}
+
+/// The profiling interface: `PMPI_X` for every exported `MPI_X`, and
+/// nothing else.
+#[test]
+fn every_function_has_its_profiling_twin() {
+    let (functions, _) = exports();
+    let (profiling, data) = exports_named(&["PMPI_", "PMPIX_"]);
+    let twins: BTreeSet<String> = functions.iter().map(|f| format!("P{f}")).collect();
+    assert_eq!(profiling, twins);
+    assert!(data.is_empty(), "{data:?}");
 }
 
 /// `mpi31_functions.txt` (every MPI-3.1 function MPICH exports) against

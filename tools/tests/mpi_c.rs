@@ -129,6 +129,65 @@ fn programs_on_virtual_nodes() {
     }
 }
 
+/// A profiling library (`pmpi_wrapper.c`) defines some `MPI_` functions
+/// and forwards them to `PMPI_`: preloaded, or linked before the library,
+/// it counts exactly the calls the program makes (`pmpi_app.c`), none of
+/// the library's calls to itself (a collective or `MPI_Waitall` that used
+/// the wrapped functions inside would raise the counts).
+#[test]
+fn profiling_wrapper_sees_every_call_of_the_program() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let wrapper = dir.join("libpmpi_count.so");
+    let compile = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(ours()).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let source = common::c_source("pmpi_wrapper");
+    compile(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        "-o".as_ref(),
+        wrapper.as_os_str(),
+        source.as_os_str(),
+    ]);
+    let plain = build(&ours(), "pmpi_app", "tessel");
+    let linked = dir.join("pmpi_app.wrapped");
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let app = common::c_source("pmpi_app");
+    compile(&[
+        "-o".as_ref(),
+        linked.as_os_str(),
+        app.as_os_str(),
+        format!("-L{}", dir.display()).as_ref(),
+        rpath.as_ref(),
+        "-lpmpi_count".as_ref(),
+    ]);
+    let n = 3;
+    for (label, exe, preload) in [("preload", &plain, true), ("linked", &linked, false)] {
+        let mut cmd = mpiexec(&["-n", &n.to_string()]);
+        cmd.arg(exe);
+        if preload {
+            cmd.env("LD_PRELOAD", &wrapper);
+        }
+        let run = launch(&format!("pmpi-{label}"), cmd).wait_for(WATCHDOG);
+        assert_ok(&run, "pmpi_app", n);
+        for r in 0..n {
+            let line = format!(
+                "pmpi: rank {r} send 3 recv 3 sendrecv 2 allreduce 1 isend 2 irecv 2 wait 0 barrier 1"
+            );
+            assert!(
+                run.stdout.lines().any(|l| l == line),
+                "{label}: missing {line:?}\n{}",
+                run.stdout
+            );
+        }
+    }
+}
+
 #[test]
 fn program_under_mpich_hydra() {
     let exe = build(&ours(), "coll", "hydra");
