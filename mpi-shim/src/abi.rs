@@ -788,7 +788,9 @@ int MPIR_Dup_fn(MPI_Comm, int, void *, void *, void *, int *);
 ";
 
 /// Typedefs that name the enumerations of the constants table.
-const HEADER_AFTER_CONSTANTS: &str = "
+/// Typedefs that name constants of the tables (the tool interface's
+/// callbacks), the same in both ABIs.
+pub(crate) const HEADER_AFTER_CONSTANTS: &str = "
 typedef void (MPI_T_event_cb_function)(MPI_T_event_instance event_instance, MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, void *user_data);
 typedef void (MPI_T_event_free_cb_function)(MPI_T_event_registration event_registration, MPI_T_cb_safety cb_safety, void *user_data);
 typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_registration event_registration, int source_index, MPI_T_cb_safety cb_safety, void *user_data);

@@ -7,6 +7,8 @@
 //!   sets, communicators, requests, errors.
 //! - [`coll`], [`ops`]: collectives and predefined reductions.
 //! - [`mpich`]: the exported `MPI_*` functions of the MPICH ABI.
+//! - [`std_abi`]: the exported `MPI_*` functions of the MPI-5 standard ABI
+//!   (`libmpi_abi.so.1`), translating into [`mpich`]'s.
 //! - [`pmpi`]: the profiling interface, `PMPI_*` for every `MPI_*`.
 
 pub mod abi;
@@ -15,3 +17,4 @@ pub mod core;
 pub mod mpich;
 pub mod ops;
 pub mod pmpi;
+pub mod std_abi;

@@ -485,6 +485,18 @@ pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mu
 pub struct UserOp {
     pub f: UserFn,
     pub commute: bool,
+    /// How the function receives the datatype handle.
+    pub datatype: DatatypeArg,
+}
+
+/// How an application's reduction function receives the datatype handle:
+/// the entry layer that created the operation decides.
+#[derive(Clone, Copy, Debug)]
+pub enum DatatypeArg {
+    /// As the library's `int` handle (the MPICH ABI).
+    Int,
+    /// Translated to an address-sized handle (the standard ABI).
+    Address(fn(MPI_Datatype) -> usize),
 }
 
 /// An operation bound to the datatype it reduces: what a collective
@@ -537,7 +549,7 @@ impl Reduction {
                     // the function reads `invec` only (MPI-4.0 §6.9.5).
                     unsafe {
                         call_user(
-                            op.f,
+                            op,
                             input.as_ptr().cast_mut(),
                             inout.as_mut_ptr(),
                             count,
@@ -545,20 +557,20 @@ impl Reduction {
                         )
                     };
                 } else {
-                    user_strided(op.f, *handle, dt, count, input, inout);
+                    user_strided(op, *handle, dt, count, input, inout);
                 }
             }
         }
     }
 }
 
-/// Call `f` on `count` elements.
+/// Call the operation's function on `count` elements.
 ///
 /// # Safety
 /// `invec` and `inoutvec` address `count` elements of the datatype
 /// `handle` names, in its memory layout.
 unsafe fn call_user(
-    f: UserFn,
+    op: &UserOp,
     invec: *mut u8,
     inoutvec: *mut u8,
     count: usize,
@@ -566,14 +578,24 @@ unsafe fn call_user(
 ) {
     let mut len = count as c_int;
     let mut dt = handle;
-    // SAFETY: forwarded from the caller; `len` and `dt` are live locals.
-    unsafe { f(invec.cast(), inoutvec.cast(), &mut len, &mut dt) };
+    let mut wide = 0usize;
+    let dt_arg: *mut MPI_Datatype = match op.datatype {
+        DatatypeArg::Int => &mut dt,
+        DatatypeArg::Address(translate) => {
+            wide = translate(handle);
+            (&raw mut wide).cast()
+        }
+    };
+    // SAFETY: forwarded from the caller; `len` and the handle are live
+    // locals of the width the function was declared with (`datatype`).
+    unsafe { (op.f)(invec.cast(), inoutvec.cast(), &mut len, dt_arg) };
+    let _ = wide;
 }
 
 /// A user function on non-contiguous data: unpack both operands into the
 /// datatype's layout, call, pack the result back.
 fn user_strided(
-    f: UserFn,
+    op: &UserOp,
     handle: MPI_Datatype,
     dt: &Datatype,
     count: usize,
@@ -604,7 +626,7 @@ fn user_strided(
     unsafe {
         dt.unpack(input, count, pa);
         dt.unpack(inout, count, pb);
-        call_user(f, pa, pb, count, handle);
+        call_user(op, pa, pb, count, handle);
         dt.pack(pb, count, inout);
     }
 }
@@ -907,6 +929,7 @@ mod tests {
         let op = UserOp {
             f: concat,
             commute: false,
+            datatype: DatatypeArg::Int,
         };
         let dt = Arc::new(Datatype::basic(4, Elem::I32));
         let r = Reduction::User {

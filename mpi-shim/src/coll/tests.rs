@@ -91,6 +91,7 @@ fn matmul_op() -> Reduction {
         op: UserOp {
             f: matmul,
             commute: false,
+            datatype: crate::ops::DatatypeArg::Int,
         },
         handle: abi::MPI_INT,
         dt: Arc::new(Datatype::basic(16, Elem::I32)),

@@ -318,7 +318,7 @@ fn type_target(dt: MPI_Datatype) -> impl FnOnce(&Runtime) -> MpiResult<Target> {
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_create_keyval(
     comm_copy_attr_fn: Option<CopyFn>,
     comm_delete_attr_fn: Option<DeleteFn>,
@@ -335,12 +335,12 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
     free_keyval("MPI_Comm_free_keyval", Object::Comm, comm_keyval)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_set_attr(
     comm: MPI_Comm,
     comm_keyval: c_int,
@@ -355,7 +355,7 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_get_attr(
     comm: MPI_Comm,
     comm_keyval: c_int,
@@ -372,12 +372,12 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
     delete_attr("MPI_Comm_delete_attr", comm, comm_target(comm), comm_keyval)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Keyval_create(
     copy_fn: Option<CopyFn>,
     delete_fn: Option<DeleteFn>,
@@ -394,12 +394,12 @@ pub unsafe extern "C" fn MPI_Keyval_create(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
     free_keyval("MPI_Keyval_free", Object::Comm, keyval)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Attr_put(
     comm: MPI_Comm,
     keyval: c_int,
@@ -414,7 +414,7 @@ pub unsafe extern "C" fn MPI_Attr_put(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Attr_get(
     comm: MPI_Comm,
     keyval: c_int,
@@ -431,12 +431,12 @@ pub unsafe extern "C" fn MPI_Attr_get(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
     delete_attr("MPI_Attr_delete", comm, comm_target(comm), keyval)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_keyval(
     type_copy_attr_fn: Option<CopyFn>,
     type_delete_attr_fn: Option<DeleteFn>,
@@ -453,12 +453,12 @@ pub unsafe extern "C" fn MPI_Type_create_keyval(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
     free_keyval("MPI_Type_free_keyval", Object::Datatype, type_keyval)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_set_attr(
     datatype: MPI_Datatype,
     type_keyval: c_int,
@@ -473,7 +473,7 @@ pub unsafe extern "C" fn MPI_Type_set_attr(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_attr(
     datatype: MPI_Datatype,
     type_keyval: c_int,
@@ -490,7 +490,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
     delete_attr(
         "MPI_Type_delete_attr",

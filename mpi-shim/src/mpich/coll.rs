@@ -102,14 +102,14 @@ unsafe fn nonblocking(
 /// listed arguments and the communicator.
 macro_rules! collective {
     ($blocking:ident, $nonblocking:ident, $build:ident ($($arg:ident: $ty:ty),*)) => {
-        #[unsafe(no_mangle)]
+        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
             // SAFETY: the caller's buffers and arrays, as the standard
             // describes them, forwarded.
             blocking(stringify!($blocking), comm, |rt| unsafe { $build(rt, $($arg,)* comm) })
         }
 
-        #[unsafe(no_mangle)]
+        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
         pub unsafe extern "C" fn $nonblocking(
             $($arg: $ty,)*
             comm: MPI_Comm,
@@ -1045,7 +1045,7 @@ collective!(MPI_Exscan, MPI_Iexscan, exscan(sendbuf: *const c_void, recvbuf: *mu
 // ---------------------------------------------------------------------
 // Local reduction and operation objects (MPI-4.0 §6.9.5, §6.9.7).
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Reduce_local(
     inbuf: *const c_void,
     inoutbuf: *mut c_void,
@@ -1074,11 +1074,26 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Op_create(
     user_fn: Option<UserFn>,
     commute: c_int,
     op: *mut MPI_Op,
+) -> c_int {
+    // SAFETY: the caller's arguments, forwarded.
+    unsafe { op_create(user_fn, commute, op, ops::DatatypeArg::Int) }
+}
+
+/// `MPI_Op_create` for an entry layer whose functions take the datatype
+/// handle as `datatype` says.
+///
+/// # Safety
+/// `op` is null or writable.
+pub(crate) unsafe fn op_create(
+    user_fn: Option<UserFn>,
+    commute: c_int,
+    op: *mut MPI_Op,
+    datatype: ops::DatatypeArg,
 ) -> c_int {
     call("MPI_Op_create", abi::MPI_COMM_WORLD, |rt| {
         let f = user_fn.ok_or_else(|| err(abi::MPI_ERR_ARG, "null user function"))?;
@@ -1088,13 +1103,14 @@ pub unsafe extern "C" fn MPI_Op_create(
         let i = rt.ops.insert(UserOp {
             f,
             commute: commute != 0,
+            datatype,
         });
         // SAFETY: non-null output argument.
         unsafe { out(op, abi::direct_handle(Kind::Op, i)) }
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
     call("MPI_Op_free", abi::MPI_COMM_WORLD, |rt| {
         if op.is_null() {
@@ -1115,7 +1131,7 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
     call("MPI_Op_commutative", abi::MPI_COMM_WORLD, |rt| {
         let c = match abi::direct_index(Kind::Op, op) {

@@ -40,7 +40,7 @@ fn opt_handle(slot: Option<usize>) -> MPI_Comm {
     slot.map_or(abi::MPI_COMM_NULL, comm_handle)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
     call("MPI_Comm_rank", comm, |rt| {
         let r = rt.comm(comm_slot(comm)?)?.rank;
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_in
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
     call("MPI_Comm_size", comm, |rt| {
         let n = rt.comm(comm_slot(comm)?)?.size();
@@ -76,7 +76,7 @@ fn dup(name: &str, comm: MPI_Comm, hints: Option<core::info::Info>) -> MpiResult
     Ok(slot)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
     call_unlocked("MPI_Comm_dup", comm, || {
         nonnull(newcomm, "newcomm")?;
@@ -109,7 +109,7 @@ fn idup(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_idup(
     comm: MPI_Comm,
     newcomm: *mut MPI_Comm,
@@ -118,7 +118,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     idup("MPI_Comm_idup", comm, None, newcomm, request)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     comm: MPI_Comm,
     info: MPI_Info,
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 
 /// `MPI_COMM_NULL`: no process of this library is spawned (MPI-4.0
 /// §11.8.2).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
     call("MPI_Comm_get_parent", abi::MPI_COMM_WORLD, |_| {
         // SAFETY: output argument.
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     comm: MPI_Comm,
     info: MPI_Info,
@@ -161,7 +161,7 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
 
 /// Runs the delete callbacks of the communicator's attributes first
 /// (MPI-4.0 §7.7.2); if one fails, the communicator stays.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     let name = "MPI_Comm_free";
     if comm.is_null() {
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_split(
     comm: MPI_Comm,
     color: c_int,
@@ -219,7 +219,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
 /// coarsest one that gives strict subsets, setting that key in `info` to
 /// its name (MPI-4.0 §7.4.2; [`crate::core::hwsplit`]). Processes outside
 /// every instance get `MPI_COMM_NULL`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_split_type(
     comm: MPI_Comm,
     split_type: c_int,
@@ -272,7 +272,7 @@ fn subset(rt: &Runtime, parent: usize, group: MPI_Group) -> MpiResult<Vec<u32>> 
     Ok(members)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_create(
     comm: MPI_Comm,
     group: MPI_Group,
@@ -290,7 +290,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
 
 /// Collective over the group only; a process outside it gets
 /// `MPI_COMM_NULL` at once.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_create_group(
     comm: MPI_Comm,
     group: MPI_Group,
@@ -312,7 +312,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_compare(
     comm1: MPI_Comm,
     comm2: MPI_Comm,
@@ -331,7 +331,7 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     call("MPI_Comm_set_info", comm, |rt| {
         let slot = comm_slot(comm)?;
@@ -343,7 +343,7 @@ pub extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
 }
 
 /// A new info object with the hints set on the communicator.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
     call("MPI_Comm_get_info", comm, |rt| {
         let hints = rt.comm(comm_slot(comm)?)?.info.clone();
@@ -353,7 +353,7 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_I
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
     call("MPI_Comm_set_name", comm, |rt| {
         let slot = comm_slot(comm)?;
@@ -373,7 +373,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_get_name(
     comm: MPI_Comm,
     comm_name: *mut c_char,
@@ -395,7 +395,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     call("MPI_Comm_test_inter", comm, |rt| {
         rt.comm(comm_slot(comm)?)?;
@@ -412,18 +412,18 @@ fn not_inter(rt: &Runtime, comm: MPI_Comm) -> MpiResult<()> {
     ))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, _size: *mut c_int) -> c_int {
     call("MPI_Comm_remote_size", comm, |rt| not_inter(rt, comm))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, _group: *mut MPI_Group) -> c_int {
     call("MPI_Comm_remote_group", comm, |rt| not_inter(rt, comm))
 }
 
 /// Predefined handlers, or one made by `MPI_Comm_create_errhandler`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     call("MPI_Comm_set_errhandler", comm, |rt| {
         let slot = comm_slot(comm)?;
@@ -443,7 +443,7 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhan
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_get_errhandler(
     comm: MPI_Comm,
     errhandler: *mut MPI_Errhandler,

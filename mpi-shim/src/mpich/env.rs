@@ -153,12 +153,12 @@ fn init(name: &str, required: c_int) -> c_int {
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
     init("MPI_Init", abi::MPI_THREAD_SINGLE)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Init_thread(
     _argc: *mut c_int,
     _argv: *mut *mut *mut c_char,
@@ -177,7 +177,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 
 /// Whether `MPI_Init` has been called (sessions do not count, MPI-4.0
 /// §11.2.5).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
     let v = core::state().world() != Phase::Before;
     // SAFETY: `flag` is an output argument.
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 }
 
 /// Whether `MPI_Finalize` has completed (sessions do not count).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
     let v = core::state().world() == Phase::After;
     // SAFETY: `flag` is an output argument.
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 
 /// Ends the world model: collective over `MPI_COMM_WORLD`. Open sessions
 /// and the engine stay (the engine leaves the job at process exit).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Finalize() -> c_int {
     // MPI-4.0 §11.2.2: first the attributes of MPI_COMM_SELF are deleted,
     // as if it were freed, so that libraries can clean up.
@@ -207,7 +207,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     call("MPI_Finalize", abi::MPI_COMM_WORLD, Runtime::world_finalize)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     call("MPI_Query_thread", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: output argument.
@@ -215,7 +215,7 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
     call("MPI_Is_thread_main", abi::MPI_COMM_WORLD, |rt| {
         let main = std::thread::current().id() == rt.main_thread;
@@ -224,7 +224,7 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     call("MPI_Abort", comm, |rt| {
         let who = rt.ep.rank();
@@ -236,7 +236,7 @@ pub extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
     // Callable at any time, even before MPI_Init.
     // SAFETY: output arguments.
@@ -246,23 +246,26 @@ pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c
     r.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Get_library_version(
     version: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    let text = concat!(
-        "Tessel MPI ",
-        env!("CARGO_PKG_VERSION"),
-        " (MPICH ABI, libmpi.so.12; shared-memory engine)"
+    #[cfg(not(tessel_std_abi))]
+    const ABI: &str = "MPICH ABI, libmpi.so.12";
+    #[cfg(tessel_std_abi)]
+    const ABI: &str = "MPI-5 standard ABI, libmpi_abi.so.1";
+    let text = format!(
+        "Tessel MPI {} ({ABI}; shared-memory engine)",
+        env!("CARGO_PKG_VERSION")
     );
     let cap = abi::MPI_MAX_LIBRARY_VERSION_STRING as usize;
     // SAFETY: MPI_MAX_LIBRARY_VERSION_STRING bytes at `version`.
-    unsafe { write_cstr(version, cap, text, resultlen) }
+    unsafe { write_cstr(version, cap, &text, resultlen) }
         .map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
     call("MPI_Get_processor_name", abi::MPI_COMM_WORLD, |_| {
         let mut host = [0u8; 256];
@@ -290,13 +293,13 @@ fn monotonic() -> libc::timespec {
     ts
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Wtime() -> c_double {
     let ts = monotonic();
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Wtick() -> c_double {
     let mut ts = libc::timespec {
         tv_sec: 0,

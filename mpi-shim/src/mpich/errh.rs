@@ -29,7 +29,7 @@ fn is_predefined_handler(h: MPI_Errhandler) -> bool {
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     comm_errhandler_fn: Option<CommErrhFn>,
     errhandler: *mut MPI_Errhandler,
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
 }
 
 /// The MPI-1 name of `MPI_Comm_create_errhandler` (MPICH still exports it).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Errhandler_create(
     comm_errhandler_fn: Option<CommErrhFn>,
     errhandler: *mut MPI_Errhandler,
@@ -55,13 +55,13 @@ pub unsafe extern "C" fn MPI_Errhandler_create(
 }
 
 /// The MPI-1 name of `MPI_Comm_set_errhandler`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     super::comm::MPI_Comm_set_errhandler(comm, errhandler)
 }
 
 /// The MPI-1 name of `MPI_Comm_get_errhandler`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Errhandler_get(
     comm: MPI_Comm,
     errhandler: *mut MPI_Errhandler,
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn MPI_Errhandler_get(
 
 /// Invoke `comm`'s error handler on `errorcode`; `MPI_SUCCESS` once a
 /// handler that returns has run (MPI-4.0 §9.3.6).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
     let name = "MPI_Comm_call_errhandler";
     let text = locked(name, |rt| {
@@ -93,7 +93,7 @@ pub extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> 
 
 /// Predefined handlers may be freed (nothing happens); a user handler
 /// stays in use by the communicators it is set on.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
     call("MPI_Errhandler_free", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errhandler, "errhandler")?;
@@ -119,7 +119,7 @@ fn added(rt: &mut Runtime, code: c_int) -> c_int {
     code
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
     call("MPI_Add_error_class", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errorclass, "errorclass")?;
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
     call("MPI_Add_error_code", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errorcode, "errorcode")?;
@@ -141,7 +141,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
     call("MPI_Add_error_string", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: a NUL-terminated string (MPI contract).
@@ -166,7 +166,7 @@ fn user_code<T>(f: impl FnOnce(&core::errh::Errors) -> Option<T>) -> Option<T> {
 }
 
 /// Callable at any time, like `MPI_Error_string`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
     let class = if is_predefined_class(errorcode) {
         Some(errorcode)
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Error_string(
     errorcode: c_int,
     string: *mut c_char,

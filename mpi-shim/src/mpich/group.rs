@@ -83,7 +83,7 @@ pub(crate) unsafe fn ints<'a>(p: *const c_int, n: c_int, what: &str) -> MpiResul
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     call("MPI_Comm_group", comm, |rt| {
         let g = Group::new(rt.comm(comm_slot(comm)?)?.members.clone());
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
     call("MPI_Group_size", abi::MPI_COMM_WORLD, |rt| {
         let n = group_ref(rt, group)?.size();
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
     call("MPI_Group_rank", abi::MPI_COMM_WORLD, |rt| {
         let me = rt.ep.rank();
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_translate_ranks(
     group1: MPI_Group,
     n: c_int,
@@ -135,7 +135,7 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_compare(
     group1: MPI_Group,
     group2: MPI_Group,
@@ -164,7 +164,7 @@ unsafe fn combine(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_union(
     group1: MPI_Group,
     group2: MPI_Group,
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn MPI_Group_union(
     unsafe { combine("MPI_Group_union", group1, group2, newgroup, Group::union) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_intersection(
     group1: MPI_Group,
     group2: MPI_Group,
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn MPI_Group_intersection(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_difference(
     group1: MPI_Group,
     group2: MPI_Group,
@@ -231,7 +231,7 @@ unsafe fn select(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_incl(
     group: MPI_Group,
     n: c_int,
@@ -244,7 +244,7 @@ pub unsafe extern "C" fn MPI_Group_incl(
     unsafe { select("MPI_Group_incl", group, &list, true, newgroup) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_excl(
     group: MPI_Group,
     n: c_int,
@@ -268,7 +268,7 @@ unsafe fn ranges_of(g: &Group, n: c_int, ranges: *mut [c_int; 3]) -> MpiResult<V
     g.expand_ranges(&triplets)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_range_incl(
     group: MPI_Group,
     n: c_int,
@@ -281,7 +281,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     unsafe { select("MPI_Group_range_incl", group, &list, true, newgroup) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_range_excl(
     group: MPI_Group,
     n: c_int,
@@ -295,7 +295,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
 }
 
 /// Freeing `MPI_GROUP_EMPTY` is allowed and does nothing.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
     call("MPI_Group_free", abi::MPI_COMM_WORLD, |rt| {
         nonnull(group, "group")?;

@@ -134,7 +134,7 @@ unsafe fn key_of(key: *const c_char) -> MpiResult<String> {
     Ok(k)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
     info_call("MPI_Info_create", |t| {
         nonnull(info, "info")?;
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
 }
 
 /// A new info object with the contents of `MPI_INFO_ENV`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_create_env(
     _argc: c_int,
     _argv: *mut *mut c_char,
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn MPI_Info_create_env(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_set(
     info: MPI_Info,
     key: *const c_char,
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn MPI_Info_set(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_get(
     info: MPI_Info,
     key: *const c_char,
@@ -215,7 +215,7 @@ pub unsafe extern "C" fn MPI_Info_get(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_get_valuelen(
     info: MPI_Info,
     key: *const c_char,
@@ -239,7 +239,7 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 
 /// MPI-4.0 §10: `*buflen` in is the buffer's size, out the value's size
 /// with its NUL; a value longer than the buffer is truncated.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_get_string(
     info: MPI_Info,
     key: *const c_char,
@@ -272,7 +272,7 @@ pub unsafe extern "C" fn MPI_Info_get_string(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
     info_call("MPI_Info_delete", |t| {
         let i = get_mutable(t, info)?;
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> 
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
     info_call("MPI_Info_get_nkeys", |t| {
         let n = get(t, info)?.entries.len() as c_int;
@@ -295,7 +295,7 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
     info_call("MPI_Info_get_nthkey", |t| {
         let i = get(t, info)?;
@@ -317,7 +317,7 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
     info_call("MPI_Info_dup", |t| {
         let copy = get(t, info)?.clone();
@@ -328,7 +328,7 @@ pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) ->
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Info_free(info: *mut MPI_Info) -> c_int {
     info_call("MPI_Info_free", |t| {
         nonnull(info, "info")?;

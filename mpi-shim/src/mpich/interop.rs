@@ -36,7 +36,7 @@ unsafe fn copy_status(from: *const MPI_Fint, to: *mut MPI_Fint) -> MpiResult<()>
     Ok(())
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Status_c2f(
     c_status: *const MPI_Status,
     f_status: *mut MPI_Fint,
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn MPI_Status_c2f(
 
 /// `MPI_F_STATUS_IGNORE` is null in this library (no Fortran binding):
 /// the null check rejects it.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Status_f2c(
     f_status: *const MPI_Fint,
     c_status: *mut MPI_Status,

@@ -34,7 +34,7 @@ fn check_info(h: MPI_Info) -> MpiResult<()> {
 /// call returns a distinct address) from the shared heap, aligned to 64
 /// bytes. `info` is checked and otherwise ignored. `MPI_ERR_NO_MEM` when
 /// the heap cannot grow.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Alloc_mem(
     size: MPI_Aint,
     info: MPI_Info,
@@ -63,7 +63,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
 /// MPI-4.0 §9.2: return memory from `MPI_Alloc_mem`. A null `base` does
 /// nothing; any other address that is not a live block from
 /// `MPI_Alloc_mem` is `MPI_ERR_BASE` and changes nothing.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
     call("MPI_Free_mem", abi::MPI_COMM_WORLD, |_| {
         let Some(block) = NonNull::new(base.cast::<u8>()) else {

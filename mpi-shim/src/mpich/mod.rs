@@ -18,6 +18,9 @@
 //! writable); the `// SAFETY:` comments name which promise is used.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
+// Built for the standard ABI, this layer exports nothing: what the
+// standard layer does not call is unused there.
+#![cfg_attr(tessel_std_abi, allow(dead_code))]
 
 use std::borrow::Cow;
 use std::ffi::{c_char, c_double, c_int, c_void};
@@ -50,6 +53,31 @@ mod tool;
 mod topo;
 mod types;
 mod unsupported;
+
+/// Every entry function of this layer, by name: what the standard-ABI
+/// layer ([`crate::std_abi`]) calls after translating its arguments.
+pub(crate) mod entries {
+    pub(crate) use super::attr::*;
+    pub(crate) use super::coll::neighbor::*;
+    pub(crate) use super::coll::op_create;
+    pub(crate) use super::coll::*;
+    pub(crate) use super::comm::*;
+    pub(crate) use super::env::*;
+    pub(crate) use super::errh::*;
+    pub(crate) use super::group::*;
+    pub(crate) use super::info::*;
+    pub(crate) use super::mem::*;
+    pub(crate) use super::p2p::requests::*;
+    pub(crate) use super::p2p::*;
+    pub(crate) use super::recvbuf::*;
+    pub(crate) use super::session::*;
+    pub(crate) use super::tool::*;
+    pub(crate) use super::topo::*;
+    pub(crate) use super::types::elements::*;
+    pub(crate) use super::types::pack::*;
+    pub(crate) use super::types::*;
+    pub(crate) use super::unsupported::*;
+}
 
 /// The C prototype of every function the library exports, by area, in the
 /// form MPICH's header declares it (parameter names aside). `mpi.h` is

@@ -192,7 +192,7 @@ unsafe fn nonblocking_send_in(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Send(
     buf: *const c_void,
     count: c_int,
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn MPI_Send(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Bsend(
     buf: *const c_void,
     count: c_int,
@@ -240,7 +240,7 @@ pub unsafe extern "C" fn MPI_Bsend(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Ssend(
     buf: *const c_void,
     count: c_int,
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Rsend(
     buf: *const c_void,
     count: c_int,
@@ -288,7 +288,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Isend(
     buf: *const c_void,
     count: c_int,
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn MPI_Isend(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Ibsend(
     buf: *const c_void,
     count: c_int,
@@ -340,7 +340,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Issend(
     buf: *const c_void,
     count: c_int,
@@ -366,7 +366,7 @@ pub unsafe extern "C" fn MPI_Issend(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Irsend(
     buf: *const c_void,
     count: c_int,
@@ -516,7 +516,7 @@ unsafe fn post_recv(
     unsafe { start_recv(rt, from, &ub, slot) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Recv(
     buf: *mut c_void,
     count: c_int,
@@ -549,7 +549,7 @@ pub(super) fn finish(rt: &mut Runtime, i: usize, status: *mut MPI_Status) -> Mpi
     Ok(())
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Irecv(
     buf: *mut c_void,
     count: c_int,
@@ -576,7 +576,7 @@ pub unsafe extern "C" fn MPI_Irecv(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Sendrecv(
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -638,7 +638,7 @@ unsafe fn send_half(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Sendrecv_replace(
     buf: *mut c_void,
     count: c_int,
@@ -705,7 +705,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
 // ---------------------------------------------------------------------
 // Buffered sends' buffer (MPI-4.0 §3.6.1).
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
     call("MPI_Buffer_attach", abi::MPI_COMM_WORLD, |rt| {
         if size < 0 {
@@ -725,7 +725,7 @@ pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> 
 /// `buffer_addr` is a `void **` (MPI-4.0 §3.6.1: "the address of the
 /// buffer" is returned through it). Waits until every buffered message
 /// is delivered.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     call("MPI_Buffer_detach", abi::MPI_COMM_WORLD, |rt| {
         if buffer_addr.is_null() || size.is_null() {
@@ -774,7 +774,7 @@ fn probe_status(rt: &Runtime, slot: usize, st: shm_engine::Status) -> MpiResult<
     Ok(MPI_Status::new(source, st.tag as u32 as c_int, st.len))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Iprobe(
     source: c_int,
     tag: c_int,
@@ -800,7 +800,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Probe(
     source: c_int,
     tag: c_int,
@@ -860,7 +860,7 @@ fn matched_probe(
     Ok(Some((keep_message(rt, msg, slot), st)))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Mprobe(
     source: c_int,
     tag: c_int,
@@ -883,7 +883,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Improbe(
     source: c_int,
     tag: c_int,
@@ -948,7 +948,7 @@ unsafe fn start_mrecv(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Mrecv(
     buf: *mut c_void,
     count: c_int,
@@ -965,7 +965,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Imrecv(
     buf: *mut c_void,
     count: c_int,
@@ -1033,7 +1033,7 @@ fn persistent(
     unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Send_init(
     buf: *const c_void,
     count: c_int,
@@ -1059,7 +1059,7 @@ pub unsafe extern "C" fn MPI_Send_init(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Bsend_init(
     buf: *const c_void,
     count: c_int,
@@ -1085,7 +1085,7 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Ssend_init(
     buf: *const c_void,
     count: c_int,
@@ -1111,7 +1111,7 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Rsend_init(
     buf: *const c_void,
     count: c_int,
@@ -1137,7 +1137,7 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Recv_init(
     buf: *mut c_void,
     count: c_int,
@@ -1160,7 +1160,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Get_count(
     status: *const MPI_Status,
     datatype: MPI_Datatype,

@@ -14,7 +14,7 @@ use crate::abi::{self, MPI_Comm};
 /// An address exported as a C pointer variable.
 #[derive(Debug)]
 #[repr(transparent)]
-pub struct Address<T>(*const T);
+pub struct Address<T>(pub(crate) *const T);
 
 // SAFETY: the addresses are of statics (or null); nothing writes through
 // them, neither the library nor, by MPI's rules, the application.
@@ -36,28 +36,28 @@ static F08_STATUS_IGNORE: [c_int; 5] = [0; 5];
 static F08_STATUSES_IGNORE: [c_int; 5] = [0; 5];
 static PVAR_ALL_HANDLES: u8 = 0;
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub static MPI_UNWEIGHTED: Address<c_int> = Address(&raw const UNWEIGHTED);
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub static MPI_WEIGHTS_EMPTY: Address<c_int> = Address(&raw const WEIGHTS_EMPTY);
 
 /// Null, as in MPICH when no Fortran binding is loaded: this library has
 /// no Fortran binding, so there is no Fortran `MPI_STATUS_IGNORE` to
 /// point at.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub static MPI_F_STATUS_IGNORE: Address<c_int> = Address(std::ptr::null());
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub static MPI_F_STATUSES_IGNORE: Address<c_int> = Address(std::ptr::null());
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub static MPI_F08_STATUS_IGNORE: Address<[c_int; 5]> = Address(&raw const F08_STATUS_IGNORE);
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub static MPI_F08_STATUSES_IGNORE: Address<[c_int; 5]> = Address(&raw const F08_STATUSES_IGNORE);
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub static MPI_T_PVAR_ALL_HANDLES: Address<c_void> = Address((&raw const PVAR_ALL_HANDLES).cast());
 
 /// `MPI_COMM_DUP_FN` and its kin: the copy is the same attribute value.
@@ -65,7 +65,7 @@ pub static MPI_T_PVAR_ALL_HANDLES: Address<c_void> = Address((&raw const PVAR_AL
 /// # Safety
 /// `attribute_val_out` addresses a `void *` and `flag` an `int`, as when
 /// the library calls an attribute copy callback.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPIR_Dup_fn(
     _oldcomm: MPI_Comm,
     _keyval: c_int,

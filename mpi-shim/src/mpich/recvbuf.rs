@@ -20,7 +20,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
 /// is `status` (see `core::recvbuf` for receives with equal statuses).
 /// `MPI_ERR_ARG` for a null `buf` or a status no such receive completed
 /// with.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPIX_Get_recv_buf(status: MPI_Status, buf: *mut *mut c_void) -> c_int {
     call("MPIX_Get_recv_buf", abi::MPI_COMM_WORLD, |rt| {
         if buf.is_null() {
@@ -43,7 +43,7 @@ pub unsafe extern "C" fn MPIX_Get_recv_buf(status: MPI_Status, buf: *mut *mut c_
 
 /// Return a buffer from `MPIX_Get_recv_buf` to the library. `MPI_ERR_BUFFER`
 /// for anything else (and nothing changes).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPIX_Release_recv_buf(_status: MPI_Status, buf: *mut c_void) -> c_int {
     call("MPIX_Release_recv_buf", abi::MPI_COMM_WORLD, |rt| {
         if rt.recv_bufs.release(buf.cast()) {

@@ -219,7 +219,7 @@ fn thread_level_name(level: c_int) -> &'static str {
 // Sessions.
 
 /// Open a session; the first one (or `MPI_Init`) starts the engine.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_init(
     info: MPI_Info,
     errhandler: MPI_Errhandler,
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn MPI_Session_init(
 /// Close a session; local (MPI-4.0 §11.3.1 allows it to synchronize, but
 /// the objects derived from the session are freed by their own calls).
 /// The engine stays for later sessions.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
     let h = if session.is_null() {
         abi::MPI_SESSION_NULL
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_get_num_psets(
     session: MPI_Session,
     info: MPI_Info,
@@ -287,7 +287,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
 /// length (NUL included) is returned; otherwise at most `*pset_len`
 /// bytes are written, NUL-terminated, and `*pset_len` is set to the full
 /// length so that a truncation shows.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     session: MPI_Session,
     info: MPI_Info,
@@ -332,7 +332,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_get_pset_info(
     session: MPI_Session,
     pset_name: *const c_char,
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
 }
 
 /// The session's info: its `thread_level`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_get_info(
     session: MPI_Session,
     info_used: *mut MPI_Info,
@@ -379,7 +379,7 @@ pub unsafe extern "C" fn MPI_Session_get_info(
 }
 
 /// A group of the process set's members, in its order (MPI-4.0 §11.3.3).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Group_from_session_pset(
     session: MPI_Session,
     pset_name: *const c_char,
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
 /// §7.4.2; the context-id agreement is in [`crate::core::session`]).
 /// Errors go to `errhandler` when it is predefined, which is also the
 /// new communicator's handler.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_create_from_group(
     group: MPI_Group,
     stringtag: *const c_char,
@@ -455,7 +455,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
 // ---------------------------------------------------------------------
 // Session error handlers.
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Session_set_errhandler(
     session: MPI_Session,
     errhandler: MPI_Errhandler,
@@ -473,7 +473,7 @@ pub extern "C" fn MPI_Session_set_errhandler(
     )
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_get_errhandler(
     session: MPI_Session,
     errhandler: *mut MPI_Errhandler,
@@ -492,7 +492,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
 
 /// A handler for sessions; callable before initialization (MPI-4.0
 /// §11.4.1), so errors are returned, not raised.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_create_errhandler(
     session_errhandler_fn: Option<SessionErrhandlerFn>,
     errhandler: *mut MPI_Errhandler,
@@ -514,7 +514,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
 
 /// Invoke the session's handler with `errorcode`; `MPI_SUCCESS` when the
 /// handler returns.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Session_call_errhandler(session: MPI_Session, errorcode: c_int) -> c_int {
     let valid = {
         let mut state = core::state();

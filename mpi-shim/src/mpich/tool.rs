@@ -54,7 +54,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
 /// here. C declares it variadic; the extra arguments are never read, and
 /// the x86-64 calling convention passes the first argument the same way
 /// to a variadic and to a fixed-argument function.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
     abi::MPI_SUCCESS
 }
@@ -124,7 +124,7 @@ impl Tool {
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
     if !(abi::MPI_THREAD_SINGLE..=abi::MPI_THREAD_MULTIPLE).contains(&required) {
         return MPI_T_ERR_INVALID;
@@ -141,7 +141,7 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
     tool(|t| {
         t.inits -= 1;
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
 /// The count functions: there is nothing of any kind.
 macro_rules! none {
     ($($name:ident),*) => {$(
-        #[unsafe(no_mangle)]
+        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
         pub unsafe extern "C" fn $name(num: *mut c_int) -> c_int {
             // SAFETY: output argument.
             tool(|_| unsafe { put(num, 0) })
@@ -179,7 +179,7 @@ macro_rules! nothing_there {
     ($( $error:ident: $proto:literal fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
         pub(super) const NOTHING_THERE: &[&str] = &[$($proto),*];
         $(
-            #[unsafe(no_mangle)]
+            #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
             #[allow(unused_variables, clippy::too_many_arguments)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
                 tool(|_| Err($error))
@@ -258,7 +258,7 @@ nothing_there! {
         fn MPI_T_source_get_timestamp(source_index: c_int, timestamp: *mut MPI_Count);
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_session_create(session: *mut MPI_T_pvar_session) -> c_int {
     tool(|t| {
         let id = t.next_session;
@@ -270,7 +270,7 @@ pub unsafe extern "C" fn MPI_T_pvar_session_create(session: *mut MPI_T_pvar_sess
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_session_free(session: *mut MPI_T_pvar_session) -> c_int {
     tool(|t| {
         if session.is_null() {
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn MPI_T_pvar_session_free(session: *mut MPI_T_pvar_sessio
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     session: MPI_T_pvar_session,
     _pvar_index: c_int,
@@ -300,7 +300,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_handle_free(
     session: MPI_T_pvar_session,
     _handle: *mut MPI_T_pvar_handle,
@@ -312,7 +312,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_free(
 }
 
 /// Start, stop and reset accept `MPI_T_PVAR_ALL_HANDLES`: all of none.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_start(
     session: MPI_T_pvar_session,
     handle: MPI_T_pvar_handle,
@@ -320,7 +320,7 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
     tool(|t| t.all_handles(session, handle))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_stop(
     session: MPI_T_pvar_session,
     handle: MPI_T_pvar_handle,
@@ -328,7 +328,7 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
     tool(|t| t.all_handles(session, handle))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_reset(
     session: MPI_T_pvar_session,
     handle: MPI_T_pvar_handle,
@@ -337,7 +337,7 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
 }
 
 /// Reading and writing need one real handle, and there are none.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_read(
     session: MPI_T_pvar_session,
     _handle: MPI_T_pvar_handle,
@@ -349,7 +349,7 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_readreset(
     session: MPI_T_pvar_session,
     _handle: MPI_T_pvar_handle,
@@ -361,7 +361,7 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_pvar_write(
     session: MPI_T_pvar_session,
     _handle: MPI_T_pvar_handle,
@@ -374,7 +374,7 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
 }
 
 /// The categories never change: the stamp stays 0.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_int {
     // SAFETY: output argument.
     tool(|_| unsafe { put(update_number, 0) })

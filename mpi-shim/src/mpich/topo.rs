@@ -126,7 +126,7 @@ fn with_topology(
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     call("MPI_Dims_create", abi::MPI_COMM_WORLD, |_| {
         if ndims < 0 {
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cart_create(
     comm_old: MPI_Comm,
     ndims: c_int,
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cart_coords(
     comm: MPI_Comm,
     rank: c_int,
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cart_rank(
     comm: MPI_Comm,
     coords: *const c_int,
@@ -213,7 +213,7 @@ pub unsafe extern "C" fn MPI_Cart_rank(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cart_shift(
     comm: MPI_Comm,
     direction: c_int,
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
 }
 
 /// Collective over the grid; each process gets the sub-grid through it.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cart_sub(
     comm: MPI_Comm,
     remain_dims: *const c_int,
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
     call("MPI_Cartdim_get", comm, |rt| {
         let n = cart_of(rt, comm)?.0.dims.len() as c_int;
@@ -277,7 +277,7 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cart_get(
     comm: MPI_Comm,
     maxdims: c_int,
@@ -299,7 +299,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
 
 /// Without reordering: a process keeps its rank if the grid has room
 /// for it (MPI-4.0 §8.5.8).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cart_map(
     comm: MPI_Comm,
     ndims: c_int,
@@ -322,7 +322,7 @@ pub unsafe extern "C" fn MPI_Cart_map(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
     call("MPI_Topo_test", comm, |rt| {
         let t = rt
@@ -375,7 +375,7 @@ unsafe fn graph_from(
     Ok((index, edges))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Graph_create(
     comm_old: MPI_Comm,
     nnodes: c_int,
@@ -412,7 +412,7 @@ fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: c_int) -> MpiResul
     Ok(&edges[start..index[r] as usize])
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Graph_neighbors_count(
     comm: MPI_Comm,
     rank: c_int,
@@ -426,7 +426,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Graph_neighbors(
     comm: MPI_Comm,
     rank: c_int,
@@ -441,7 +441,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Graphdims_get(
     comm: MPI_Comm,
     nnodes: *mut c_int,
@@ -457,7 +457,7 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Graph_get(
     comm: MPI_Comm,
     maxindex: c_int,
@@ -477,7 +477,7 @@ pub unsafe extern "C" fn MPI_Graph_get(
 
 /// Without reordering: a process keeps its rank if the graph has a node
 /// for it (MPI-4.0 §8.5.8).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Graph_map(
     comm: MPI_Comm,
     nnodes: c_int,
@@ -535,7 +535,7 @@ fn create_dist_graph(rt: &mut Runtime, parent: usize, g: DistGraph) -> MpiResult
     with_topology(rt, parent, members, Topology::DistGraph(g))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     comm_old: MPI_Comm,
     indegree: c_int,
@@ -586,7 +586,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 
 /// Every process names any edges; each learns its own by an exchange of
 /// all edges (MPI-4.0 §8.5.4).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Dist_graph_create(
     comm_old: MPI_Comm,
     n: c_int,
@@ -658,7 +658,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
     comm: MPI_Comm,
     indegree: *mut c_int,
@@ -678,7 +678,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
 
 /// Weights are written only for a weighted graph, and only where the
 /// caller passes an array (not `MPI_UNWEIGHTED`).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
     comm: MPI_Comm,
     maxindegree: c_int,

@@ -40,7 +40,7 @@ macro_rules! unsupported {
         /// The C prototypes of the unsupported functions.
         pub(super) const UNSUPPORTED: &[&str] = &[$($($proto,)*)*];
         $($(
-            #[unsafe(no_mangle)]
+            #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
             #[allow(unused_variables)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
                 unsupported(stringify!($name), unsupported!(@comm $($comm)?), $area)
@@ -315,12 +315,12 @@ pub(super) const PROTOTYPES: &[&str] = &[
 
 /// MPI-4.0 §19.3.4: no file can be opened, so every file handle converts
 /// to the null one.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_File_c2f(_file: MPI_File) -> MPI_Fint {
     0
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_File_f2c(_file: MPI_Fint) -> MPI_File {
     std::ptr::null_mut()
 }

@@ -519,7 +519,7 @@ static void errors(void) {
     EXPECT(MPI_Send_init(&x, -1, MPI_INT, next, 0, MPI_COMM_WORLD, &r), MPI_ERR_COUNT);
     EXPECT(MPI_Recv_init(&x, 1, MPI_INT, size, 0, MPI_COMM_WORLD, &r), MPI_ERR_RANK);
     EXPECT(MPI_Probe(size, 0, MPI_COMM_WORLD, &st), MPI_ERR_RANK);
-    EXPECT(MPI_Iprobe(0, -2, MPI_COMM_WORLD, &flag, &st), MPI_ERR_TAG);
+    EXPECT(MPI_Iprobe(0, -7, MPI_COMM_WORLD, &flag, &st), MPI_ERR_TAG);
     EXPECT(MPI_Improbe(0, 0, MPI_COMM_NULL, &flag, &msg, &st), MPI_ERR_COMM);
     EXPECT(MPI_Mrecv(&x, 1, MPI_INT, &msg, &st), MPI_ERR_REQUEST);
     EXPECT(MPI_Sendrecv_replace(&x, 1, MPI_INT, size, 0, 0, 0, MPI_COMM_WORLD, &st),

@@ -168,7 +168,7 @@ fn wait_until<T>(
 // ---------------------------------------------------------------------
 // One request.
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     call("MPI_Wait", abi::MPI_COMM_WORLD, |rt| {
         check_status(status)?;
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Test(
     request: *mut MPI_Request,
     flag: *mut c_int,
@@ -213,7 +213,7 @@ pub unsafe extern "C" fn MPI_Test(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Request_get_status(
     request: MPI_Request,
     flag: *mut c_int,
@@ -237,7 +237,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     call("MPI_Request_free", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: forwarded from the caller.
@@ -248,7 +248,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
     call("MPI_Cancel", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: forwarded from the caller.
@@ -257,7 +257,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
     call("MPI_Test_cancelled", abi::MPI_COMM_WORLD, |_| {
         if status.is_null() || abi::is_status_ignore(status) {
@@ -270,7 +270,7 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
     call("MPI_Status_set_cancelled", abi::MPI_COMM_WORLD, |_| {
         if status.is_null() || abi::is_status_ignore(status) {
@@ -285,7 +285,7 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
 // ---------------------------------------------------------------------
 // Several requests.
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Waitall(
     count: c_int,
     requests: *mut MPI_Request,
@@ -307,7 +307,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Testall(
     count: c_int,
     requests: *mut MPI_Request,
@@ -380,7 +380,7 @@ unsafe fn finish_any(
     Ok(())
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Waitany(
     count: c_int,
     requests: *mut MPI_Request,
@@ -400,7 +400,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Testany(
     count: c_int,
     requests: *mut MPI_Request,
@@ -477,7 +477,7 @@ unsafe fn finish_some(
     in_status(failed)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Waitsome(
     incount: c_int,
     requests: *mut MPI_Request,
@@ -498,7 +498,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Testsome(
     incount: c_int,
     requests: *mut MPI_Request,
@@ -525,7 +525,7 @@ pub unsafe extern "C" fn MPI_Testsome(
 // ---------------------------------------------------------------------
 // Persistent requests: starting a round (MPI-4.0 §3.9).
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
     call("MPI_Start", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: forwarded from the caller.
@@ -534,7 +534,7 @@ pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Startall(count: c_int, requests: *mut MPI_Request) -> c_int {
     call("MPI_Startall", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: forwarded from the caller.
@@ -573,7 +573,7 @@ fn generalized(query: QueryFn, free: FreeFn, cancel: CancelFn, extra: *mut c_voi
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Grequest_start(
     query_fn: Option<QueryFn>,
     free_fn: Option<FreeFn>,
@@ -595,7 +595,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
     call("MPI_Grequest_complete", abi::MPI_COMM_WORLD, |rt| {
         rt.complete_generalized(live_slot(request)?)

@@ -31,7 +31,7 @@ unsafe fn elements(
         .map(|n| n as u64))
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Get_elements(
     status: *const MPI_Status,
     datatype: MPI_Datatype,
@@ -47,7 +47,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Get_elements_x(
     status: *const MPI_Status,
     datatype: MPI_Datatype,
@@ -93,7 +93,7 @@ unsafe fn set_elements(
     Ok(())
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Status_set_elements(
     status: *mut MPI_Status,
     datatype: MPI_Datatype,
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Status_set_elements_x(
     status: *mut MPI_Status,
     datatype: MPI_Datatype,

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
-mod builtin;
-mod elements;
-mod pack;
+pub(super) mod builtin;
+pub(super) mod elements;
+pub(super) mod pack;
 
 use super::*;
 use crate::abi::{MPI_Aint, MPI_Count};
@@ -214,7 +214,7 @@ unsafe fn construct(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_contiguous(
     n: c_int,
     oldtype: MPI_Datatype,
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     unsafe { construct("MPI_Type_contiguous", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_vector(
     n: c_int,
     blocklength: c_int,
@@ -251,7 +251,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
     unsafe { construct("MPI_Type_vector", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_hvector(
     n: c_int,
     blocklength: c_int,
@@ -272,7 +272,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     unsafe { construct("MPI_Type_create_hvector", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_indexed(
     n: c_int,
     blocklengths: *const c_int,
@@ -300,7 +300,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     unsafe { construct("MPI_Type_indexed", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_hindexed(
     n: c_int,
     blocklengths: *const c_int,
@@ -331,7 +331,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     unsafe { construct("MPI_Type_create_hindexed", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     n: c_int,
     blocklength: c_int,
@@ -354,7 +354,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     unsafe { construct("MPI_Type_create_indexed_block", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     n: c_int,
     blocklength: c_int,
@@ -379,7 +379,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     unsafe { construct("MPI_Type_create_hindexed_block", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_struct(
     n: c_int,
     blocklengths: *const c_int,
@@ -425,7 +425,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_subarray(
     ndims: c_int,
     sizes: *const c_int,
@@ -469,7 +469,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     unsafe { construct("MPI_Type_create_subarray", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_darray(
     size: c_int,
     rank: c_int,
@@ -540,7 +540,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     unsafe { construct("MPI_Type_create_darray", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_resized(
     oldtype: MPI_Datatype,
     lb: MPI_Aint,
@@ -552,13 +552,13 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     unsafe { construct("MPI_Type_create_resized", oldtype, newtype, build) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     // SAFETY: `newtype` is null or writable (MPI contract).
     unsafe { construct("MPI_Type_dup", oldtype, newtype, |old| Ok(Type::dup(old))) }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
     call("MPI_Type_commit", abi::MPI_COMM_WORLD, |rt| {
         if datatype.is_null() {
@@ -578,7 +578,7 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
     call("MPI_Type_free", abi::MPI_COMM_WORLD, |rt| {
         if datatype.is_null() {
@@ -605,7 +605,7 @@ fn query(name: &str, dt: MPI_Datatype, f: impl FnOnce(&Type) -> MpiResult<()>) -
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
     query("MPI_Type_size", datatype, |t| {
         let s = c_int::try_from(t.size).unwrap_or(abi::MPI_UNDEFINED);
@@ -614,7 +614,7 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
     query("MPI_Type_size_x", datatype, |t| {
         // SAFETY: output argument.
@@ -637,7 +637,7 @@ unsafe fn out2<T>(a: *mut T, x: T, b: *mut T, y: T) -> MpiResult<()> {
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_extent(
     datatype: MPI_Datatype,
     lb: *mut MPI_Aint,
@@ -649,7 +649,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_extent_x(
     datatype: MPI_Datatype,
     lb: *mut MPI_Count,
@@ -661,7 +661,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_true_extent(
     datatype: MPI_Datatype,
     true_lb: *mut MPI_Aint,
@@ -680,7 +680,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     datatype: MPI_Datatype,
     true_lb: *mut MPI_Count,
@@ -699,7 +699,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_envelope(
     datatype: MPI_Datatype,
     num_integers: *mut c_int,
@@ -744,7 +744,7 @@ unsafe fn fill<T: Copy>(dst: *mut T, max: c_int, src: &[T], what: &str) -> MpiRe
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_contents(
     datatype: MPI_Datatype,
     max_integers: c_int,
@@ -780,7 +780,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_set_name(
     datatype: MPI_Datatype,
     type_name: *const c_char,
@@ -806,7 +806,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_name(
     datatype: MPI_Datatype,
     type_name: *mut c_char,
@@ -827,7 +827,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_match_size(
     typeclass: c_int,
     size: c_int,
@@ -893,7 +893,7 @@ fn f90_type(
 
 /// MPI-4.0 §19.1.9: the `INTEGER` kind with at least `r` decimal digits,
 /// as the predefined sized type of that kind.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_f90_integer(
     r: c_int,
     newtype: *mut MPI_Datatype,
@@ -915,7 +915,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_integer(
 
 /// MPI-4.0 §19.1.9: the `REAL` kind with precision `p` and range `r`
 /// (IEEE single, double and quadruple precision).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_f90_real(
     p: c_int,
     r: c_int,
@@ -931,7 +931,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_real(
 
 /// MPI-4.0 §19.1.9: the `COMPLEX` kind whose parts have precision `p` and
 /// range `r`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_create_f90_complex(
     p: c_int,
     r: c_int,
@@ -950,7 +950,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_complex(
 
 /// The address of `location`, usable as a displacement from
 /// `MPI_BOTTOM` (its provenance is exposed for that).
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
     call("MPI_Get_address", abi::MPI_COMM_WORLD, |_| {
         // SAFETY: output argument.
@@ -958,12 +958,12 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
     base.wrapping_add(disp)
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     addr1.wrapping_sub(addr2)
 }

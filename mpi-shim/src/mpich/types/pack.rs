@@ -65,7 +65,7 @@ unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
     }
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Pack(
     inbuf: *const c_void,
     incount: c_int,
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn MPI_Pack(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Unpack(
     inbuf: *const c_void,
     insize: c_int,
@@ -119,7 +119,7 @@ pub unsafe extern "C" fn MPI_Unpack(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Pack_size(
     incount: c_int,
     datatype: MPI_Datatype,
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn MPI_Pack_size(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Pack_external(
     datarep: *const c_char,
     inbuf: *const c_void,
@@ -172,7 +172,7 @@ pub unsafe extern "C" fn MPI_Pack_external(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Unpack_external(
     datarep: *const c_char,
     inbuf: *const c_void,
@@ -206,7 +206,7 @@ pub unsafe extern "C" fn MPI_Unpack_external(
     })
 }
 
-#[unsafe(no_mangle)]
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Pack_external_size(
     datarep: *const c_char,
     incount: c_int,

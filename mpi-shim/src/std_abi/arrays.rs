@@ -1,0 +1,428 @@
+//! Entries with arrays of handles, statuses or ranks, whose length is
+//! another argument (or the communicator's size or neighbourhood): each
+//! array crosses through a copy of that length.
+
+use super::*;
+
+/// # Safety
+/// `p` is null or addresses `n` handles.
+unsafe fn handles_in(p: *const Handle, n: c_int) -> Vec<c_int> {
+    if p.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }
+        .iter()
+        .map(|&h| handle_in(h))
+        .collect()
+}
+
+/// # Safety
+/// `p` is null or addresses `v.len()` writable handles.
+unsafe fn handles_out(p: *mut Handle, v: &[c_int]) {
+    if !p.is_null() {
+        for (i, &h) in v.iter().enumerate() {
+            // SAFETY: the caller's promise.
+            unsafe { *p.add(i) = handle_out(h) };
+        }
+    }
+}
+
+fn ptr_or_null<T>(v: &mut [T], given: bool) -> *mut T {
+    if given {
+        v.as_mut_ptr()
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
+/// Call `f` with the requests and statuses as the library's, and write
+/// both back.
+///
+/// # Safety
+/// `requests` addresses `count` handles, `statuses` is null
+/// (`MPI_STATUSES_IGNORE`) or addresses `count` statuses.
+unsafe fn with_requests(
+    count: c_int,
+    requests: *mut Handle,
+    statuses: *mut MPI_Status,
+    f: impl FnOnce(*mut c_int, *mut abi::MPI_Status) -> c_int,
+) -> c_int {
+    // SAFETY: the caller's promise.
+    let mut reqs = unsafe { handles_in(requests, count) };
+    let n = reqs.len();
+    let mut sts = vec![abi::MPI_Status::default(); if statuses.is_null() { 0 } else { n }];
+    let sts_arg = if statuses.is_null() {
+        status_ignore()
+    } else {
+        sts.as_mut_ptr()
+    };
+    let rc = f(ptr_or_null(&mut reqs, !requests.is_null()), sts_arg);
+    // SAFETY: the caller's promise, for both arrays.
+    unsafe {
+        handles_out(requests, &reqs);
+        if !statuses.is_null() {
+            for (i, s) in sts.iter().enumerate() {
+                *statuses.add(i) = status_from_mpich(s);
+            }
+        }
+    }
+    code_out(rc)
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's arrays, as the standard describes them.
+    unsafe {
+        with_requests(count, array_of_requests, array_of_statuses, |r, s| {
+            entries::MPI_Waitall(count, r, s)
+        })
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        with_requests(count, array_of_requests, array_of_statuses, |r, s| {
+            entries::MPI_Testall(count, r, flag, s)
+        })
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut Handle,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        with_requests(incount, array_of_requests, array_of_statuses, |r, s| {
+            entries::MPI_Waitsome(incount, r, outcount, array_of_indices, s)
+        })
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut Handle,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        with_requests(incount, array_of_requests, array_of_statuses, |r, s| {
+            entries::MPI_Testsome(incount, r, outcount, array_of_indices, s)
+        })
+    }
+}
+
+/// `Waitany` and `Testany` write one status: the array of statuses is
+/// that one (or none).
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    indx: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's arrays; `status` is one status or null.
+    unsafe {
+        let mut one = status_in(status);
+        let st = if status.is_null() {
+            status_ignore()
+        } else {
+            &mut one
+        };
+        let rc = with_requests(count, array_of_requests, std::ptr::null_mut(), |r, _| {
+            entries::MPI_Waitany(count, r, indx, st)
+        });
+        status_out(status, &one);
+        rc
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut Handle,
+    indx: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        let mut one = status_in(status);
+        let st = if status.is_null() {
+            status_ignore()
+        } else {
+            &mut one
+        };
+        let rc = with_requests(count, array_of_requests, std::ptr::null_mut(), |r, _| {
+            entries::MPI_Testany(count, r, indx, flag, st)
+        });
+        status_out(status, &one);
+        rc
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Handle) -> c_int {
+    // SAFETY: the caller's array of `count` requests.
+    unsafe {
+        with_requests(count, array_of_requests, std::ptr::null_mut(), |r, _| {
+            entries::MPI_Startall(count, r)
+        })
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const MPI_Aint,
+    array_of_types: *const Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the caller's arrays of `count` entries and output handle.
+    unsafe {
+        let types = handles_in(array_of_types, count);
+        let types_arg = if array_of_types.is_null() {
+            std::ptr::null()
+        } else {
+            types.as_ptr()
+        };
+        let mut made = handle_ptr_in(newtype);
+        let out = if newtype.is_null() {
+            std::ptr::null_mut()
+        } else {
+            &mut made
+        };
+        let rc = entries::MPI_Type_create_struct(
+            count,
+            array_of_blocklengths as _,
+            array_of_displacements as _,
+            types_arg as _,
+            out,
+        );
+        handle_ptr_out(newtype, made);
+        code_out(rc)
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Type_get_contents(
+    datatype: Handle,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut MPI_Aint,
+    array_of_datatypes: *mut Handle,
+) -> c_int {
+    // SAFETY: the caller's output arrays of the given lengths.
+    unsafe {
+        let mut types = vec![0; max_datatypes.max(0) as usize];
+        let types_arg = ptr_or_null(&mut types, !array_of_datatypes.is_null());
+        let rc = entries::MPI_Type_get_contents(
+            handle_in(datatype),
+            max_integers,
+            max_addresses,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses as _,
+            types_arg,
+        );
+        if rc == abi::MPI_SUCCESS {
+            handles_out(array_of_datatypes, &types);
+            constants_out(handle_in(datatype), array_of_integers, max_integers);
+        }
+        code_out(rc)
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Type_create_darray(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    array_of_gsizes: *const c_int,
+    array_of_distribs: *const c_int,
+    array_of_dargs: *const c_int,
+    array_of_psizes: *const c_int,
+    order: c_int,
+    oldtype: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    // SAFETY: the caller's arrays of `ndims` integers and output handle.
+    unsafe {
+        let copy = |p: *const c_int| -> Vec<c_int> {
+            if p.is_null() {
+                Vec::new()
+            } else {
+                (0..ndims.max(0) as usize)
+                    .map(|i| distribute_in(*p.add(i)))
+                    .collect()
+            }
+        };
+        let (distribs, dargs) = (copy(array_of_distribs), copy(array_of_dargs));
+        let arg = |v: &Vec<c_int>, p: *const c_int| if p.is_null() { p } else { v.as_ptr() };
+        let mut made = handle_ptr_in(newtype);
+        let out = if newtype.is_null() {
+            std::ptr::null_mut()
+        } else {
+            &mut made
+        };
+        let rc = entries::MPI_Type_create_darray(
+            size,
+            rank,
+            ndims,
+            array_of_gsizes as _,
+            arg(&distribs, array_of_distribs) as _,
+            arg(&dargs, array_of_dargs) as _,
+            array_of_psizes as _,
+            order_in(order),
+            handle_in(oldtype),
+            out,
+        );
+        handle_ptr_out(newtype, made);
+        code_out(rc)
+    }
+}
+
+/// The constants among a subarray's or darray's integers (the order, the
+/// distributions and default arguments) as the standard ABI's.
+///
+/// # Safety
+/// `ints` addresses `max` integers `MPI_Type_get_contents` filled.
+unsafe fn constants_out(datatype: c_int, ints: *mut c_int, max: c_int) {
+    let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+    // SAFETY: live locals; the caller's array of `max` integers.
+    unsafe {
+        entries::MPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nd, &mut combiner);
+        if ints.is_null() || ni > max || ni < 1 {
+            return;
+        }
+        let at = |i: c_int| ints.add(i as usize);
+        if combiner == abi::MPI_COMBINER_SUBARRAY {
+            let n = *at(0);
+            *at(3 * n + 1) = order_out(*at(3 * n + 1));
+        } else if combiner == abi::MPI_COMBINER_DARRAY {
+            let n = *at(2);
+            for i in 0..2 * n {
+                *at(3 + n + i) = distribute_out(*at(3 + n + i));
+            }
+            *at(3 + 4 * n) = order_out(*at(3 + 4 * n));
+        }
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Group_translate_ranks(
+    group1: Handle,
+    n: c_int,
+    ranks1: *const c_int,
+    group2: Handle,
+    ranks2: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's arrays of `n` ranks.
+    unsafe {
+        let len = if ranks1.is_null() {
+            0
+        } else {
+            n.max(0) as usize
+        };
+        let input: Vec<c_int> = (0..len).map(|i| rank_in(*ranks1.add(i))).collect();
+        let rc = entries::MPI_Group_translate_ranks(
+            handle_in(group1),
+            n,
+            if ranks1.is_null() {
+                ranks1
+            } else {
+                input.as_ptr()
+            } as _,
+            handle_in(group2),
+            ranks2,
+        );
+        if rc == abi::MPI_SUCCESS && !ranks2.is_null() {
+            for i in 0..n.max(0) as usize {
+                *ranks2.add(i) = rank_out(*ranks2.add(i));
+            }
+        }
+        code_out(rc)
+    }
+}
+
+/// The number of processes an `alltoallw` exchanges with: the group's
+/// size, or the (in, out) neighbours of a topology.
+fn peers(comm: c_int, neighbors: bool) -> (c_int, c_int) {
+    let mut size = 0;
+    // SAFETY: live local outputs; an invalid communicator leaves them 0
+    // and the call itself reports it.
+    unsafe {
+        if !neighbors {
+            entries::MPI_Comm_size(comm, &mut size);
+            return (size, size);
+        }
+        let mut kind = 0;
+        entries::MPI_Topo_test(comm, &mut kind);
+        if kind == abi::MPI_DIST_GRAPH {
+            let (mut indeg, mut outdeg, mut weighted) = (0, 0, 0);
+            entries::MPI_Dist_graph_neighbors_count(comm, &mut indeg, &mut outdeg, &mut weighted);
+            (indeg, outdeg)
+        } else if kind == abi::MPI_CART {
+            entries::MPI_Cartdim_get(comm, &mut size);
+            (2 * size, 2 * size)
+        } else if kind == abi::MPI_GRAPH {
+            let mut rank = 0;
+            entries::MPI_Comm_rank(comm, &mut rank);
+            entries::MPI_Graph_neighbors_count(comm, rank, &mut size);
+            (size, size)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
+/// Declares an `alltoallw` entry: the two arrays of datatypes cross as
+/// copies as long as the peers they describe.
+macro_rules! alltoallw {
+    ($name:ident, $neighbors:expr $(, $req:ident)?) => {
+        #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+        pub unsafe extern "C" fn $name(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle $(, $req: *mut Handle)?) -> c_int {
+            let comm = handle_in(comm);
+            let (inn, out) = peers(comm, $neighbors);
+            // SAFETY: the caller's arrays, one entry per peer.
+            unsafe {
+                let st = handles_in(sendtypes, out);
+                let rt = handles_in(recvtypes, inn);
+                let st_arg = if sendtypes.is_null() { std::ptr::null() } else { st.as_ptr() };
+                let rt_arg = if recvtypes.is_null() { std::ptr::null() } else { rt.as_ptr() };
+                $(let mut r = handle_ptr_in($req);
+                let r_arg: *mut c_int = if $req.is_null() { std::ptr::null_mut() } else { &mut r };)?
+                let rc = entries::$name(in_place_in(sendbuf), sendcounts as _, sdispls as _, st_arg as _, recvbuf, recvcounts as _, rdispls as _, rt_arg as _, comm $(, { let _ = $req; r_arg })?);
+                $(handle_ptr_out($req, r);)?
+                code_out(rc)
+            }
+        }
+    };
+}
+
+alltoallw!(MPI_Alltoallw, false);
+alltoallw!(MPI_Ialltoallw, false, request);
+alltoallw!(MPI_Neighbor_alltoallw, true);
+alltoallw!(MPI_Ineighbor_alltoallw, true, request);
