@@ -642,20 +642,10 @@ pub fn is_status_ignore(p: *const MPI_Status) -> bool {
     p as usize == 1
 }
 
-/// The profiling twin of a prototype: `int MPI_Send(...)` gives
-/// `int PMPI_Send(...)`.
-pub fn profiling(prototype: &str) -> String {
-    let open = prototype.find('(').expect("a prototype has parameters");
-    let start = prototype[..open].rfind([' ', '*']).map_or(0, |i| i + 1);
-    format!("{}P{}", &prototype[..start], &prototype[start..])
-}
-
-/// The text of `mpi.h`: typedefs, every constant, every prototype and its
-/// profiling twin.
-pub fn header() -> String {
+/// Each constant in its C form; consecutive members of one enumeration
+/// become one `typedef enum`. Shared by the headers of both ABIs.
+pub(crate) fn write_constants(h: &mut String, all: &[&Constant]) {
     use std::fmt::Write;
-    let mut h = String::from(HEADER_PRELUDE);
-    let all: Vec<&Constant> = CONSTANTS.iter().chain(POINTERS).collect();
     let mut i = 0;
     while i < all.len() {
         let c = all[i];
@@ -682,6 +672,23 @@ pub fn header() -> String {
             }
         };
     }
+}
+
+/// The profiling twin of a prototype: `int MPI_Send(...)` gives
+/// `int PMPI_Send(...)`.
+pub fn profiling(prototype: &str) -> String {
+    let open = prototype.find('(').expect("a prototype has parameters");
+    let start = prototype[..open].rfind([' ', '*']).map_or(0, |i| i + 1);
+    format!("{}P{}", &prototype[..start], &prototype[start..])
+}
+
+/// The text of `mpi.h`: typedefs, every constant, every prototype and its
+/// profiling twin.
+pub fn header() -> String {
+    use std::fmt::Write;
+    let mut h = String::from(HEADER_PRELUDE);
+    let all: Vec<&Constant> = CONSTANTS.iter().chain(POINTERS).collect();
+    write_constants(&mut h, &all);
     h.push_str(HEADER_AFTER_CONSTANTS);
     for (kind, ty) in HANDLE_CONVERSIONS {
         let _ = writeln!(h, "#define MPI_{kind}_c2f(h) ((MPI_Fint)(h))");

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::abi::{CKind, profiling};
+use crate::abi::{Constant, profiling};
 
 include!("dropped.rs");
 
@@ -23,31 +23,8 @@ pub fn prototypes() -> impl Iterator<Item = &'static str> {
 /// The text of the standard ABI's `mpi.h`.
 pub fn header() -> String {
     let mut h = String::from(PRELUDE);
-    let all = super::constants::CONSTANTS;
-    let mut i = 0;
-    while i < all.len() {
-        let c = &all[i];
-        i += 1;
-        let _ = match c.kind {
-            CKind::Handle(ty) => writeln!(h, "#define {} (({ty})0x{:08x})", c.name, c.value),
-            CKind::Pointer(ty) => writeln!(h, "#define {} (({ty}){})", c.name, c.value),
-            CKind::Int | CKind::Function(..) | CKind::Extern(_) => {
-                writeln!(h, "#define {} ({})", c.name, c.value)
-            }
-            CKind::Enum(tag) => {
-                let mut members = vec![c];
-                while i < all.len() && matches!(all[i].kind, CKind::Enum(t) if t == tag) {
-                    members.push(&all[i]);
-                    i += 1;
-                }
-                let body: Vec<String> = members
-                    .iter()
-                    .map(|m| format!("    {} = {}", m.name, m.value))
-                    .collect();
-                writeln!(h, "typedef enum {tag} {{\n{}\n}} {tag};", body.join(",\n"))
-            }
-        };
-    }
+    let all: Vec<&Constant> = super::constants::CONSTANTS.iter().collect();
+    crate::abi::write_constants(&mut h, &all);
     h.push_str(crate::abi::HEADER_AFTER_CONSTANTS);
     h.push('\n');
     for p in prototypes() {

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     EXPECT(MPI_Barrier(MPI_COMM_NULL), MPI_ERR_COMM);
     MPI_Request bad = (MPI_Request)0x12;
     EXPECT(MPI_Wait(&bad, MPI_STATUS_IGNORE), MPI_ERR_REQUEST);
-#ifndef TESSEL_MPI_ABI
+#ifndef MPI_ABI_VERSION
     /* A null status is not MPI_STATUS_IGNORE (in MPICH's ABI that is
      * (MPI_Status *)1): the calls refuse it before doing anything. */
     MPI_Request none = MPI_REQUEST_NULL;
