@@ -105,7 +105,6 @@ fn plain_type(c: &str) -> Option<&'static str> {
         "MPI_T_cb_safety" => "c_int",
         "MPI_T_enum"
         | "MPI_T_cvar_handle"
-        | "MPI_T_pvar_handle"
         | "MPI_T_pvar_session"
         | "MPI_T_event_registration"
         | "MPI_T_event_instance"
@@ -163,6 +162,15 @@ fn crossing(function: &str, inert: bool, c: &str, name: &str) -> Crossing {
         }
         _ => {}
     }
+    if c == "MPI_T_pvar_handle" {
+        // `MPI_T_PVAR_ALL_HANDLES` is 1 here, an address in the library.
+        return Crossing::with(
+            "*mut c_void",
+            String::new(),
+            format!("pvar_handle_in({name})"),
+            String::new(),
+        );
+    }
     if c.ends_with("_function *") || c.ends_with("_function") {
         assert!(
             inert,
@@ -195,12 +203,17 @@ fn crossing(function: &str, inert: bool, c: &str, name: &str) -> Crossing {
             ),
             None => Crossing::plain(ty, name),
         },
-        ("const void *" | "void *", "sendbuf" | "recvbuf") => Crossing::with(
-            ty,
-            String::new(),
-            format!("in_place_in({name} as *const c_void) as _"),
-            String::new(),
-        ),
+        // Any message buffer may be `MPI_IN_PLACE`: where the standard
+        // allows it (`sendbuf`, `recvbuf`) and where the library must
+        // refuse it (`buffer` of `MPI_Bcast`, `inbuf` of `MPI_Reduce_local`).
+        ("const void *" | "void *", _) if name.ends_with("buf") || name == "buffer" => {
+            Crossing::with(
+                ty,
+                String::new(),
+                format!("in_place_in({name} as *const c_void) as _"),
+                String::new(),
+            )
+        }
         (_, "weights" | "sourceweights" | "destweights") => Crossing::with(
             ty,
             String::new(),

@@ -78,27 +78,50 @@ struct Tables {
     /// The library's `MPI_MESSAGE_NULL` is its `MPI_REQUEST_NULL`: message
     /// outputs translate through their own table.
     messages_out: HashMap<c_int, Handle>,
-    domains: HashMap<&'static str, Vec<(c_int, c_int)>>,
+    /// (standard value, library value) pairs of each [`Domain`], by its index.
+    domains: [Vec<(c_int, c_int)>; DOMAINS.len()],
 }
 
-/// The integer constants of each domain, by name: (domain, name prefix or name).
-const DOMAINS: &[(&str, &[&str])] = &[
-    ("rank", &["MPI_ANY_SOURCE", "MPI_PROC_NULL", "MPI_ROOT"]),
-    ("tag", &["MPI_ANY_TAG"]),
-    ("code", &["MPI_SUCCESS", "MPI_ERR_", "MPI_T_ERR_"]),
-    ("thread", &["MPI_THREAD_"]),
+/// The kinds of integers with special values: each translates through its
+/// own pairs, since the same number means different things in two of them.
+#[derive(Clone, Copy)]
+enum Domain {
+    Rank,
+    Tag,
+    Code,
+    Thread,
+    Compare,
+    Topo,
+    Combiner,
+    SplitType,
+    Order,
+    Distribute,
+    Typeclass,
+    Keyval,
+}
+
+/// The integer constants of each domain, by name (a name, or a prefix
+/// ending in `_`), in the order of [`Domain`].
+const DOMAINS: [(Domain, &[&str]); 12] = [
     (
-        "compare",
+        Domain::Rank,
+        &["MPI_ANY_SOURCE", "MPI_PROC_NULL", "MPI_ROOT"],
+    ),
+    (Domain::Tag, &["MPI_ANY_TAG"]),
+    (Domain::Code, &["MPI_SUCCESS", "MPI_ERR_", "MPI_T_ERR_"]),
+    (Domain::Thread, &["MPI_THREAD_"]),
+    (
+        Domain::Compare,
         &["MPI_IDENT", "MPI_CONGRUENT", "MPI_SIMILAR", "MPI_UNEQUAL"],
     ),
-    ("topo", &["MPI_CART", "MPI_GRAPH", "MPI_DIST_GRAPH"]),
-    ("combiner", &["MPI_COMBINER_"]),
-    ("split_type", &["MPI_COMM_TYPE_"]),
-    ("order", &["MPI_ORDER_"]),
-    ("distribute", &["MPI_DISTRIBUTE_"]),
-    ("typeclass", &["MPI_TYPECLASS_"]),
+    (Domain::Topo, &["MPI_CART", "MPI_GRAPH", "MPI_DIST_GRAPH"]),
+    (Domain::Combiner, &["MPI_COMBINER_"]),
+    (Domain::SplitType, &["MPI_COMM_TYPE_"]),
+    (Domain::Order, &["MPI_ORDER_"]),
+    (Domain::Distribute, &["MPI_DISTRIBUTE_"]),
+    (Domain::Typeclass, &["MPI_TYPECLASS_"]),
     (
-        "keyval",
+        Domain::Keyval,
         &[
             "MPI_KEYVAL_INVALID",
             "MPI_TAG_UB",
@@ -117,6 +140,15 @@ const DOMAINS: &[(&str, &[&str])] = &[
     ),
 ];
 
+// `DOMAINS` lists the domains in the order of `Domain`.
+const _: () = {
+    let mut i = 0;
+    while i < DOMAINS.len() {
+        assert!(DOMAINS[i].0 as usize == i);
+        i += 1;
+    }
+};
+
 fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
     TABLES.get_or_init(|| {
@@ -124,7 +156,7 @@ fn tables() -> &'static Tables {
         let mut handles_in = vec![0; constants::PREDEFINED_LIMIT];
         let mut handles_out = HashMap::new();
         let mut messages_out = HashMap::new();
-        let mut domains: HashMap<&'static str, Vec<(c_int, c_int)>> = HashMap::new();
+        let mut domains: [Vec<(c_int, c_int)>; DOMAINS.len()] = Default::default();
         for c in constants::CONSTANTS {
             let Some(&theirs) = mpich.get(c.name) else {
                 continue;
@@ -150,10 +182,7 @@ fn tables() -> &'static Tables {
                     if let Some((d, _)) = domain
                         && c.name != "MPI_ERR_LASTCODE"
                     {
-                        domains
-                            .entry(d)
-                            .or_default()
-                            .push((c.value as c_int, theirs as c_int));
+                        domains[*d as usize].push((c.value as c_int, theirs as c_int));
                     }
                 }
                 _ => {}
@@ -237,15 +266,15 @@ unsafe fn handle_ptr_out(p: *mut Handle, h: c_int) {
     }
 }
 
-fn domain_in(domain: &str, v: c_int) -> c_int {
-    tables().domains[domain]
+fn domain_in(domain: Domain, v: c_int) -> c_int {
+    tables().domains[domain as usize]
         .iter()
         .find(|(s, _)| *s == v)
         .map_or(v, |(_, m)| *m)
 }
 
-fn domain_out(domain: &str, v: c_int) -> c_int {
-    tables().domains[domain]
+fn domain_out(domain: Domain, v: c_int) -> c_int {
+    tables().domains[domain as usize]
         .iter()
         .find(|(_, m)| *m == v)
         .map_or(v, |(s, _)| *s)
@@ -255,27 +284,27 @@ macro_rules! domain_fns {
     ($($domain:ident: $in_fn:ident, $out_fn:ident;)*) => {$(
         #[allow(dead_code)]
         pub(crate) fn $in_fn(v: c_int) -> c_int {
-            domain_in(stringify!($domain), v)
+            domain_in(Domain::$domain, v)
         }
         #[allow(dead_code)]
         pub(crate) fn $out_fn(v: c_int) -> c_int {
-            domain_out(stringify!($domain), v)
+            domain_out(Domain::$domain, v)
         }
     )*};
 }
 
 domain_fns! {
-    rank: rank_in, rank_out;
-    tag: tag_in, tag_out;
-    thread: thread_in, thread_out;
-    compare: compare_in, compare_out;
-    topo: topo_in, topo_out;
-    combiner: combiner_in, combiner_out;
-    split_type: split_type_in, split_type_out;
-    order: order_in, order_out;
-    distribute: distribute_in, distribute_out;
-    typeclass: typeclass_in, typeclass_out;
-    keyval: keyval_in, keyval_out;
+    Rank: rank_in, rank_out;
+    Tag: tag_in, tag_out;
+    Thread: thread_in, thread_out;
+    Compare: compare_in, compare_out;
+    Topo: topo_in, topo_out;
+    Combiner: combiner_in, combiner_out;
+    SplitType: split_type_in, split_type_out;
+    Order: order_in, order_out;
+    Distribute: distribute_in, distribute_out;
+    Typeclass: typeclass_in, typeclass_out;
+    Keyval: keyval_in, keyval_out;
 }
 
 /// The first error class or code the application adds, in each ABI.
@@ -288,7 +317,7 @@ pub(crate) fn code_in(v: c_int) -> c_int {
     } else if v >= FIRST_USER_CODE {
         v - FIRST_USER_CODE + crate::core::errh::FIRST_USER_CODE
     } else {
-        domain_in("code", v)
+        domain_in(Domain::Code, v)
     }
 }
 
@@ -299,7 +328,7 @@ pub(crate) fn code_out(v: c_int) -> c_int {
     } else if v >= crate::core::errh::FIRST_USER_CODE {
         v - crate::core::errh::FIRST_USER_CODE + FIRST_USER_CODE
     } else {
-        domain_out("code", v)
+        domain_out(Domain::Code, v)
     }
 }
 
@@ -334,6 +363,17 @@ fn weights_in(p: *const c_int) -> *mut c_int {
         10 => crate::mpich::predefined::MPI_UNWEIGHTED.0.cast_mut(),
         11 => crate::mpich::predefined::MPI_WEIGHTS_EMPTY.0.cast_mut(),
         _ => p.cast_mut(),
+    }
+}
+
+/// `MPI_T_PVAR_ALL_HANDLES` (1) as the library's.
+fn pvar_handle_in(h: *mut c_void) -> *mut c_void {
+    if h as usize == 1 {
+        crate::mpich::predefined::MPI_T_PVAR_ALL_HANDLES
+            .get()
+            .cast_mut()
+    } else {
+        h
     }
 }
 
