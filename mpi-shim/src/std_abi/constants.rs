@@ -16,6 +16,18 @@ use crate::abi::{CKind, Constant};
 /// Every predefined handle of the standard ABI is below this value.
 pub const PREDEFINED_LIMIT: usize = 0x1000;
 
+/// The value of the constant `name` of this table.
+///
+/// # Panics
+/// When the table has no such constant (a misspelt name in the library).
+pub fn value(name: &str) -> i64 {
+    CONSTANTS
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("{name} is not a constant of the standard ABI"))
+        .value
+}
+
 const fn c(name: &'static str, kind: CKind, value: i64) -> Constant {
     Constant { name, kind, value }
 }

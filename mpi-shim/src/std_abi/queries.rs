@@ -24,6 +24,8 @@ pub const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_toint(MPI_Comm comm)",
     "MPI_Errhandler MPI_Errhandler_fromint(int errhandler)",
     "int MPI_Errhandler_toint(MPI_Errhandler errhandler)",
+    "MPI_File MPI_File_fromint(int file)",
+    "int MPI_File_toint(MPI_File file)",
     "MPI_Group MPI_Group_fromint(int group)",
     "int MPI_Group_toint(MPI_Group group)",
     "MPI_Info MPI_Info_fromint(int info)",
@@ -227,6 +229,19 @@ int_conversions! {
     MPI_Session_toint, MPI_Session_fromint;
     MPI_Type_toint, MPI_Type_fromint;
     MPI_Win_toint, MPI_Win_fromint;
+}
+
+/// `MPI_File_toint`: the library has no MPI-IO, so the only file is
+/// `MPI_FILE_NULL`, whose integer is 0 (as `MPI_File_c2f` gives it).
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub extern "C" fn MPI_File_toint(_file: Handle) -> c_int {
+    0
+}
+
+/// `MPI_File_fromint`: `MPI_FILE_NULL`, the only file there is.
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub extern "C" fn MPI_File_fromint(_file: c_int) -> Handle {
+    constants::value("MPI_FILE_NULL") as Handle
 }
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
