@@ -5,8 +5,9 @@
 # them on our library, and compare our mpi.h with its), the third-party
 # MPI programs the tests run on our library unchanged (Debian's NetPIPE
 # built against MPICH; mpi4py from PyPI, in the virtual environment
-# target/venv), hwloc with its headers for the topology (hwloc.pc links
-# -ludev, hence libudev-dev), the network libraries the plugins bind at build
+# target/venv), MPICH 5 from PyPI as the reference of the standard ABI
+# (target/bench-venv), hwloc with its headers for the topology (hwloc.pc
+# links -ludev, hence libudev-dev), the network libraries the plugins bind at build
 # time with bindgen (UCX, libfabric, libibverbs; libclang for bindgen), their
 # own benchmark tools (ucx_perftest, fi_pingpong), iproute2 for the tests'
 # network namespaces, and a Rust toolchain when none is on PATH.
@@ -51,4 +52,14 @@ if ! "$mpi4py_venv/bin/python" -c "import mpi4py" >/dev/null 2>&1; then
     echo "setup: installing mpi4py into $mpi4py_venv"
     /usr/bin/python3 -m venv "$mpi4py_venv"
     "$mpi4py_venv/bin/pip" install --quiet --disable-pip-version-check "mpi4py>=4.1,<5"
+fi
+
+# MPICH 5 from PyPI, in its own virtual environment target/bench-venv (the
+# benchmarks compare against it too): its `mpicc_abi` and `mpi_abi.h` are
+# the reference the tests hold the standard-ABI library to.
+mpich5_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/bench-venv"
+if [ ! -x "$mpich5_venv/bin/mpicc_abi" ]; then
+    echo "setup: installing MPICH 5 into $mpich5_venv"
+    /usr/bin/python3 -m venv "$mpich5_venv"
+    "$mpich5_venv/bin/pip" install --quiet --disable-pip-version-check "mpich>=5,<6"
 fi

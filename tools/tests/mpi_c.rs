@@ -96,28 +96,13 @@ fn programs_built_with_our_mpicc() {
 }
 
 /// The programs built with `mpicc_abi` for the MPI-5 standard ABI
-/// (`libmpi_abi.so.1`). Not here: `comms` and `unsupported` call functions
-/// the standard ABI dropped (`MPI_Errhandler_get`, `MPI_Fint`
-/// conversions); `colls` crashes in the standard layer (an open bug).
-const STANDARD_ABI_PROGRAMS: &[&str] = &[
-    "p2p",
-    "coll",
-    "errors",
-    "sessions",
-    "sessions_mixed",
-    "p2pmore",
-    "datatypes",
-    "topo",
-    "neighbor",
-    "mem",
-    "hwtopo",
-    "recvbuf",
-];
-
+/// (`libmpi_abi.so.1`): every one (those that use what the standard ABI
+/// dropped, `MPI_Errhandler_get` and the `MPI_Fint` conversions, test
+/// `MPI_ABI_VERSION`).
 #[test]
 fn programs_built_with_mpicc_abi() {
     let cc = prefix().join("bin/mpicc_abi");
-    for &name in STANDARD_ABI_PROGRAMS {
+    for &name in PROGRAMS {
         let exe = build(&cc, name, "abi");
         for n in [1, 2, 3, 4, 8] {
             let run = run_ours(&format!("{name}-abi-{n}"), &exe, n, false);
@@ -133,6 +118,43 @@ fn programs_built_against_mpich_run_on_our_library() {
         for n in [1, 3, 8] {
             let run = run_ours(&format!("{name}-mpich-{n}"), &exe, n, true);
             assert_ok(&run, name, n);
+        }
+    }
+}
+
+/// MPICH 5's `mpicc_abi` (PyPI's `mpich`, which `tools/setup.sh` installs
+/// into `target/bench-venv`; `$TESSEL_MPICH5` names another installation).
+fn mpich5_cc_abi() -> PathBuf {
+    let prefix = std::env::var_os("TESSEL_MPICH5").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-venv"),
+        PathBuf::from,
+    );
+    let cc = prefix.join("bin/mpicc_abi");
+    assert!(
+        cc.exists(),
+        "{} is missing: tools/setup.sh installs MPICH 5 from PyPI",
+        cc.display()
+    );
+    cc
+}
+
+/// Binaries of the standard ABI built by another implementation, MPICH 5,
+/// with its own `mpi.h`: they run on our `libmpi_abi.so.1` unchanged
+/// (found first through `LD_LIBRARY_PATH`, before the `RUNPATH` to
+/// MPICH's library that its wrapper records).
+#[test]
+fn programs_built_with_mpich5_mpicc_abi_run_on_our_library() {
+    let cc = mpich5_cc_abi();
+    for &name in PROGRAMS.iter().filter(|p| !EXTENSIONS.contains(p)) {
+        let exe = build(&cc, name, "mpich5-abi");
+        for n in [1, 3, 8] {
+            let run = run_ours(&format!("{name}-mpich5-abi-{n}"), &exe, n, true);
+            assert_ok(&run, name, n);
+            assert!(
+                run.stdout.contains("MPI-5 standard ABI"),
+                "not run on Tessel's libmpi_abi:\n{}",
+                run.stdout
+            );
         }
     }
 }
