@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use crate::abi::{self, MPI_Datatype, MPI_Op};
+use crate::abi::{self, MPI_Datatype};
 use crate::core::datatype::Datatype;
 use crate::core::{MpiError, MpiResult};
 
@@ -87,90 +87,46 @@ impl Pair {
     }
 }
 
-// Handles MPICH's header gives these types; the table in `abi` may not
-// name them yet.
-const C_FLOAT_COMPLEX: MPI_Datatype = 0x4c00_0840;
-const C_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1041;
-const C_LONG_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_2042;
-const CXX_BOOL: MPI_Datatype = 0x4c00_0133;
-const CXX_FLOAT_COMPLEX: MPI_Datatype = 0x4c00_0834;
-const CXX_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1035;
-const CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_2036;
-// Fortran's types, as C sees them (gfortran's layouts).
-const INTEGER: MPI_Datatype = 0x4c00_041b;
-const INTEGER1: MPI_Datatype = 0x4c00_012d;
-const INTEGER2: MPI_Datatype = 0x4c00_022f;
-const INTEGER4: MPI_Datatype = 0x4c00_0430;
-const INTEGER8: MPI_Datatype = 0x4c00_0831;
-const REAL: MPI_Datatype = 0x4c00_041c;
-const REAL4: MPI_Datatype = 0x4c00_0427;
-const REAL8: MPI_Datatype = 0x4c00_0829;
-const REAL16: MPI_Datatype = 0x4c00_102b;
-const DOUBLE_PRECISION: MPI_Datatype = 0x4c00_081f;
-const LOGICAL: MPI_Datatype = 0x4c00_041d;
-const COMPLEX: MPI_Datatype = 0x4c00_081e;
-const DOUBLE_COMPLEX: MPI_Datatype = 0x4c00_1022;
-const COMPLEX8: MPI_Datatype = 0x4c00_0828;
-const COMPLEX16: MPI_Datatype = 0x4c00_102a;
-const COMPLEX32: MPI_Datatype = 0x4c00_202c;
-const CHARACTER: MPI_Datatype = 0x4c00_011a;
-const TWO_INTEGER: MPI_Datatype = 0x4c00_0820;
-
-/// Size in bytes (of data) and element kind of a predefined datatype.
-pub fn predefined(dt: MPI_Datatype) -> MpiResult<(usize, Elem)> {
-    let pair = match dt {
-        abi::MPI_FLOAT_INT => Some(Pair::FloatInt),
-        abi::MPI_DOUBLE_INT => Some(Pair::DoubleInt),
-        abi::MPI_LONG_INT => Some(Pair::LongInt),
-        abi::MPI_2INT | TWO_INTEGER => Some(Pair::TwoInt),
-        abi::MPI_SHORT_INT => Some(Pair::ShortInt),
-        abi::MPI_LONG_DOUBLE_INT => Some(Pair::LongDoubleInt),
-        _ => None,
-    };
-    if let Some(p) = pair {
-        return Ok((p.value_size() + 4, Elem::Pair(p)));
-    }
-    let elem = basic_elem(dt)
-        .ok_or_else(|| MpiError::new(abi::MPI_ERR_TYPE, format!("invalid datatype {dt:#x}")))?;
-    // Predefined handles carry their size in bits 8-15.
-    Ok((((dt as u32 >> 8) & 0xff) as usize, elem))
+/// The predefined reduction operations (MPI-4.0 §6.9.2, §6.9.4;
+/// `Replace` and `NoOp` belong to one-sided communication, §12.3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Max,
+    Min,
+    Sum,
+    Prod,
+    Land,
+    Band,
+    Lor,
+    Bor,
+    Lxor,
+    Bxor,
+    Minloc,
+    Maxloc,
+    Replace,
+    NoOp,
 }
 
-/// The element kind of a predefined datatype other than a pair type.
-fn basic_elem(dt: MPI_Datatype) -> Option<Elem> {
-    use Elem::*;
-    Some(match dt {
-        abi::MPI_CHAR | abi::MPI_SIGNED_CHAR | abi::MPI_INT8_T | INTEGER1 => I8,
-        abi::MPI_UNSIGNED_CHAR | abi::MPI_UINT8_T => U8,
-        abi::MPI_SHORT | abi::MPI_INT16_T | INTEGER2 => I16,
-        abi::MPI_UNSIGNED_SHORT | abi::MPI_UINT16_T => U16,
-        abi::MPI_INT | abi::MPI_INT32_T | abi::MPI_WCHAR | INTEGER | INTEGER4 => I32,
-        abi::MPI_UNSIGNED | abi::MPI_UINT32_T => U32,
-        abi::MPI_LONG
-        | abi::MPI_LONG_LONG_INT
-        | abi::MPI_INT64_T
-        | abi::MPI_AINT
-        | abi::MPI_OFFSET
-        | abi::MPI_COUNT
-        | INTEGER8 => I64,
-        abi::MPI_UNSIGNED_LONG | abi::MPI_UNSIGNED_LONG_LONG | abi::MPI_UINT64_T => U64,
-        abi::MPI_FLOAT | REAL | REAL4 => F32,
-        abi::MPI_DOUBLE | DOUBLE_PRECISION | REAL8 => F64,
-        abi::MPI_LONG_DOUBLE => LongDouble,
-        C_FLOAT_COMPLEX | CXX_FLOAT_COMPLEX | COMPLEX | COMPLEX8 => C32,
-        C_DOUBLE_COMPLEX | CXX_DOUBLE_COMPLEX | DOUBLE_COMPLEX | COMPLEX16 => C64,
-        abi::MPI_C_BOOL | CXX_BOOL => Bool,
-        LOGICAL => Logical,
-        abi::MPI_BYTE => Byte,
-        // Quad precision and its complex: no hardware here computes them.
-        abi::MPI_PACKED
-        | CHARACTER
-        | REAL16
-        | COMPLEX32
-        | C_LONG_DOUBLE_COMPLEX
-        | CXX_LONG_DOUBLE_COMPLEX => Opaque,
-        _ => return None,
-    })
+impl Op {
+    /// The operation's name in the standard.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Max => "MPI_MAX",
+            Op::Min => "MPI_MIN",
+            Op::Sum => "MPI_SUM",
+            Op::Prod => "MPI_PROD",
+            Op::Land => "MPI_LAND",
+            Op::Band => "MPI_BAND",
+            Op::Lor => "MPI_LOR",
+            Op::Bor => "MPI_BOR",
+            Op::Lxor => "MPI_LXOR",
+            Op::Bxor => "MPI_BXOR",
+            Op::Minloc => "MPI_MINLOC",
+            Op::Maxloc => "MPI_MAXLOC",
+            Op::Replace => "MPI_REPLACE",
+            Op::NoOp => "MPI_NO_OP",
+        }
+    }
 }
 
 /// A number as packed bytes hold it (native byte order).
@@ -226,16 +182,16 @@ macro_rules! k {
 macro_rules! int_kernel {
     ($ty:ty, $op:expr) => {
         match $op {
-            abi::MPI_SUM => k!($ty, |x, y| x.wrapping_add(y)),
-            abi::MPI_PROD => k!($ty, |x, y| x.wrapping_mul(y)),
-            abi::MPI_MAX => k!($ty, |x, y| x.max(y)),
-            abi::MPI_MIN => k!($ty, |x, y| x.min(y)),
-            abi::MPI_LAND => k!($ty, |x, y| ((x != 0) && (y != 0)) as $ty),
-            abi::MPI_LOR => k!($ty, |x, y| ((x != 0) || (y != 0)) as $ty),
-            abi::MPI_LXOR => k!($ty, |x, y| ((x != 0) != (y != 0)) as $ty),
-            abi::MPI_BAND => k!($ty, |x, y| x & y),
-            abi::MPI_BOR => k!($ty, |x, y| x | y),
-            abi::MPI_BXOR => k!($ty, |x, y| x ^ y),
+            Op::Sum => k!($ty, |x, y| x.wrapping_add(y)),
+            Op::Prod => k!($ty, |x, y| x.wrapping_mul(y)),
+            Op::Max => k!($ty, |x, y| x.max(y)),
+            Op::Min => k!($ty, |x, y| x.min(y)),
+            Op::Land => k!($ty, |x, y| ((x != 0) && (y != 0)) as $ty),
+            Op::Lor => k!($ty, |x, y| ((x != 0) || (y != 0)) as $ty),
+            Op::Lxor => k!($ty, |x, y| ((x != 0) != (y != 0)) as $ty),
+            Op::Band => k!($ty, |x, y| x & y),
+            Op::Bor => k!($ty, |x, y| x | y),
+            Op::Bxor => k!($ty, |x, y| x ^ y),
             _ => return None,
         }
     };
@@ -244,10 +200,10 @@ macro_rules! int_kernel {
 macro_rules! float_kernel {
     ($ty:ty, $op:expr) => {
         match $op {
-            abi::MPI_SUM => k!($ty, |x, y| x + y),
-            abi::MPI_PROD => k!($ty, |x, y| x * y),
-            abi::MPI_MAX => k!($ty, |x, y| if x > y { x } else { y }),
-            abi::MPI_MIN => k!($ty, |x, y| if x < y { x } else { y }),
+            Op::Sum => k!($ty, |x, y| x + y),
+            Op::Prod => k!($ty, |x, y| x * y),
+            Op::Max => k!($ty, |x, y| if x > y { x } else { y }),
+            Op::Min => k!($ty, |x, y| if x < y { x } else { y }),
             _ => return None,
         }
     };
@@ -256,8 +212,8 @@ macro_rules! float_kernel {
 macro_rules! complex_kernel {
     ($ty:ty, $op:expr) => {
         match $op {
-            abi::MPI_SUM => k!(($ty, $ty), |x, y| (x.0 + y.0, x.1 + y.1)),
-            abi::MPI_PROD => k!(($ty, $ty), |x, y| (
+            Op::Sum => k!(($ty, $ty), |x, y| (x.0 + y.0, x.1 + y.1)),
+            Op::Prod => k!(($ty, $ty), |x, y| (
                 x.0 * y.0 - x.1 * y.1,
                 x.0 * y.1 + x.1 * y.0
             )),
@@ -269,7 +225,7 @@ macro_rules! complex_kernel {
 /// The kernel of predefined `op` on `elem`, if `op` applies to it
 /// (MPI-4.0 §6.9.2). `MPI_REPLACE` and `MPI_NO_OP` belong to one-sided
 /// communication and apply to nothing here.
-pub fn kernel(op: MPI_Op, elem: Elem) -> Option<Kernel> {
+pub fn kernel(op: Op, elem: Elem) -> Option<Kernel> {
     use Elem::*;
     Some(match elem {
         I8 => int_kernel!(i8, op),
@@ -286,21 +242,21 @@ pub fn kernel(op: MPI_Op, elem: Elem) -> Option<Kernel> {
         C64 => complex_kernel!(f64, op),
         LongDouble => return long_double_kernel(op),
         Bool => match op {
-            abi::MPI_LAND => k!(u8, |x, y| ((x != 0) && (y != 0)) as u8),
-            abi::MPI_LOR => k!(u8, |x, y| ((x != 0) || (y != 0)) as u8),
-            abi::MPI_LXOR => k!(u8, |x, y| ((x != 0) != (y != 0)) as u8),
+            Op::Land => k!(u8, |x, y| ((x != 0) && (y != 0)) as u8),
+            Op::Lor => k!(u8, |x, y| ((x != 0) || (y != 0)) as u8),
+            Op::Lxor => k!(u8, |x, y| ((x != 0) != (y != 0)) as u8),
             _ => return None,
         },
         Logical => match op {
-            abi::MPI_LAND => k!(i32, |x, y| ((x != 0) && (y != 0)) as i32),
-            abi::MPI_LOR => k!(i32, |x, y| ((x != 0) || (y != 0)) as i32),
-            abi::MPI_LXOR => k!(i32, |x, y| ((x != 0) != (y != 0)) as i32),
+            Op::Land => k!(i32, |x, y| ((x != 0) && (y != 0)) as i32),
+            Op::Lor => k!(i32, |x, y| ((x != 0) || (y != 0)) as i32),
+            Op::Lxor => k!(i32, |x, y| ((x != 0) != (y != 0)) as i32),
             _ => return None,
         },
         Byte => match op {
-            abi::MPI_BAND => k!(u8, |x, y| x & y),
-            abi::MPI_BOR => k!(u8, |x, y| x | y),
-            abi::MPI_BXOR => k!(u8, |x, y| x ^ y),
+            Op::Band => k!(u8, |x, y| x & y),
+            Op::Bor => k!(u8, |x, y| x | y),
+            Op::Bxor => k!(u8, |x, y| x ^ y),
             _ => return None,
         },
         Pair(p) => return loc_kernel(op, p),
@@ -308,10 +264,10 @@ pub fn kernel(op: MPI_Op, elem: Elem) -> Option<Kernel> {
     })
 }
 
-fn loc_kernel(op: MPI_Op, p: Pair) -> Option<Kernel> {
+fn loc_kernel(op: Op, p: Pair) -> Option<Kernel> {
     let max = match op {
-        abi::MPI_MAXLOC => true,
-        abi::MPI_MINLOC => false,
+        Op::Maxloc => true,
+        Op::Minloc => false,
         _ => return None,
     };
     macro_rules! pick {
@@ -383,7 +339,7 @@ fn f80_key(b: &[u8]) -> i128 {
     }
 }
 
-fn long_double_kernel(op: MPI_Op) -> Option<Kernel> {
+fn long_double_kernel(op: Op) -> Option<Kernel> {
     fn pick(a: &[u8], b: &mut [u8], max: bool) {
         for (x, y) in a.chunks_exact(16).zip(b.chunks_exact_mut(16)) {
             let x_wins = if max {
@@ -397,12 +353,12 @@ fn long_double_kernel(op: MPI_Op) -> Option<Kernel> {
         }
     }
     Some(match op {
-        abi::MPI_MAX => |a, b| pick(a, b, true),
-        abi::MPI_MIN => |a, b| pick(a, b, false),
+        Op::Max => |a, b| pick(a, b, true),
+        Op::Min => |a, b| pick(a, b, false),
         #[cfg(target_arch = "x86_64")]
-        abi::MPI_SUM => |a, b| x87::fold(a, b, false),
+        Op::Sum => |a, b| x87::fold(a, b, false),
         #[cfg(target_arch = "x86_64")]
-        abi::MPI_PROD => |a, b| x87::fold(a, b, true),
+        Op::Prod => |a, b| x87::fold(a, b, true),
         _ => return None,
     })
 }
@@ -452,27 +408,23 @@ mod x87 {
     }
 }
 
-fn bad_op(op: MPI_Op, why: &str) -> MpiError {
-    MpiError::new(abi::MPI_ERR_OP, format!("operation {op:#x} {why}"))
+fn bad_op(op: Op, why: &str) -> MpiError {
+    MpiError::new(abi::MPI_ERR_OP, format!("{} {why}", op.name()))
 }
 
 /// Check that predefined `op` applies to `elem`, without computing.
-pub fn check(op: MPI_Op, elem: Elem) -> MpiResult<Kernel> {
+pub fn check(op: Op, elem: Elem) -> MpiResult<Kernel> {
     match op {
-        abi::MPI_REPLACE | abi::MPI_NO_OP => Err(bad_op(
-            op,
-            "(MPI_REPLACE / MPI_NO_OP) is for one-sided communication only",
-        )),
-        abi::MPI_MAX..=abi::MPI_MAXLOC => {
+        Op::Replace | Op::NoOp => Err(bad_op(op, "is for one-sided communication only")),
+        _ => {
             kernel(op, elem).ok_or_else(|| bad_op(op, &format!("is not defined on {elem:?} data")))
         }
-        _ => Err(bad_op(op, "is not a valid operation")),
     }
 }
 
 /// `inout[i] = input[i] op inout[i]` for every element. Integer
 /// arithmetic wraps, as in C.
-pub fn apply(op: MPI_Op, elem: Elem, input: &[u8], inout: &mut [u8]) -> MpiResult<()> {
+pub fn apply(op: Op, elem: Elem, input: &[u8], inout: &mut [u8]) -> MpiResult<()> {
     check(op, elem)?(input, inout);
     Ok(())
 }
@@ -515,7 +467,7 @@ pub enum Reduction {
 impl Reduction {
     /// Predefined `op` on datatype `dt` (element-wise on its basic
     /// elements, which must all be of one kind).
-    pub fn predefined(op: MPI_Op, dt: &Datatype) -> MpiResult<Self> {
+    pub fn predefined(op: Op, dt: &Datatype) -> MpiResult<Self> {
         let elem = dt.elem.ok_or_else(|| {
             bad_op(
                 op,
@@ -643,110 +595,72 @@ mod tests {
         out
     }
 
-    fn run<T: Num>(op: MPI_Op, elem: Elem, a: &[T], b: &[T]) -> Vec<u8> {
+    fn run<T: Num>(op: Op, elem: Elem, a: &[T], b: &[T]) -> Vec<u8> {
         let mut acc = bytes(b);
         apply(op, elem, &bytes(a), &mut acc).unwrap();
         acc
     }
 
     #[test]
-    fn sizes_and_layouts_come_from_the_handles() {
-        assert_eq!(predefined(abi::MPI_DOUBLE).unwrap(), (8, Elem::F64));
-        assert_eq!(predefined(abi::MPI_SHORT).unwrap(), (2, Elem::I16));
-        assert_eq!(
-            predefined(abi::MPI_LONG_DOUBLE).unwrap(),
-            (16, Elem::LongDouble)
-        );
-        assert_eq!(predefined(C_DOUBLE_COMPLEX).unwrap(), (16, Elem::C64));
-        let pair = |h| match predefined(h).unwrap() {
-            (size, Elem::Pair(p)) => (size, p.index_offset(), p.extent()),
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(pair(abi::MPI_DOUBLE_INT), (12, 8, 16));
-        assert_eq!(pair(abi::MPI_SHORT_INT), (6, 4, 8));
-        assert_eq!(pair(abi::MPI_LONG_DOUBLE_INT), (20, 16, 32));
-        assert_eq!(pair(abi::MPI_2INT), (8, 4, 8));
-        assert_eq!(pair(abi::MPI_FLOAT_INT), (8, 4, 8));
-        assert_eq!(pair(abi::MPI_LONG_INT), (12, 8, 16));
-        assert_eq!(
-            predefined(abi::MPI_DATATYPE_NULL).unwrap_err().class,
-            abi::MPI_ERR_TYPE
-        );
+    fn pair_layouts_are_the_c_structs() {
+        let layout = |p: Pair| (p.value_size() + 4, p.index_offset(), p.extent());
+        assert_eq!(layout(Pair::DoubleInt), (12, 8, 16));
+        assert_eq!(layout(Pair::ShortInt), (6, 4, 8));
+        assert_eq!(layout(Pair::LongDoubleInt), (20, 16, 32));
+        assert_eq!(layout(Pair::TwoInt), (8, 4, 8));
+        assert_eq!(layout(Pair::FloatInt), (8, 4, 8));
+        assert_eq!(layout(Pair::LongInt), (12, 8, 16));
     }
 
     #[test]
     fn integer_operations() {
         let i = Elem::I32;
+        assert_eq!(run(Op::Sum, i, &[2, 2, 2], &[1, 5, -3]), bytes(&[3, 7, -1]));
         assert_eq!(
-            run(abi::MPI_SUM, i, &[2, 2, 2], &[1, 5, -3]),
-            bytes(&[3, 7, -1])
-        );
-        assert_eq!(
-            run(abi::MPI_PROD, i, &[2, -2, i32::MAX], &[3, 5, 2]),
+            run(Op::Prod, i, &[2, -2, i32::MAX], &[3, 5, 2]),
             bytes(&[6, -10, -2])
         );
+        assert_eq!(run(Op::Max, i, &[4, 0, 0], &[3, 7, -1]), bytes(&[4, 7, 0]));
+        assert_eq!(run(Op::Min, i, &[4, 0, 0], &[3, 7, -1]), bytes(&[3, 0, -1]));
+        assert_eq!(run(Op::Band, i, &[6, 3], &[3, 5]), bytes(&[2, 1]));
+        assert_eq!(run(Op::Bor, i, &[6, 3], &[3, 5]), bytes(&[7, 7]));
+        assert_eq!(run(Op::Bxor, i, &[6, 3], &[3, 5]), bytes(&[5, 6]));
+        assert_eq!(run(Op::Land, i, &[0, 9, 2], &[1, 0, 5]), bytes(&[0, 0, 1]));
+        assert_eq!(run(Op::Lor, i, &[0, 9, 0], &[1, 0, 0]), bytes(&[1, 1, 0]));
+        assert_eq!(run(Op::Lxor, i, &[0, 9, 2], &[1, 0, 5]), bytes(&[1, 1, 0]));
+        assert_eq!(run(Op::Max, Elem::U8, &[200u8], &[100u8]), vec![200]);
         assert_eq!(
-            run(abi::MPI_MAX, i, &[4, 0, 0], &[3, 7, -1]),
-            bytes(&[4, 7, 0])
-        );
-        assert_eq!(
-            run(abi::MPI_MIN, i, &[4, 0, 0], &[3, 7, -1]),
-            bytes(&[3, 0, -1])
-        );
-        assert_eq!(run(abi::MPI_BAND, i, &[6, 3], &[3, 5]), bytes(&[2, 1]));
-        assert_eq!(run(abi::MPI_BOR, i, &[6, 3], &[3, 5]), bytes(&[7, 7]));
-        assert_eq!(run(abi::MPI_BXOR, i, &[6, 3], &[3, 5]), bytes(&[5, 6]));
-        assert_eq!(
-            run(abi::MPI_LAND, i, &[0, 9, 2], &[1, 0, 5]),
-            bytes(&[0, 0, 1])
-        );
-        assert_eq!(
-            run(abi::MPI_LOR, i, &[0, 9, 0], &[1, 0, 0]),
-            bytes(&[1, 1, 0])
-        );
-        assert_eq!(
-            run(abi::MPI_LXOR, i, &[0, 9, 2], &[1, 0, 5]),
-            bytes(&[1, 1, 0])
-        );
-        assert_eq!(run(abi::MPI_MAX, Elem::U8, &[200u8], &[100u8]), vec![200]);
-        assert_eq!(
-            run(abi::MPI_MIN, Elem::I8, &[-100i8], &[100i8]),
+            run(Op::Min, Elem::I8, &[-100i8], &[100i8]),
             bytes(&[-100i8])
         );
         assert_eq!(
-            run(abi::MPI_SUM, Elem::U64, &[u64::MAX], &[2u64]),
+            run(Op::Sum, Elem::U64, &[u64::MAX], &[2u64]),
             bytes(&[1u64])
         );
-        assert_eq!(
-            run(abi::MPI_MAX, Elem::I16, &[-1i16], &[-2i16]),
-            bytes(&[-1i16])
-        );
+        assert_eq!(run(Op::Max, Elem::I16, &[-1i16], &[-2i16]), bytes(&[-1i16]));
     }
 
     #[test]
     fn floating_point_and_complex_operations() {
         assert_eq!(
-            run(abi::MPI_SUM, Elem::F64, &[0.5, 1.0], &[0.25, -1.0]),
+            run(Op::Sum, Elem::F64, &[0.5, 1.0], &[0.25, -1.0]),
             bytes(&[0.75, 0.0])
         );
         assert_eq!(
-            run(abi::MPI_PROD, Elem::F32, &[3.0f32], &[-2.0f32]),
+            run(Op::Prod, Elem::F32, &[3.0f32], &[-2.0f32]),
             bytes(&[-6.0f32])
         );
+        assert_eq!(run(Op::Min, Elem::F64, &[1.5], &[-2.5]), bytes(&[-2.5]));
         assert_eq!(
-            run(abi::MPI_MIN, Elem::F64, &[1.5], &[-2.5]),
-            bytes(&[-2.5])
-        );
-        assert_eq!(
-            run(abi::MPI_MAX, Elem::F32, &[1.5f32], &[-2.5f32]),
+            run(Op::Max, Elem::F32, &[1.5f32], &[-2.5f32]),
             bytes(&[1.5f32])
         );
         // (1 + 2i)(3 + 4i) = -5 + 10i
-        let z = run(abi::MPI_PROD, Elem::C64, &[(1.0, 2.0)], &[(3.0, 4.0)]);
+        let z = run(Op::Prod, Elem::C64, &[(1.0, 2.0)], &[(3.0, 4.0)]);
         assert_eq!(z, bytes(&[(-5.0, 10.0)]));
-        let z = run(abi::MPI_SUM, Elem::C32, &[(1.0f32, 2.0f32)], &[(3.0, 4.0)]);
+        let z = run(Op::Sum, Elem::C32, &[(1.0f32, 2.0f32)], &[(3.0, 4.0)]);
         assert_eq!(z, bytes(&[(4.0f32, 6.0f32)]));
-        assert!(check(abi::MPI_MAX, Elem::C64).is_err());
+        assert!(check(Op::Max, Elem::C64).is_err());
     }
 
     /// x87 extended values: 1.0 is mantissa 1<<63, exponent 16383.
@@ -764,46 +678,32 @@ mod tests {
         let three = f80(3 << 62, 16384, false);
         let minus_two = f80(1 << 63, 16384, true);
         let mut acc = one;
-        apply(abi::MPI_MAX, Elem::LongDouble, &minus_two, &mut acc).unwrap();
+        apply(Op::Max, Elem::LongDouble, &minus_two, &mut acc).unwrap();
         assert_eq!(acc, one);
-        apply(abi::MPI_MIN, Elem::LongDouble, &minus_two, &mut acc).unwrap();
+        apply(Op::Min, Elem::LongDouble, &minus_two, &mut acc).unwrap();
         assert_eq!(acc, minus_two);
         #[cfg(target_arch = "x86_64")]
         {
             let mut acc = one;
-            apply(abi::MPI_SUM, Elem::LongDouble, &two, &mut acc).unwrap();
+            apply(Op::Sum, Elem::LongDouble, &two, &mut acc).unwrap();
             assert_eq!(acc[..10], three[..10]);
-            apply(abi::MPI_PROD, Elem::LongDouble, &minus_two, &mut acc).unwrap();
+            apply(Op::Prod, Elem::LongDouble, &minus_two, &mut acc).unwrap();
             assert_eq!(acc[..10], f80(3 << 62, 16385, true)[..10]);
         }
     }
 
     #[test]
     fn logical_and_byte_operations() {
+        assert_eq!(run(Op::Land, Elem::Bool, &[1u8, 1], &[0u8, 1]), vec![0, 1]);
+        assert_eq!(run(Op::Lxor, Elem::Bool, &[1u8, 1], &[0u8, 1]), vec![1, 0]);
+        assert_eq!(run(Op::Bor, Elem::Byte, &[0xf0u8], &[0x0fu8]), vec![0xff]);
+        assert!(check(Op::Sum, Elem::Bool).is_err());
+        assert!(check(Op::Land, Elem::Byte).is_err());
         assert_eq!(
-            run(abi::MPI_LAND, Elem::Bool, &[1u8, 1], &[0u8, 1]),
-            vec![0, 1]
-        );
-        assert_eq!(
-            run(abi::MPI_LXOR, Elem::Bool, &[1u8, 1], &[0u8, 1]),
-            vec![1, 0]
-        );
-        assert_eq!(
-            run(abi::MPI_BOR, Elem::Byte, &[0xf0u8], &[0x0fu8]),
-            vec![0xff]
-        );
-        assert!(check(abi::MPI_SUM, Elem::Bool).is_err());
-        assert!(check(abi::MPI_LAND, Elem::Byte).is_err());
-        assert_eq!(
-            run(abi::MPI_LOR, Elem::Logical, &[0, 7], &[0, 0]),
+            run(Op::Lor, Elem::Logical, &[0, 7], &[0, 0]),
             bytes(&[0, 1])
         );
-        assert!(check(abi::MPI_SUM, Elem::Logical).is_err());
-        // Fortran's types reduce like their C counterparts.
-        assert_eq!(predefined(INTEGER).unwrap(), (4, Elem::I32));
-        assert_eq!(predefined(DOUBLE_PRECISION).unwrap(), (8, Elem::F64));
-        assert_eq!(predefined(DOUBLE_COMPLEX).unwrap(), (16, Elem::C64));
-        assert_eq!(predefined(REAL16).unwrap(), (16, Elem::Opaque));
+        assert!(check(Op::Sum, Elem::Logical).is_err());
     }
 
     fn pair(p: Pair, value: &[u8], index: i32) -> Vec<u8> {
@@ -819,15 +719,15 @@ mod tests {
         let e = Elem::Pair(p);
         let d = |x: f64| x.to_ne_bytes();
         let mut acc = pair(p, &d(2.0), 5);
-        apply(abi::MPI_MINLOC, e, &pair(p, &d(2.0), 3), &mut acc).unwrap();
+        apply(Op::Minloc, e, &pair(p, &d(2.0), 3), &mut acc).unwrap();
         assert_eq!(acc, pair(p, &d(2.0), 3));
-        apply(abi::MPI_MINLOC, e, &pair(p, &d(2.0), 4), &mut acc).unwrap();
+        apply(Op::Minloc, e, &pair(p, &d(2.0), 4), &mut acc).unwrap();
         assert_eq!(acc, pair(p, &d(2.0), 3));
-        apply(abi::MPI_MINLOC, e, &pair(p, &d(1.0), 9), &mut acc).unwrap();
+        apply(Op::Minloc, e, &pair(p, &d(1.0), 9), &mut acc).unwrap();
         assert_eq!(acc, pair(p, &d(1.0), 9));
-        apply(abi::MPI_MAXLOC, e, &pair(p, &d(7.0), 8), &mut acc).unwrap();
+        apply(Op::Maxloc, e, &pair(p, &d(7.0), 8), &mut acc).unwrap();
         assert_eq!(acc, pair(p, &d(7.0), 8));
-        apply(abi::MPI_MAXLOC, e, &pair(p, &d(-7.0), 0), &mut acc).unwrap();
+        apply(Op::Maxloc, e, &pair(p, &d(-7.0), 0), &mut acc).unwrap();
         assert_eq!(acc, pair(p, &d(7.0), 8));
         // Every pair kind, by its value type.
         let cases: [(Pair, Vec<u8>, Vec<u8>); 6] = [
@@ -861,40 +761,39 @@ mod tests {
         for (p, small, big) in cases {
             let e = Elem::Pair(p);
             let mut acc = pair(p, &big, 1);
-            apply(abi::MPI_MINLOC, e, &pair(p, &small, 2), &mut acc).unwrap();
+            apply(Op::Minloc, e, &pair(p, &small, 2), &mut acc).unwrap();
             assert_eq!(acc, pair(p, &small, 2), "{p:?}");
-            apply(abi::MPI_MAXLOC, e, &pair(p, &big, 0), &mut acc).unwrap();
+            apply(Op::Maxloc, e, &pair(p, &big, 0), &mut acc).unwrap();
             assert_eq!(acc, pair(p, &big, 0), "{p:?}");
-            apply(abi::MPI_MAXLOC, e, &pair(p, &big, 4), &mut acc).unwrap();
+            apply(Op::Maxloc, e, &pair(p, &big, 4), &mut acc).unwrap();
             assert_eq!(acc, pair(p, &big, 0), "{p:?}");
-            assert!(check(abi::MPI_SUM, e).is_err());
+            assert!(check(Op::Sum, e).is_err());
         }
     }
 
     #[test]
     fn operations_outside_their_domain_are_err_op() {
         for (op, elem) in [
-            (abi::MPI_BAND, Elem::F64),
-            (abi::MPI_SUM, Elem::Bool),
-            (abi::MPI_OP_NULL, Elem::I32),
-            (abi::MPI_REPLACE, Elem::I32),
-            (abi::MPI_NO_OP, Elem::I32),
-            (abi::MPI_MINLOC, Elem::I32),
-            (abi::MPI_SUM, Elem::Opaque),
-            (abi::MPI_LAND, Elem::LongDouble),
+            (Op::Band, Elem::F64),
+            (Op::Sum, Elem::Bool),
+            (Op::Replace, Elem::I32),
+            (Op::NoOp, Elem::I32),
+            (Op::Minloc, Elem::I32),
+            (Op::Sum, Elem::Opaque),
+            (Op::Land, Elem::LongDouble),
         ] {
             assert_eq!(
                 check(op, elem).unwrap_err().class,
                 abi::MPI_ERR_OP,
-                "{op:#x} {elem:?}"
+                "{op:?} {elem:?}"
             );
         }
-        assert!(check(abi::MPI_PROD, Elem::F32).is_ok());
+        assert!(check(Op::Prod, Elem::F32).is_ok());
         let mixed = Datatype {
             elem: None,
             ..Datatype::basic(12, Elem::I32)
         };
-        assert!(Reduction::predefined(abi::MPI_SUM, &mixed).is_err());
+        assert!(Reduction::predefined(Op::Sum, &mixed).is_err());
     }
 
     /// A non-commutative user function: `inout = in * 10 + inout`. The

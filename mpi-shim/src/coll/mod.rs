@@ -25,10 +25,9 @@ pub use sched::{Builder, Schedule, Sink, Span};
 
 use std::sync::Arc;
 
-use crate::abi;
 use crate::core::datatype::Datatype;
 use crate::core::{MpiResult, Runtime};
-use crate::ops::{Elem, Reduction};
+use crate::ops::{Elem, Op, Reduction};
 
 /// Where the algorithm families switch, in bytes of one process's data.
 ///
@@ -83,7 +82,7 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<()> {
 /// agreement on a new communicator's context id).
 pub fn allreduce_max_u32(rt: &mut Runtime, slot: usize, v: &mut [u8; 4]) -> MpiResult<()> {
     let u32_type = Datatype::basic(4, Elem::U32);
-    let op = Reduction::predefined(abi::MPI_MAX, &u32_type)?;
+    let op = Reduction::predefined(Op::Max, &u32_type)?;
     let mut b = builder(rt, slot)?;
     b.set_op(op);
     let acc = b.input(v.to_vec());

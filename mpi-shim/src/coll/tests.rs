@@ -64,7 +64,7 @@ fn ints(v: impl IntoIterator<Item = i32>) -> Vec<u8> {
 }
 
 fn sum() -> Reduction {
-    Reduction::predefined(abi::MPI_SUM, &Datatype::basic(4, Elem::I32)).unwrap()
+    Reduction::predefined(crate::ops::Op::Sum, &Datatype::basic(4, Elem::I32)).unwrap()
 }
 
 /// 2x2 integer matrices (wrapping): associative, not commutative.

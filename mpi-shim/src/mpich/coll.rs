@@ -20,7 +20,7 @@
 
 use super::*;
 use crate::coll::{Builder, Schedule, Sink, algo};
-use crate::ops::{Reduction, UserFn, UserOp};
+use crate::ops::{Op, Reduction, UserFn, UserOp};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Barrier(MPI_Comm comm)",
@@ -231,18 +231,45 @@ fn regular(c: c_int, n: usize) -> (Vec<c_int>, Vec<isize>) {
 // ---------------------------------------------------------------------
 // Reductions: operation handles.
 
+/// The predefined operations by handle.
+const PREDEFINED_OPS: [(MPI_Op, Op); 14] = [
+    (abi::MPI_MAX, Op::Max),
+    (abi::MPI_MIN, Op::Min),
+    (abi::MPI_SUM, Op::Sum),
+    (abi::MPI_PROD, Op::Prod),
+    (abi::MPI_LAND, Op::Land),
+    (abi::MPI_BAND, Op::Band),
+    (abi::MPI_LOR, Op::Lor),
+    (abi::MPI_BOR, Op::Bor),
+    (abi::MPI_LXOR, Op::Lxor),
+    (abi::MPI_BXOR, Op::Bxor),
+    (abi::MPI_MINLOC, Op::Minloc),
+    (abi::MPI_MAXLOC, Op::Maxloc),
+    (abi::MPI_REPLACE, Op::Replace),
+    (abi::MPI_NO_OP, Op::NoOp),
+];
+
+/// The predefined operation of handle `op`, if it is one.
+fn predefined_op(op: MPI_Op) -> Option<Op> {
+    PREDEFINED_OPS
+        .iter()
+        .find(|(h, _)| *h == op)
+        .map(|&(_, o)| o)
+}
+
+fn invalid_op(op: MPI_Op) -> MpiError {
+    err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}"))
+}
+
 /// The operation `op` bound to datatype `handle`.
 fn reduction(rt: &Runtime, op: MPI_Op, handle: MPI_Datatype) -> MpiResult<Reduction> {
     let dt = super::datatype(rt, handle)?;
     match abi::direct_index(Kind::Op, op) {
         Some(i) => {
-            let &op = rt
-                .ops
-                .get(i)
-                .ok_or_else(|| err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}")))?;
+            let &op = rt.ops.get(i).ok_or_else(|| invalid_op(op))?;
             Ok(Reduction::User { op, handle, dt })
         }
-        None => Reduction::predefined(op, &dt),
+        None => Reduction::predefined(predefined_op(op).ok_or_else(|| invalid_op(op))?, &dt),
     }
 }
 
@@ -1135,17 +1162,11 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
 pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
     call("MPI_Op_commutative", abi::MPI_COMM_WORLD, |rt| {
         let c = match abi::direct_index(Kind::Op, op) {
-            Some(i) => {
-                rt.ops
-                    .get(i)
-                    .ok_or_else(|| err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}")))?
-                    .commute
-            }
-            None if (abi::MPI_MAX..=abi::MPI_MAXLOC).contains(&op) => true,
-            None if op == abi::MPI_REPLACE || op == abi::MPI_NO_OP => false,
-            None => {
-                return Err(err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}")));
-            }
+            Some(i) => rt.ops.get(i).ok_or_else(|| invalid_op(op))?.commute,
+            None => !matches!(
+                predefined_op(op).ok_or_else(|| invalid_op(op))?,
+                Op::Replace | Op::NoOp
+            ),
         };
         // SAFETY: output argument.
         unsafe { out(commute, c_int::from(c)) }

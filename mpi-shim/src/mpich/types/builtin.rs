@@ -14,129 +14,172 @@ enum Class {
     Raw,
 }
 
+use crate::ops::Pair;
 use Class::*;
+use Elem::*;
 
-/// The predefined basic types: handle, name, class. MPICH's handles
-/// carry the size in bytes in bits 8-15.
-const BASIC: &[(MPI_Datatype, &str, Class)] = &[
-    (abi::MPI_CHAR, "MPI_CHAR", Raw),
-    (abi::MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", Signed),
-    (abi::MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", Unsigned),
-    (abi::MPI_BYTE, "MPI_BYTE", Raw),
-    (abi::MPI_WCHAR, "MPI_WCHAR", Signed),
-    (abi::MPI_SHORT, "MPI_SHORT", Signed),
-    (abi::MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT", Unsigned),
-    (abi::MPI_INT, "MPI_INT", Signed),
-    (abi::MPI_UNSIGNED, "MPI_UNSIGNED", Unsigned),
-    (abi::MPI_LONG, "MPI_LONG", Signed),
-    (abi::MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", Unsigned),
-    (abi::MPI_FLOAT, "MPI_FLOAT", Float),
-    (abi::MPI_DOUBLE, "MPI_DOUBLE", Float),
-    (abi::MPI_LONG_DOUBLE, "MPI_LONG_DOUBLE", Float),
-    (abi::MPI_LONG_LONG_INT, "MPI_LONG_LONG_INT", Signed),
+/// The predefined basic types: handle, name, class, and what reductions
+/// see of them (quad precision and its complex are opaque: no hardware
+/// here computes them). MPICH's handles carry the size in bytes in bits
+/// 8-15.
+const BASIC: &[(MPI_Datatype, &str, Class, Elem)] = &[
+    (abi::MPI_CHAR, "MPI_CHAR", Raw, I8),
+    (abi::MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", Signed, I8),
+    (abi::MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", Unsigned, U8),
+    (abi::MPI_BYTE, "MPI_BYTE", Raw, Byte),
+    (abi::MPI_WCHAR, "MPI_WCHAR", Signed, I32),
+    (abi::MPI_SHORT, "MPI_SHORT", Signed, I16),
+    (abi::MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT", Unsigned, U16),
+    (abi::MPI_INT, "MPI_INT", Signed, I32),
+    (abi::MPI_UNSIGNED, "MPI_UNSIGNED", Unsigned, U32),
+    (abi::MPI_LONG, "MPI_LONG", Signed, I64),
+    (abi::MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", Unsigned, U64),
+    (abi::MPI_FLOAT, "MPI_FLOAT", Float, F32),
+    (abi::MPI_DOUBLE, "MPI_DOUBLE", Float, F64),
+    (abi::MPI_LONG_DOUBLE, "MPI_LONG_DOUBLE", Float, LongDouble),
+    (abi::MPI_LONG_LONG_INT, "MPI_LONG_LONG_INT", Signed, I64),
     (
         abi::MPI_UNSIGNED_LONG_LONG,
         "MPI_UNSIGNED_LONG_LONG",
         Unsigned,
+        U64,
     ),
-    (abi::MPI_PACKED, "MPI_PACKED", Raw),
-    (abi::MPI_INT8_T, "MPI_INT8_T", Signed),
-    (abi::MPI_INT16_T, "MPI_INT16_T", Signed),
-    (abi::MPI_INT32_T, "MPI_INT32_T", Signed),
-    (abi::MPI_INT64_T, "MPI_INT64_T", Signed),
-    (abi::MPI_UINT8_T, "MPI_UINT8_T", Unsigned),
-    (abi::MPI_UINT16_T, "MPI_UINT16_T", Unsigned),
-    (abi::MPI_UINT32_T, "MPI_UINT32_T", Unsigned),
-    (abi::MPI_UINT64_T, "MPI_UINT64_T", Unsigned),
-    (abi::MPI_C_BOOL, "MPI_C_BOOL", Raw),
-    (abi::MPI_AINT, "MPI_AINT", Signed),
-    (abi::MPI_OFFSET, "MPI_OFFSET", Signed),
-    (abi::MPI_COUNT, "MPI_COUNT", Signed),
+    (abi::MPI_PACKED, "MPI_PACKED", Raw, Opaque),
+    (abi::MPI_INT8_T, "MPI_INT8_T", Signed, I8),
+    (abi::MPI_INT16_T, "MPI_INT16_T", Signed, I16),
+    (abi::MPI_INT32_T, "MPI_INT32_T", Signed, I32),
+    (abi::MPI_INT64_T, "MPI_INT64_T", Signed, I64),
+    (abi::MPI_UINT8_T, "MPI_UINT8_T", Unsigned, U8),
+    (abi::MPI_UINT16_T, "MPI_UINT16_T", Unsigned, U16),
+    (abi::MPI_UINT32_T, "MPI_UINT32_T", Unsigned, U32),
+    (abi::MPI_UINT64_T, "MPI_UINT64_T", Unsigned, U64),
+    (abi::MPI_C_BOOL, "MPI_C_BOOL", Raw, Bool),
+    (abi::MPI_AINT, "MPI_AINT", Signed, I64),
+    (abi::MPI_OFFSET, "MPI_OFFSET", Signed, I64),
+    (abi::MPI_COUNT, "MPI_COUNT", Signed, I64),
     // MPICH names it by its alias.
-    (abi::MPI_C_FLOAT_COMPLEX, "MPI_C_COMPLEX", Complex),
-    (abi::MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", Complex),
+    (abi::MPI_C_FLOAT_COMPLEX, "MPI_C_COMPLEX", Complex, C32),
+    (
+        abi::MPI_C_DOUBLE_COMPLEX,
+        "MPI_C_DOUBLE_COMPLEX",
+        Complex,
+        C64,
+    ),
     (
         abi::MPI_C_LONG_DOUBLE_COMPLEX,
         "MPI_C_LONG_DOUBLE_COMPLEX",
         Complex,
+        Opaque,
     ),
-    (abi::MPI_CXX_BOOL, "MPI_CXX_BOOL", Raw),
-    (abi::MPI_CXX_FLOAT_COMPLEX, "MPI_CXX_FLOAT_COMPLEX", Complex),
+    (abi::MPI_CXX_BOOL, "MPI_CXX_BOOL", Raw, Bool),
+    (
+        abi::MPI_CXX_FLOAT_COMPLEX,
+        "MPI_CXX_FLOAT_COMPLEX",
+        Complex,
+        C32,
+    ),
     (
         abi::MPI_CXX_DOUBLE_COMPLEX,
         "MPI_CXX_DOUBLE_COMPLEX",
         Complex,
+        C64,
     ),
     (
         abi::MPI_CXX_LONG_DOUBLE_COMPLEX,
         "MPI_CXX_LONG_DOUBLE_COMPLEX",
         Complex,
+        Opaque,
     ),
-    (abi::MPI_CHARACTER, "MPI_CHARACTER", Raw),
-    (abi::MPI_LOGICAL, "MPI_LOGICAL", Signed),
-    (abi::MPI_INTEGER, "MPI_INTEGER", Signed),
-    (abi::MPI_REAL, "MPI_REAL", Float),
-    (abi::MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION", Float),
-    (abi::MPI_COMPLEX, "MPI_COMPLEX", Complex),
-    (abi::MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", Complex),
-    (abi::MPI_INTEGER1, "MPI_INTEGER1", Signed),
-    (abi::MPI_INTEGER2, "MPI_INTEGER2", Signed),
-    (abi::MPI_INTEGER4, "MPI_INTEGER4", Signed),
-    (abi::MPI_INTEGER8, "MPI_INTEGER8", Signed),
-    (abi::MPI_REAL4, "MPI_REAL4", Float),
-    (abi::MPI_REAL8, "MPI_REAL8", Float),
-    (abi::MPI_REAL16, "MPI_REAL16", Float),
-    (abi::MPI_COMPLEX8, "MPI_COMPLEX8", Complex),
-    (abi::MPI_COMPLEX16, "MPI_COMPLEX16", Complex),
-    (abi::MPI_COMPLEX32, "MPI_COMPLEX32", Complex),
+    (abi::MPI_CHARACTER, "MPI_CHARACTER", Raw, Opaque),
+    (abi::MPI_LOGICAL, "MPI_LOGICAL", Signed, Logical),
+    (abi::MPI_INTEGER, "MPI_INTEGER", Signed, I32),
+    (abi::MPI_REAL, "MPI_REAL", Float, F32),
+    (
+        abi::MPI_DOUBLE_PRECISION,
+        "MPI_DOUBLE_PRECISION",
+        Float,
+        F64,
+    ),
+    (abi::MPI_COMPLEX, "MPI_COMPLEX", Complex, C32),
+    (abi::MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", Complex, C64),
+    (abi::MPI_INTEGER1, "MPI_INTEGER1", Signed, I8),
+    (abi::MPI_INTEGER2, "MPI_INTEGER2", Signed, I16),
+    (abi::MPI_INTEGER4, "MPI_INTEGER4", Signed, I32),
+    (abi::MPI_INTEGER8, "MPI_INTEGER8", Signed, I64),
+    (abi::MPI_REAL4, "MPI_REAL4", Float, F32),
+    (abi::MPI_REAL8, "MPI_REAL8", Float, F64),
+    (abi::MPI_REAL16, "MPI_REAL16", Float, Opaque),
+    (abi::MPI_COMPLEX8, "MPI_COMPLEX8", Complex, C32),
+    (abi::MPI_COMPLEX16, "MPI_COMPLEX16", Complex, C64),
+    (abi::MPI_COMPLEX32, "MPI_COMPLEX32", Complex, Opaque),
 ];
 
 /// The predefined pair types: `{first; second}` as a C struct lays it out
-/// (MPI-4.0 §6.9.4 for the C ones).
-const PAIRS: &[(MPI_Datatype, &str, MPI_Datatype, MPI_Datatype)] = &[
+/// (MPI-4.0 §6.9.4 for the C ones), and the pair `MPI_MINLOC` and
+/// `MPI_MAXLOC` see.
+const PAIRS: &[(MPI_Datatype, &str, MPI_Datatype, MPI_Datatype, Elem)] = &[
     (
         abi::MPI_FLOAT_INT,
         "MPI_FLOAT_INT",
         abi::MPI_FLOAT,
         abi::MPI_INT,
+        Pair(Pair::FloatInt),
     ),
     (
         abi::MPI_DOUBLE_INT,
         "MPI_DOUBLE_INT",
         abi::MPI_DOUBLE,
         abi::MPI_INT,
+        Pair(Pair::DoubleInt),
     ),
     (
         abi::MPI_LONG_INT,
         "MPI_LONG_INT",
         abi::MPI_LONG,
         abi::MPI_INT,
+        Pair(Pair::LongInt),
     ),
     (
         abi::MPI_SHORT_INT,
         "MPI_SHORT_INT",
         abi::MPI_SHORT,
         abi::MPI_INT,
+        Pair(Pair::ShortInt),
     ),
     (
         abi::MPI_LONG_DOUBLE_INT,
         "MPI_LONG_DOUBLE_INT",
         abi::MPI_LONG_DOUBLE,
         abi::MPI_INT,
+        Pair(Pair::LongDoubleInt),
     ),
-    (abi::MPI_2INT, "MPI_2INT", abi::MPI_INT, abi::MPI_INT),
+    (
+        abi::MPI_2INT,
+        "MPI_2INT",
+        abi::MPI_INT,
+        abi::MPI_INT,
+        Pair(Pair::TwoInt),
+    ),
     (
         abi::MPI_2INTEGER,
         "MPI_2INTEGER",
         abi::MPI_INTEGER,
         abi::MPI_INTEGER,
+        Pair(Pair::TwoInt),
     ),
-    (abi::MPI_2REAL, "MPI_2REAL", abi::MPI_REAL, abi::MPI_REAL),
+    (
+        abi::MPI_2REAL,
+        "MPI_2REAL",
+        abi::MPI_REAL,
+        abi::MPI_REAL,
+        Opaque,
+    ),
     (
         abi::MPI_2DOUBLE_PRECISION,
         "MPI_2DOUBLE_PRECISION",
         abi::MPI_DOUBLE_PRECISION,
         abi::MPI_DOUBLE_PRECISION,
+        Opaque,
     ),
 ];
 
@@ -154,11 +197,6 @@ fn prim(handle: MPI_Datatype, size: u8, class: Class) -> Prim {
         p.ext = 4;
     }
     p
-}
-
-/// What reductions see of a predefined type.
-fn elem_of(handle: MPI_Datatype) -> Elem {
-    ops::predefined(handle).map_or(Elem::Opaque, |(_, e)| e)
 }
 
 /// The predefined types by handle, for lookups without hashing: MPICH's
@@ -201,22 +239,22 @@ impl Predefined {
 }
 
 fn build_predefined() -> HashMap<MPI_Datatype, Arc<Type>> {
-    let named = |mut t: Type, h: MPI_Datatype, name: &str| {
+    let named = |mut t: Type, h: MPI_Datatype, name: &str, elem: Elem| {
         t.name = name.to_string();
         t.predefined = Some(h);
         t.committed = true;
-        t.elem = Some(elem_of(h));
+        t.elem = Some(elem);
         Arc::new(t)
     };
     let mut map: HashMap<MPI_Datatype, Arc<Type>> = BASIC
         .iter()
-        .map(|&(h, name, class)| {
+        .map(|&(h, name, class, elem)| {
             let size = (h as u32 >> 8) as u8;
-            let t = Type::predefined_basic(usize::from(size), prim(h, size, class), elem_of(h));
-            (h, named(t, h, name))
+            let t = Type::predefined_basic(usize::from(size), prim(h, size, class), elem);
+            (h, named(t, h, name, elem))
         })
         .collect();
-    for &(h, name, a, b) in PAIRS {
+    for &(h, name, a, b, elem) in PAIRS {
         let (a, b) = (map[&a].clone(), map[&b].clone());
         let second = (a.size.next_multiple_of(b.align)) as isize;
         let pieces = [
@@ -232,7 +270,7 @@ fn build_predefined() -> HashMap<MPI_Datatype, Arc<Type>> {
             },
         ];
         let t = compose(&pieces, true, Envelope::named()).expect("pair types are small");
-        map.insert(h, named(t, h, name));
+        map.insert(h, named(t, h, name, elem));
     }
     map
 }
@@ -278,8 +316,24 @@ mod tests {
         assert!(predefined(abi::direct_handle(Kind::Datatype, 5)).is_none());
         assert!(predefined(abi::direct_handle(Kind::Datatype, 0x101)).is_none());
         assert!(predefined(abi::MPI_CHAR | 0x1000).is_none());
-        for &(h, name, _) in BASIC {
+        for &(h, name, ..) in BASIC {
             assert_eq!(predefined(h).map(|t| t.predefined), Some(Some(h)), "{name}");
         }
+    }
+
+    #[test]
+    fn reductions_see_each_predefined_type_as_its_c_counterpart() {
+        let seen = |h| predefined(h).map(|t| (t.size, t.elem)).unwrap();
+        assert_eq!(seen(abi::MPI_DOUBLE), (8, Some(F64)));
+        assert_eq!(seen(abi::MPI_SHORT), (2, Some(I16)));
+        assert_eq!(seen(abi::MPI_LONG_DOUBLE), (16, Some(LongDouble)));
+        assert_eq!(seen(abi::MPI_C_DOUBLE_COMPLEX), (16, Some(C64)));
+        assert_eq!(seen(abi::MPI_INTEGER), (4, Some(I32)));
+        assert_eq!(seen(abi::MPI_DOUBLE_PRECISION), (8, Some(F64)));
+        assert_eq!(seen(abi::MPI_DOUBLE_COMPLEX), (16, Some(C64)));
+        assert_eq!(seen(abi::MPI_REAL16), (16, Some(Opaque)));
+        assert_eq!(seen(abi::MPI_DOUBLE_INT), (12, Some(Pair(Pair::DoubleInt))));
+        assert_eq!(seen(abi::MPI_2INTEGER), (8, Some(Pair(Pair::TwoInt))));
+        assert_eq!(seen(abi::MPI_2REAL), (8, Some(Opaque)));
     }
 }
