@@ -87,24 +87,6 @@ impl Comm {
     pub fn tag(ctx: u32, tag: i32) -> u64 {
         u64::from(ctx) << 32 | u64::from(tag as u32)
     }
-
-    /// The engine matcher for `tag` (or `MPI_ANY_TAG`) in context `ctx`.
-    pub fn tag_match(ctx: u32, tag: i32) -> TagMatch {
-        if tag == abi::MPI_ANY_TAG {
-            TagMatch::masked(u64::from(ctx) << 32, 0xffff_ffff << 32)
-        } else {
-            TagMatch::exact(Self::tag(ctx, tag))
-        }
-    }
-
-    /// The engine source for rank `src` (or `MPI_ANY_SOURCE`).
-    pub fn source(&self, src: i32) -> Source {
-        if src == abi::MPI_ANY_SOURCE {
-            Source::Any
-        } else {
-            Source::Rank(self.members[src as usize])
-        }
-    }
 }
 
 fn u32_at(b: &[u8], i: usize) -> u32 {

@@ -1,6 +1,7 @@
 //! Groups: ordered sets of processes, named by their engine process id
 //! (MPI-4.0 §7.3). Every operation here is local.
 
+use super::peer::Rank;
 use super::{MpiError, MpiResult};
 use crate::abi;
 
@@ -11,14 +12,27 @@ pub struct Group {
     pub members: Vec<u32>,
 }
 
-/// How two groups (or communicators) relate (MPI-4.0 §7.3.1).
-pub fn compare(a: &[u32], b: &[u32]) -> i32 {
+/// How two groups or communicators relate (MPI-4.1 §7.3.1, §7.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// The same members in the same order (for communicators: the same
+    /// communicator).
+    Ident,
+    /// Communicators with identical groups but different contexts.
+    Congruent,
+    /// The same members in another order.
+    Similar,
+    Unequal,
+}
+
+/// How two groups of members relate.
+pub fn compare(a: &[u32], b: &[u32]) -> Comparison {
     if a == b {
-        abi::MPI_IDENT
+        Comparison::Ident
     } else if a.len() == b.len() && a.iter().all(|p| b.contains(p)) {
-        abi::MPI_SIMILAR
+        Comparison::Similar
     } else {
-        abi::MPI_UNEQUAL
+        Comparison::Unequal
     }
 }
 
@@ -64,17 +78,23 @@ impl Group {
         Group::new(self.members.iter().copied().filter(|&p| keep(p)).collect())
     }
 
-    /// The rank of each of `ranks` (or `MPI_PROC_NULL`) of `self` in
-    /// `other`, `MPI_UNDEFINED` where the process is not in `other`.
-    pub fn translate(&self, ranks: &[i32], other: &Group) -> MpiResult<Vec<i32>> {
+    /// The rank in `other` of each of `ranks` of `self` (`MPI_PROC_NULL`
+    /// stays itself); `None` (`MPI_UNDEFINED`) where the process is not in
+    /// `other`.
+    pub fn translate(
+        &self,
+        ranks: impl IntoIterator<Item = Rank>,
+        other: &Group,
+    ) -> MpiResult<Vec<Option<Rank>>> {
         ranks
-            .iter()
-            .map(|&r| {
-                if r == abi::MPI_PROC_NULL {
-                    return Ok(abi::MPI_PROC_NULL);
-                }
-                let pid = self.member(r)?;
-                Ok(other.rank_of(pid).unwrap_or(abi::MPI_UNDEFINED))
+            .into_iter()
+            .map(|r| match r {
+                Rank::Null => Ok(Some(Rank::Null)),
+                Rank::Proc(r) => Ok(other.rank_of(self.member(r)?).map(Rank::Proc)),
+                Rank::Any => Err(MpiError::new(
+                    abi::MPI_ERR_RANK,
+                    "MPI_ANY_SOURCE is not a rank of a group",
+                )),
             })
             .collect()
     }
@@ -171,19 +191,27 @@ mod tests {
     fn translate_maps_ranks_and_marks_absent_processes() {
         let a = g(&[5, 1, 3]);
         let b = g(&[3, 5]);
+        let ranks = [Rank::Proc(0), Rank::Proc(1), Rank::Proc(2), Rank::Null];
         assert_eq!(
-            a.translate(&[0, 1, 2, abi::MPI_PROC_NULL], &b).unwrap(),
-            vec![1, abi::MPI_UNDEFINED, 0, abi::MPI_PROC_NULL]
+            a.translate(ranks, &b).unwrap(),
+            vec![
+                Some(Rank::Proc(1)),
+                None,
+                Some(Rank::Proc(0)),
+                Some(Rank::Null)
+            ]
         );
-        assert_eq!(a.translate(&[3], &b).unwrap_err().class, abi::MPI_ERR_RANK);
+        for bad in [Rank::Proc(3), Rank::Any] {
+            assert_eq!(a.translate([bad], &b).unwrap_err().class, abi::MPI_ERR_RANK);
+        }
     }
 
     #[test]
     fn compare_tells_identical_similar_and_unequal() {
-        assert_eq!(compare(&[1, 2], &[1, 2]), abi::MPI_IDENT);
-        assert_eq!(compare(&[1, 2], &[2, 1]), abi::MPI_SIMILAR);
-        assert_eq!(compare(&[1, 2], &[1, 3]), abi::MPI_UNEQUAL);
-        assert_eq!(compare(&[1, 2], &[1]), abi::MPI_UNEQUAL);
+        assert_eq!(compare(&[1, 2], &[1, 2]), Comparison::Ident);
+        assert_eq!(compare(&[1, 2], &[2, 1]), Comparison::Similar);
+        assert_eq!(compare(&[1, 2], &[1, 3]), Comparison::Unequal);
+        assert_eq!(compare(&[1, 2], &[1]), Comparison::Unequal);
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub mod errh;
 pub mod group;
 pub mod hwsplit;
 pub mod info;
+pub mod peer;
 pub mod recvbuf;
 pub mod request;
 pub mod session;

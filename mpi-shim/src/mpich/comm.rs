@@ -300,7 +300,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     call("MPI_Comm_create_group", comm, |rt| {
         let parent = comm_slot(comm)?;
         let members = subset(rt, parent, group)?;
-        check_tag(tag, false)?;
+        core::peer::check_tag(tag_arg(tag), false)?;
         nonnull(newcomm, "newcomm")?;
         let slot = if members.contains(&rt.ep.rank()) {
             Some(rt.comm_create_group(parent, members, tag)?)
@@ -321,11 +321,13 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     call("MPI_Comm_compare", comm1, |rt| {
         let (a, b) = (comm_slot(comm1)?, comm_slot(comm2)?);
         let (ca, cb) = (rt.comm(a)?, rt.comm(b)?);
+        use crate::core::group::Comparison;
         let r = match core::group::compare(&ca.members, &cb.members) {
-            _ if a == b => abi::MPI_IDENT,
-            abi::MPI_IDENT => abi::MPI_CONGRUENT,
+            _ if a == b => Comparison::Ident,
+            Comparison::Ident => Comparison::Congruent,
             r => r,
         };
+        let r = comparison_out(r);
         // SAFETY: output argument.
         unsafe { out(result, r) }
     })

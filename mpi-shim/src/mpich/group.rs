@@ -125,7 +125,11 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
         let (g1, g2) = (group_ref(rt, group1)?, group_ref(rt, group2)?);
         // SAFETY: `n` ranks at `ranks1` (MPI contract).
         let ranks = unsafe { ints(ranks1, n, "rank") }?;
-        let res = g1.translate(ranks, g2)?;
+        let res: Vec<c_int> = g1
+            .translate(ranks.iter().map(|&r| rank_arg(r)), g2)?
+            .into_iter()
+            .map(rank_out)
+            .collect();
         if !res.is_empty() {
             nonnull(ranks2, "ranks2")?;
             // SAFETY: `n` writable ints at `ranks2` (MPI contract).
@@ -143,7 +147,7 @@ pub unsafe extern "C" fn MPI_Group_compare(
 ) -> c_int {
     call("MPI_Group_compare", abi::MPI_COMM_WORLD, |rt| {
         let (g1, g2) = (group_ref(rt, group1)?, group_ref(rt, group2)?);
-        let r = group::compare(&g1.members, &g2.members);
+        let r = comparison_out(group::compare(&g1.members, &g2.members));
         // SAFETY: output argument.
         unsafe { out(result, r) }
     })

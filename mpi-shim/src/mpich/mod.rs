@@ -32,6 +32,7 @@ use crate::abi::{
 };
 use crate::core::datatype::Datatype;
 use crate::core::errh::CommErrhFn;
+use crate::core::peer::{Rank, Tag};
 use crate::core::{self, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Unpack};
 use crate::ops;
 use shm_engine::{Endpoint, Piece};
@@ -555,28 +556,43 @@ impl UserBuf {
     }
 }
 
-pub(crate) fn check_rank(c: &Comm, rank: c_int, what: &str, wildcard: bool) -> MpiResult<()> {
-    let ok = (0..c.size()).contains(&rank)
-        || rank == abi::MPI_PROC_NULL
-        || (wildcard && rank == abi::MPI_ANY_SOURCE);
-    if ok {
-        Ok(())
-    } else {
-        Err(err(
-            abi::MPI_ERR_RANK,
-            format!(
-                "invalid {what} rank {rank} in a communicator of size {}",
-                c.size()
-            ),
-        ))
+/// A rank argument as the core names it.
+pub(crate) fn rank_arg(rank: c_int) -> Rank {
+    match rank {
+        abi::MPI_PROC_NULL => Rank::Null,
+        abi::MPI_ANY_SOURCE => Rank::Any,
+        r => Rank::Proc(r),
     }
 }
 
-pub(crate) fn check_tag(tag: c_int, wildcard: bool) -> MpiResult<()> {
-    if tag >= 0 || (wildcard && tag == abi::MPI_ANY_TAG) {
-        Ok(())
+/// A rank the core gives back, as an `int` of this ABI (`None` is
+/// `MPI_UNDEFINED`).
+pub(crate) fn rank_out(rank: Option<Rank>) -> c_int {
+    match rank {
+        Some(Rank::Proc(r)) => r,
+        Some(Rank::Null) => abi::MPI_PROC_NULL,
+        Some(Rank::Any) => abi::MPI_ANY_SOURCE,
+        None => abi::MPI_UNDEFINED,
+    }
+}
+
+/// A comparison result as an `int` of this ABI.
+pub(crate) fn comparison_out(c: core::group::Comparison) -> c_int {
+    use crate::core::group::Comparison::*;
+    match c {
+        Ident => abi::MPI_IDENT,
+        Congruent => abi::MPI_CONGRUENT,
+        Similar => abi::MPI_SIMILAR,
+        Unequal => abi::MPI_UNEQUAL,
+    }
+}
+
+/// A tag argument as the core names it.
+pub(crate) fn tag_arg(tag: c_int) -> Tag {
+    if tag == abi::MPI_ANY_TAG {
+        Tag::Any
     } else {
-        Err(err(abi::MPI_ERR_TAG, format!("invalid tag {tag}")))
+        Tag::Value(tag)
     }
 }
 

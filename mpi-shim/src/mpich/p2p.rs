@@ -9,6 +9,7 @@ use shm_engine::{Source, TagMatch};
 
 use super::*;
 use crate::abi::MPI_Message;
+use crate::core::peer::RecvFrom;
 use crate::core::request::{self, Attached, Matched, Persistent};
 
 pub(super) mod requests;
@@ -74,10 +75,8 @@ unsafe fn send_args(
     let c = rt.comm(comm_slot(comm)?)?;
     // SAFETY: forwarded from the caller.
     let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
-    check_rank(c, dest, "destination", false)?;
-    check_tag(tag, false)?;
-    let to = (dest != abi::MPI_PROC_NULL).then(|| c.members[dest as usize]);
-    Ok((to, Comm::tag(c.ctx, tag), ub))
+    let (to, tag) = c.send_to(rank_arg(dest), tag_arg(tag))?;
+    Ok((to, tag, ub))
 }
 
 /// Start sending `ub` to `to` in `mode`: straight from the user's memory
@@ -395,10 +394,6 @@ pub unsafe extern "C" fn MPI_Irsend(
 // ---------------------------------------------------------------------
 // Receives (MPI-4.0 §3.2.4, §3.7.2).
 
-/// Whom a receive accepts: the engine source and tag matcher; `None`
-/// for `MPI_PROC_NULL`.
-type RecvFrom = Option<(Source, TagMatch)>;
-
 /// Checked arguments of a receive: whom it accepts, the buffer, the
 /// communicator slot.
 unsafe fn recv_args(
@@ -420,10 +415,7 @@ unsafe fn recv_args(
 /// Check a receive's source and tag on communicator `slot` and translate
 /// them for the engine (`None` for `MPI_PROC_NULL`).
 fn recv_from(rt: &Runtime, slot: usize, source: c_int, tag: c_int) -> MpiResult<RecvFrom> {
-    let c = rt.comm(slot)?;
-    check_rank(c, source, "source", true)?;
-    check_tag(tag, true)?;
-    Ok((source != abi::MPI_PROC_NULL).then(|| (c.source(source), Comm::tag_match(c.ctx, tag))))
+    rt.comm(slot)?.recv_from(rank_arg(source), tag_arg(tag))
 }
 
 /// The status of a receive from `MPI_PROC_NULL` (MPI-4.0 §3.10).
@@ -756,11 +748,8 @@ fn probe_args(
     comm: MPI_Comm,
 ) -> MpiResult<Option<(Source, TagMatch, usize)>> {
     let slot = comm_slot(comm)?;
-    let c = rt.comm(slot)?;
-    check_rank(c, source, "source", true)?;
-    check_tag(tag, true)?;
-    Ok((source != abi::MPI_PROC_NULL)
-        .then(|| (c.source(source), Comm::tag_match(c.ctx, tag), slot)))
+    let from = rt.comm(slot)?.recv_from(rank_arg(source), tag_arg(tag))?;
+    Ok(from.map(|(s, t)| (s, t, slot)))
 }
 
 /// An engine status as the application sees it in communicator `slot`.

@@ -183,7 +183,8 @@ pub unsafe extern "C" fn MPI_Cart_coords(
 ) -> c_int {
     call("MPI_Cart_coords", comm, |rt| {
         let (cart, _) = cart_of(rt, comm)?;
-        check_rank(rt.comm(comm_slot(comm)?)?, rank, "grid", false)?;
+        rt.comm(comm_slot(comm)?)?
+            .check_rank(rank_arg(rank), "grid", false)?;
         if rank == abi::MPI_PROC_NULL {
             return Err(err(abi::MPI_ERR_RANK, "MPI_PROC_NULL has no coordinates"));
         }
