@@ -540,7 +540,10 @@ unsafe fn call_user(
     };
     // SAFETY: forwarded from the caller; `len` and the handle are live
     // locals of the width the function was declared with (`datatype`).
-    unsafe { (op.f)(invec.cast(), inoutvec.cast(), &mut len, dt_arg) };
+    // The function may query the datatype through MPI (`run_callback`).
+    crate::core::run_callback(|| unsafe {
+        (op.f)(invec.cast(), inoutvec.cast(), &mut len, dt_arg)
+    });
     let _ = wide;
 }
 

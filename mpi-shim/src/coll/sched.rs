@@ -359,14 +359,16 @@ impl Schedule {
     }
 
     /// Run as far as possible without waiting; returns whether anything
-    /// happened.
+    /// happened. It looks at its messages without progressing the engine:
+    /// the caller does that once for all it waits for (the progress
+    /// driver, or a test that progressed first).
     pub fn advance(&mut self, ep: &mut Endpoint) -> bool {
         let mut did = false;
         loop {
             if !self.pending.is_empty() {
                 for i in 0..self.pending.len() {
                     if let Some(r) = &self.pending[i]
-                        && ep.test(r)
+                        && ep.is_complete(r)
                     {
                         let r = self.pending[i].take().expect("tested above");
                         self.finished(ep.wait(r));
@@ -386,14 +388,6 @@ impl Schedule {
             if let Err(e) = self.start_step(ep) {
                 self.fail(e, true);
             }
-        }
-    }
-
-    /// Wait for one message of the round in flight (the engine sleeps
-    /// when there is nothing to do).
-    pub fn block(&mut self, ep: &mut Endpoint) {
-        if let Some(r) = self.pending.iter_mut().find_map(Option::take) {
-            self.finished(ep.wait(r));
         }
     }
 

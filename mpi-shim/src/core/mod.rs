@@ -46,6 +46,7 @@ use std::sync::{Mutex, MutexGuard};
 use shm_engine::{Endpoint, bootstrap};
 
 use crate::abi;
+use progress::Poll;
 
 pub mod attr;
 pub mod comm;
@@ -55,6 +56,7 @@ pub mod group;
 pub mod hwsplit;
 pub mod info;
 pub mod peer;
+pub mod progress;
 pub mod recvbuf;
 pub mod request;
 pub mod session;
@@ -465,8 +467,8 @@ impl Runtime {
             ));
         }
         let mut st = request::empty_status();
-        let query = run_callback(self, || (g.query)(&mut st));
-        let free = run_callback(self, || (g.free)());
+        let query = run_callback(|| (g.query)(&mut st));
+        let free = run_callback(|| (g.free)());
         request::callback_result(query, "query")?;
         request::callback_result(free, "free")?;
         Ok(st)
@@ -507,7 +509,7 @@ impl Runtime {
             },
             Req::Generalized(mut g) if g.complete => {
                 let mut st = request::empty_status();
-                let rc = run_callback(self, || (g.query)(&mut st));
+                let rc = run_callback(|| (g.query)(&mut st));
                 if rc != abi::MPI_SUCCESS {
                     st.MPI_ERROR = rc;
                 }
@@ -574,7 +576,7 @@ impl Runtime {
                     return Err(invalid_request());
                 };
                 let complete = g.complete;
-                let rc = run_callback(self, || (g.cancel)(complete));
+                let rc = run_callback(|| (g.cancel)(complete));
                 self.restore_req(i, Req::Generalized(g));
                 request::callback_result(rc, "cancel")
             }
@@ -587,7 +589,7 @@ impl Runtime {
     pub fn free_req(&mut self, i: usize) -> MpiResult<()> {
         match self.take_req(i)? {
             Req::Generalized(mut g) if g.complete => {
-                let rc = run_callback(self, || (g.free)());
+                let rc = run_callback(|| (g.free)());
                 request::callback_result(rc, "free")
             }
             Req::Generalized(mut g) => {
@@ -626,7 +628,7 @@ impl Runtime {
         };
         match freed.then(|| self.take_req(i)).transpose()? {
             Some(Req::Generalized(mut g)) => {
-                let rc = run_callback(self, || (g.free)());
+                let rc = run_callback(|| (g.free)());
                 request::callback_result(rc, "free")
             }
             _ => Ok(()),
@@ -650,14 +652,10 @@ impl Runtime {
                 self.ep.cancel(req);
             }
         }
-        let mut backoff = shm_engine::Backoff::default();
-        loop {
-            self.reap_detached();
-            if self.detached.is_empty() {
-                return Ok(());
-            }
-            self.ep.progress_or_back_off(&mut backoff);
-        }
+        self.wait_until(|rt| {
+            rt.reap_detached();
+            Ok(rt.detached.is_empty().then_some(()).into())
+        })
     }
 
     /// Complete the freed requests that have finished. Their errors have
@@ -696,10 +694,21 @@ impl Runtime {
         self.coll_slots
             .retain(|&i| matches!(reqs.get(i), Some(Some(Req::Coll(_)))));
         let mut did = false;
-        for &i in &self.coll_slots {
-            if let Some(Some(Req::Coll(s))) = self.reqs.get_mut(i) {
-                did |= s.advance(&mut self.ep);
-            }
+        // By index, each schedule out of its slot while it advances: a
+        // reduction function it runs may call MPI (`run_callback`), so no
+        // borrow into the tables stays live across it.
+        let mut k = 0;
+        while let Some(&i) = self.coll_slots.get(k) {
+            k += 1;
+            let Some(slot) = self.reqs.get_mut(i) else {
+                continue;
+            };
+            let Some(Req::Coll(mut s)) = slot.take() else {
+                continue;
+            };
+            *slot = Some(Req::Done(request::empty_status()));
+            did |= s.advance(&mut self.ep);
+            self.reqs[i] = Some(Req::Coll(s));
         }
         (did, !self.coll_slots.is_empty())
     }
@@ -720,41 +729,24 @@ impl Runtime {
         &mut self,
         req: shm_engine::Request,
     ) -> Result<shm_engine::Completion, shm_engine::Error> {
-        let mut backoff = shm_engine::Backoff::default();
-        loop {
-            let (did, any) = self.progress_colls();
-            if !any || self.ep.test(&req) {
-                return self.ep.wait(req);
-            }
-            if did {
-                backoff = shm_engine::Backoff::default();
-            } else {
-                self.ep.progress_or_back_off(&mut backoff);
-            }
-        }
+        self.wait_until(|rt| Ok(rt.ep.is_complete(&req).then_some(()).into()))
+            .expect("testing an engine request cannot fail");
+        self.ep.wait(req)
     }
 
     /// Run schedule `s` to its end, progressing the other outstanding
     /// collectives meanwhile (another process may wait for them first).
     pub fn wait_coll(&mut self, mut s: Box<crate::coll::Schedule>) -> MpiResult<abi::MPI_Status> {
-        let mut backoff = shm_engine::Backoff::default();
-        loop {
-            let mine = s.advance(&mut self.ep);
-            if s.is_done() {
-                break;
-            }
-            let (others, any) = self.progress_colls();
-            if !any {
-                // Nothing else to progress: sleep in the engine.
-                s.block(&mut self.ep);
-            } else if mine || others {
-                backoff = shm_engine::Backoff::default();
+        self.wait_until(|rt| {
+            let moved = s.advance(&mut rt.ep);
+            Ok(if s.is_done() {
+                Poll::Ready(())
+            } else if moved {
+                Poll::Moved
             } else {
-                // Schedules move only on engine messages, which wake the
-                // engine's back-off.
-                self.ep.progress_or_back_off(&mut backoff);
-            }
-        }
+                Poll::Idle
+            })
+        })?;
         let comm = s.comm;
         s.result()
             .map(|()| abi::MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0))
@@ -861,33 +853,57 @@ pub fn try_state() -> Option<StateGuard> {
 }
 
 thread_local! {
-    /// The runtime of the library call this thread is in while it runs
-    /// application code (see [`run_callback`]); null otherwise.
-    static CALLBACK_RUNTIME: Cell<*mut Runtime> = const { Cell::new(std::ptr::null_mut()) };
+    /// The runtime of the library call this thread is in ([`in_call`]);
+    /// null outside calls.
+    static CALL_RUNTIME: Cell<*mut Runtime> = const { Cell::new(std::ptr::null_mut()) };
+    /// Whether application code that call runs ([`run_callback`]) is
+    /// running now.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Run application code (a generalized request's callback) from inside a
-/// library call. The code may make MPI calls: on this thread they use
-/// `rt` ([`callback_runtime`]) instead of taking the library lock, which
-/// this thread holds (MPI-4.0 §13.2's examples call MPI from callbacks).
-pub fn run_callback<T>(rt: &mut Runtime, f: impl FnOnce() -> T) -> T {
-    /// Puts the outer value back, also if `f` unwinds.
-    struct Restore(*mut Runtime);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CALLBACK_RUNTIME.set(self.0);
-        }
+/// Sets a thread-local cell back to its previous value, also if the code
+/// in between unwinds.
+struct Restore<T: Copy + 'static>(&'static std::thread::LocalKey<Cell<T>>, T);
+
+impl<T: Copy + 'static> Drop for Restore<T> {
+    fn drop(&mut self) {
+        self.0.set(self.1);
     }
-    let _restore = Restore(CALLBACK_RUNTIME.replace(rt));
+}
+
+/// Run the body of a library call, `f`, on `rt`, which the call holds
+/// under the library lock: the one gate of every entry layer. Application
+/// code that `f` runs through [`run_callback`] may call MPI again; those
+/// calls use `rt` ([`callback_runtime`]) instead of taking the lock again,
+/// which this thread holds.
+pub fn in_call<T>(rt: &mut Runtime, f: impl FnOnce(&mut Runtime) -> T) -> T {
+    let _restore = Restore(&CALL_RUNTIME, CALL_RUNTIME.replace(rt));
+    let _outside = Restore(&IN_CALLBACK, IN_CALLBACK.replace(false));
+    f(rt)
+}
+
+/// Run application code (a reduction function, a generalized request's
+/// or an attribute's callback) from inside a library call. The code may
+/// call MPI (MPI-4.1 §13.2's examples do; mpi4py's reduction functions
+/// query the datatype): such a call re-enters through the gate of the call
+/// in progress ([`in_call`]).
+///
+/// The library keeps no borrow into its tables (requests, collectives)
+/// across a callback; a callback runs with the engine borrowed by the
+/// code that called it, so application code called from a reduction may
+/// query objects but not communicate (the standard gives reduction
+/// functions no use for communication).
+pub fn run_callback<T>(f: impl FnOnce() -> T) -> T {
+    let _restore = Restore(&IN_CALLBACK, IN_CALLBACK.replace(true));
     f()
 }
 
-/// The runtime [`run_callback`] lent to application code running on this
-/// thread, if any. Only this thread's MPI calls may use it, and only
+/// The runtime of the library call whose callback is running on this
+/// thread, if one is. Only this thread's MPI calls may use it, and only
 /// until the callback returns.
 pub fn callback_runtime() -> Option<*mut Runtime> {
-    let rt = CALLBACK_RUNTIME.get();
-    (!rt.is_null()).then_some(rt)
+    let rt = CALL_RUNTIME.get();
+    (IN_CALLBACK.get() && !rt.is_null()).then_some(rt)
 }
 
 /// The locked library state.

@@ -153,11 +153,10 @@ pub(crate) fn call(
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
     if let Some(rt) = core::callback_runtime() {
-        // SAFETY: an application callback is running on this thread, and
-        // the library call that runs it lent it the runtime
-        // (`core::run_callback`): that call holds the lock and does not use
-        // the runtime until the callback returns, so this reference is the
-        // only one in use.
+        // SAFETY: an application callback is running on this thread, from
+        // inside the library call that holds the lock and `rt`
+        // (`core::in_call`); that call uses no borrow into the runtime's
+        // tables until the callback returns (`core::run_callback`).
         let rt = unsafe { &mut *rt };
         return match f(rt) {
             Ok(()) => abi::MPI_SUCCESS,
@@ -167,20 +166,27 @@ pub(crate) fn call(
     let handled = {
         let mut state = core::state();
         let rt = running(&mut state, name);
-        match f(rt) {
-            Ok(()) => return abi::MPI_SUCCESS,
-            Err(e) => raise(rt, name, comm, e),
-        }
+        core::in_call(rt, |rt| match f(rt) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(raise(rt, name, comm, e)),
+        })
     };
-    handled.finish()
+    match handled {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(h) => h.finish(),
+    }
 }
 
 /// Run `f` on the library's state, without error handling: for functions
 /// that call the application (attribute callbacks) between steps, which
 /// must happen without the library lock since the callbacks may call MPI.
 pub(crate) fn locked<T>(name: &str, f: impl FnOnce(&mut Runtime) -> MpiResult<T>) -> MpiResult<T> {
+    if let Some(rt) = core::callback_runtime() {
+        // SAFETY: as in `call`.
+        return f(unsafe { &mut *rt });
+    }
     let mut state = core::state();
-    f(running(&mut state, name))
+    core::in_call(running(&mut state, name), f)
 }
 
 /// Run `f`, which takes the library lock itself through [`locked`];

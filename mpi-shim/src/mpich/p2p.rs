@@ -801,7 +801,7 @@ pub unsafe extern "C" fn MPI_Probe(
         let st = match probe_args(rt, source, tag, comm)? {
             None => proc_null_status(),
             Some((src, matcher, slot)) => {
-                let st = rt.ep.probe(src, matcher);
+                let st = rt.wait_until(|rt| Ok(rt.ep.iprobe(src, matcher).into()))?;
                 probe_status(rt, slot, st)?
             }
         };
@@ -838,7 +838,7 @@ fn matched_probe(
         return Ok(Some((abi::MPI_MESSAGE_NO_PROC, proc_null_status())));
     };
     let found = if block {
-        Some(rt.ep.mprobe(src, matcher))
+        Some(rt.wait_until(|rt| Ok(rt.ep.improbe(src, matcher).into()))?)
     } else {
         rt.ep.improbe(src, matcher)
     };

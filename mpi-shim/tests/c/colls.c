@@ -333,6 +333,31 @@ static void isum(void *in, void *inout, int *len, MPI_Datatype *dt) {
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
 
+/* A reduction function that asks the library about its datatype, as
+ * mpi4py's do: the call re-enters the library from inside a collective. */
+static int queried;
+static void sized_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    int sz = -1;
+    MPI_Aint lb, extent;
+    CHECK(MPI_Type_size(*dt, &sz) == MPI_SUCCESS && sz == (int)sizeof(int), "size %d", sz);
+    CHECK(MPI_Type_get_extent(*dt, &lb, &extent) == MPI_SUCCESS && extent == sizeof(int), "extent");
+    queried++;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+static void test_reentrant_op(void) {
+    MPI_Op op;
+    MPI_Op_create(sized_sum, 1, &op);
+    for (nb = 0; nb < 2; nb++) {
+        int x[2] = {rank, 1}, y[2] = {-1, -1};
+        RUN(MPI_Allreduce, MPI_Iallreduce, x, y, 2, MPI_INT, op, MPI_COMM_WORLD);
+        CHECK(y[0] == size * (size - 1) / 2 && y[1] == size, "re-entrant allreduce %d %d", y[0], y[1]);
+        CHECK(MPI_Reduce_local(x, y, 2, MPI_INT, op) == MPI_SUCCESS && y[1] == size + 1, "reduce_local");
+    }
+    CHECK(queried > 0, "the function never ran");
+    MPI_Op_free(&op);
+}
+
 static void test_user_ops(void) {
     MPI_Op comp, add;
     CHECK(MPI_Op_create(compose, 0, &comp) == MPI_SUCCESS, "op_create");
@@ -540,6 +565,30 @@ static void test_outstanding(void) {
             msg = 55;
             if (rank == sender) MPI_Send(&msg, 1, MPI_INT, 0, 5, MPI_COMM_WORLD);
         }
+        /* The same while rank 0 blocks in MPI_Probe, then MPI_Mprobe:
+         * every wait of the library progresses collectives. */
+        for (int matched = 0; matched < 2; matched++) {
+            if (rank != 0) usleep(20000);
+            MPI_Ibarrier(MPI_COMM_WORLD, &bar);
+            if (rank == 0) {
+                MPI_Status st;
+                msg = -1;
+                if (matched) {
+                    MPI_Message m;
+                    MPI_Mprobe(sender, 6, MPI_COMM_WORLD, &m, &st);
+                    MPI_Mrecv(&msg, 1, MPI_INT, &m, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Probe(sender, 6, MPI_COMM_WORLD, &st);
+                    MPI_Recv(&msg, 1, MPI_INT, sender, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                }
+                MPI_Wait(&bar, MPI_STATUS_IGNORE);
+                CHECK(msg == 66 && st.MPI_SOURCE == sender, "message probed after the barrier");
+            } else {
+                MPI_Wait(&bar, MPI_STATUS_IGNORE);
+                msg = 66;
+                if (rank == sender) MPI_Send(&msg, 1, MPI_INT, 0, 6, MPI_COMM_WORLD);
+            }
+        }
     }
 
     /* Blocking collectives interleaved with a nonblocking one. */
@@ -643,6 +692,7 @@ int main(int argc, char **argv) {
         test_mixed_types();
         test_self();
     }
+    test_reentrant_op();
     test_outstanding();
     test_errors();
     free(a), free(b), free(c);

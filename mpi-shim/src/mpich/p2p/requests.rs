@@ -5,14 +5,12 @@
 //! persistent request's, which stays and becomes inactive. Inactive
 //! persistent and null requests count as complete with the empty status
 //! for `MPI_Wait`/`MPI_Test`, and are ignored by the "any"/"some"/"all"
-//! functions. Every waiting loop backs off through the engine's
-//! [`Backoff`], so that oversubscribed processes leave their core.
+//! functions. Every wait goes through the core's progress driver
+//! ([`Runtime::wait_until`]), which also moves nonblocking collectives.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::{c_int, c_void};
-
-use shm_engine::Backoff;
 
 use super::super::{call, check_status, check_statuses, empty_status, err, out, write_status};
 use crate::abi::{self, Kind, MPI_Request, MPI_Status};
@@ -147,21 +145,6 @@ fn in_status(failed: bool) -> MpiResult<()> {
         ))
     } else {
         Ok(())
-    }
-}
-
-/// Check again and again (progressing the engine and backing off while
-/// nothing changes) until `step` has an answer.
-fn wait_until<T>(
-    rt: &mut Runtime,
-    mut step: impl FnMut(&mut Runtime) -> MpiResult<Option<T>>,
-) -> MpiResult<T> {
-    let mut backoff = Backoff::default();
-    loop {
-        if let Some(answer) = step(rt)? {
-            return Ok(answer);
-        }
-        rt.ep.progress_or_back_off(&mut backoff);
     }
 }
 
@@ -394,7 +377,7 @@ pub unsafe extern "C" fn MPI_Waitany(
         if index.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null index"));
         }
-        let found = wait_until(rt, |rt| any_done(rt, hs))?;
+        let found = rt.wait_until(|rt| any_done(rt, hs).map(Into::into))?;
         // SAFETY: forwarded from the caller.
         unsafe { finish_any(rt, hs, found, index, status) }
     })
@@ -492,7 +475,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
         if outcount.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null outcount"));
         }
-        let found = wait_until(rt, |rt| some_done(rt, hs))?;
+        let found = rt.wait_until(|rt| some_done(rt, hs).map(Into::into))?;
         // SAFETY: forwarded from the caller.
         unsafe { finish_some(rt, hs, found, outcount, indices, statuses) }
     })
