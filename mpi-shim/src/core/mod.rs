@@ -898,6 +898,17 @@ pub fn run_callback<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The world model's phase, also from inside a callback (where the lock is
+/// this thread's already).
+pub fn world_phase() -> Phase {
+    match callback_runtime() {
+        // SAFETY: read only, while the call that lent the runtime waits
+        // for the callback (see `run_callback`).
+        Some(rt) => unsafe { (*rt).world },
+        None => state().world(),
+    }
+}
+
 /// The runtime of the library call whose callback is running on this
 /// thread, if one is. Only this thread's MPI calls may use it, and only
 /// until the callback returns.

@@ -179,7 +179,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 /// §11.2.5).
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
-    let v = core::state().world() != Phase::Before;
+    let v = core::world_phase() != Phase::Before;
     // SAFETY: `flag` is an output argument.
     unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 /// Whether `MPI_Finalize` has completed (sessions do not count).
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    let v = core::state().world() == Phase::After;
+    let v = core::world_phase() == Phase::After;
     // SAFETY: `flag` is an output argument.
     unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }

@@ -159,6 +159,11 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 /// What the running library knows about user code `code`, if anything
 /// (user codes exist only between `MPI_Init` and `MPI_Finalize`).
 fn user_code<T>(f: impl FnOnce(&core::errh::Errors) -> Option<T>) -> Option<T> {
+    if let Some(rt) = core::callback_runtime() {
+        // SAFETY: read only, while the call that lent the runtime waits
+        // for the callback (`core::run_callback`).
+        return f(unsafe { &(*rt).errors });
+    }
     match &*core::state() {
         core::Library::Running(rt) => f(&rt.errors),
         _ => None,

@@ -228,6 +228,10 @@ pub(crate) fn running<'a>(state: &'a mut Library, name: &str) -> &'a mut Runtime
 /// after `MPI_Finalize` (info objects, error strings) the default
 /// handler, `MPI_ERRORS_ARE_FATAL`, applies (MPI-4.0 §9.3).
 pub(crate) fn fail(name: &str, comm: MPI_Comm, e: MpiError) -> c_int {
+    if let Some(rt) = core::callback_runtime() {
+        // SAFETY: as in `call`.
+        return raise(unsafe { &mut *rt }, name, comm, e).finish();
+    }
     let handled = match &mut *core::state() {
         Library::Running(rt) => raise(rt, name, comm, e),
         _ => {

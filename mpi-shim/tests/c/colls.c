@@ -341,6 +341,9 @@ static void sized_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
     MPI_Aint lb, extent;
     CHECK(MPI_Type_size(*dt, &sz) == MPI_SUCCESS && sz == (int)sizeof(int), "size %d", sz);
     CHECK(MPI_Type_get_extent(*dt, &lb, &extent) == MPI_SUCCESS && extent == sizeof(int), "extent");
+    int init = 0, fini = 1;
+    CHECK(MPI_Initialized(&init) == MPI_SUCCESS && init, "initialized");
+    CHECK(MPI_Finalized(&fini) == MPI_SUCCESS && !fini, "finalized");
     queried++;
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
