@@ -164,7 +164,7 @@ fn run(
     } else {
         running(&mut state, name)
     };
-    let e = match f(rt) {
+    let e = match core::in_call(rt, f) {
         Ok(()) => return abi::MPI_SUCCESS,
         Err(e) => e,
     };
