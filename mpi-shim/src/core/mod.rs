@@ -690,6 +690,9 @@ impl Runtime {
     /// tested, whichever order they are completed in). Returns whether
     /// anything happened and whether any collective is outstanding.
     pub fn progress_colls(&mut self) -> (bool, bool) {
+        if self.coll_slots.is_empty() {
+            return (false, false);
+        }
         let reqs = &self.reqs;
         self.coll_slots
             .retain(|&i| matches!(reqs.get(i), Some(Some(Req::Coll(_)))));
@@ -853,8 +856,7 @@ pub fn try_state() -> Option<StateGuard> {
 }
 
 thread_local! {
-    /// The runtime of the library call this thread is in ([`in_call`]);
-    /// null outside calls.
+    /// The runtime of this thread's latest library call ([`in_call`]).
     static CALL_RUNTIME: Cell<*mut Runtime> = const { Cell::new(std::ptr::null_mut()) };
     /// Whether application code that call runs ([`run_callback`]) is
     /// running now.
@@ -876,9 +878,14 @@ impl<T: Copy + 'static> Drop for Restore<T> {
 /// code that `f` runs through [`run_callback`] may call MPI again; those
 /// calls use `rt` ([`callback_runtime`]) instead of taking the lock again,
 /// which this thread holds.
+///
+/// The gate costs one write to thread-local storage: `CALL_RUNTIME` keeps
+/// the runtime of this thread's latest call, and is read only while a
+/// callback of the call in progress runs (`IN_CALLBACK`, which only
+/// [`run_callback`] sets, inside a call). A call made from a callback
+/// never gets here: it finds the lent runtime first.
 pub fn in_call<T>(rt: &mut Runtime, f: impl FnOnce(&mut Runtime) -> T) -> T {
-    let _restore = Restore(&CALL_RUNTIME, CALL_RUNTIME.replace(rt));
-    let _outside = Restore(&IN_CALLBACK, IN_CALLBACK.replace(false));
+    CALL_RUNTIME.set(rt);
     f(rt)
 }
 
