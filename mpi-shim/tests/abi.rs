@@ -160,20 +160,31 @@ fn our_header_compiles_cleanly() {
         .arg(dir.join("use.c")));
 }
 
+/// `file` of the installation that `$var` names, by default `default`
+/// (relative to the workspace); it must exist, or `missing` says why.
+fn installed(var: &str, default: &str, file: &str, missing: &str) -> PathBuf {
+    let prefix = std::env::var_os(var).map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(default)
+        },
+        PathBuf::from,
+    );
+    let path = prefix.join(file);
+    assert!(path.exists(), "{} is missing: {missing}", path.display());
+    path
+}
+
 /// The installed library (`tools/install.sh`: `target/tessel`, or
 /// `$TESSEL_PREFIX`), which is what applications load.
 fn built_library() -> PathBuf {
-    let prefix = std::env::var_os("TESSEL_PREFIX").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tessel"),
-        PathBuf::from,
-    );
-    let lib = prefix.join("lib/libmpi.so.12");
-    assert!(
-        lib.exists(),
-        "{} is missing: run tools/install.sh first",
-        lib.display()
-    );
-    lib
+    installed(
+        "TESSEL_PREFIX",
+        "target/tessel",
+        "lib/libmpi.so.12",
+        "run tools/install.sh first",
+    )
 }
 
 /// The `MPI_` symbols the installed library defines: (functions, data).
@@ -268,17 +279,12 @@ const OURS_BY_DESIGN: &[&str] = &["MPI_VERSION", "MPI_SUBVERSION"];
 
 /// MPICH 5's `mpicc_abi`.
 fn mpich_mpicc_abi() -> PathBuf {
-    let prefix = std::env::var_os("TESSEL_MPICH5").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-venv"),
-        PathBuf::from,
-    );
-    let cc = prefix.join("bin/mpicc_abi");
-    assert!(
-        cc.exists(),
-        "{} is missing: tools/setup.sh installs MPICH 5 from PyPI",
-        cc.display()
-    );
-    cc
+    installed(
+        "TESSEL_MPICH5",
+        "target/bench-venv",
+        "bin/mpicc_abi",
+        "tools/setup.sh installs MPICH 5 from PyPI",
+    )
 }
 
 /// A C program printing every constant of the standard and the sizes of
