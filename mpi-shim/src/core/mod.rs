@@ -164,6 +164,30 @@ pub enum Req {
     Coll(Box<crate::coll::Schedule>),
 }
 
+impl Req {
+    /// Whether this is a collective in progress: a nonblocking one, or a
+    /// round of a persistent one.
+    fn is_coll(&self) -> bool {
+        match self {
+            Req::Coll(_) => true,
+            Req::Persistent(p) => matches!(p.active.as_deref(), Some(Req::Coll(_))),
+            _ => false,
+        }
+    }
+
+    /// The schedule of a collective in progress.
+    fn schedule(&mut self) -> Option<&mut crate::coll::Schedule> {
+        match self {
+            Req::Coll(s) => Some(s),
+            Req::Persistent(p) => match p.active.as_deref_mut() {
+                Some(Req::Coll(s)) => Some(s),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
 /// The packed copy of a non-contiguous message whose blocks are too
 /// small to move piece by piece.
 #[derive(Debug)]
@@ -540,6 +564,9 @@ impl Runtime {
         };
         let res = (p.start)(self).map(|round| p.active = Some(Box::new(round)));
         self.restore_req(i, Req::Persistent(p));
+        if self.reqs[i].as_ref().is_some_and(Req::is_coll) {
+            self.track_coll(i);
+        }
         res
     }
 
@@ -694,8 +721,10 @@ impl Runtime {
             return (false, false);
         }
         let reqs = &self.reqs;
-        self.coll_slots
-            .retain(|&i| matches!(reqs.get(i), Some(Some(Req::Coll(_)))));
+        self.coll_slots.retain(|&i| {
+            reqs.get(i)
+                .is_some_and(|r| r.as_ref().is_some_and(Req::is_coll))
+        });
         let mut did = false;
         // By index, each schedule out of its slot while it advances: a
         // reduction function it runs may call MPI (`run_callback`), so no
@@ -706,12 +735,14 @@ impl Runtime {
             let Some(slot) = self.reqs.get_mut(i) else {
                 continue;
             };
-            let Some(Req::Coll(mut s)) = slot.take() else {
+            let Some(mut r) = slot.take() else {
                 continue;
             };
             *slot = Some(Req::Done(request::empty_status()));
-            did |= s.advance(&mut self.ep);
-            self.reqs[i] = Some(Req::Coll(s));
+            if let Some(s) = r.schedule() {
+                did |= s.advance(&mut self.ep);
+            }
+            self.reqs[i] = Some(r);
         }
         (did, !self.coll_slots.is_empty())
     }
@@ -719,10 +750,16 @@ impl Runtime {
     /// Store a started nonblocking collective as a request.
     pub fn add_coll(&mut self, s: Box<crate::coll::Schedule>) -> usize {
         let i = self.add_req(Req::Coll(s));
+        self.track_coll(i);
+        i
+    }
+
+    /// Progress request `i` with the collectives from now on: it is one,
+    /// or a persistent one's round.
+    fn track_coll(&mut self, i: usize) {
         if !self.coll_slots.contains(&i) {
             self.coll_slots.push(i);
         }
-        i
     }
 
     /// Wait for engine request `req`, progressing the outstanding

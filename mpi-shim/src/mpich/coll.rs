@@ -18,46 +18,115 @@
 // MPI's collective signatures are long; the schedule compilers mirror them.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
+use super::counts::{self, Count, Displ, large_count};
+use super::info::info_hints;
 use super::*;
+use crate::abi::MPI_Count;
 use crate::coll::{Builder, Schedule, Sink, algo};
 use crate::ops::{Op, Reduction, UserFn, UserOp};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Barrier(MPI_Comm comm)",
     "int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)",
+    "int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)",
     "int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)",
+    "int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)",
     "int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
     "int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
     "int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)",
     "int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
     "int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
+    "int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)",
     "int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)",
+    "int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)",
     "int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
     "int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
     "int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
     "int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
+    "int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)",
     "int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)",
+    "int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)",
     "int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)",
     "int MPI_Op_free(MPI_Op *op)",
     "int MPI_Op_commutative(MPI_Op op, int *commute)",
@@ -98,29 +167,65 @@ unsafe fn nonblocking(
     })
 }
 
-/// Define `MPI_X` and `MPI_IX` from one schedule compiler taking the
-/// listed arguments and the communicator.
-macro_rules! collective {
-    ($blocking:ident, $nonblocking:ident, $build:ident ($($arg:ident: $ty:ty),*)) => {
-        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-        pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
-            // SAFETY: the caller's buffers and arrays, as the standard
-            // describes them, forwarded.
-            blocking(stringify!($blocking), comm, |rt| unsafe { $build(rt, $($arg,)* comm) })
+/// Initialize a persistent collective (MPI-4.0 §6.13): each `MPI_Start`
+/// compiles the schedule anew and starts it, so every round reads the
+/// buffers as they are then and takes the communicator's next collective
+/// number (processes start their persistent collectives in one order, as
+/// they call the others). The info argument is checked; no hint applies.
+unsafe fn persistent(
+    name: &str,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+    mut build: impl FnMut(&mut Runtime) -> MpiResult<Schedule> + 'static,
+) -> c_int {
+    call(name, comm, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
         }
+        info_hints(info)?;
+        rt.comm(comm_slot(comm)?)?;
+        let start = move |rt: &mut Runtime| {
+            let mut s = build(rt)?;
+            s.advance(&mut rt.ep);
+            Ok(Req::Coll(Box::new(s)))
+        };
+        super::p2p::persistent(rt, Box::new(start), request)
+    })
+}
 
-        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-        pub unsafe extern "C" fn $nonblocking(
-            $($arg: $ty,)*
-            comm: MPI_Comm,
-            request: *mut MPI_Request,
-        ) -> c_int {
-            // SAFETY: as above; the application leaves the buffers alone
-            // until the request completes (MPI-4.0 §6.12).
-            unsafe {
-                nonblocking(stringify!($nonblocking), comm, request, |rt| {
-                    $build(rt, $($arg,)* comm)
-                })
+/// Define `MPI_X`, `MPI_IX` and `MPI_X_init` (each with its `_c` twin
+/// when named after a `/`) from one schedule compiler taking the listed
+/// arguments and the communicator.
+macro_rules! collective {
+    ($b:ident $(/ $b_c:ident)?, $nb:ident $(/ $nb_c:ident)?, $p:ident $(/ $p_c:ident)?:
+        $build:ident ($($arg:ident: $ty:ty),*)) => {
+        large_count! {
+            fn $b $(/ $b_c)? ($($arg: $ty,)* comm: MPI_Comm) {
+                // SAFETY: the caller's buffers and arrays, as the standard
+                // describes them, forwarded.
+                blocking(NAME, comm, |rt| unsafe { $build(rt, $($arg,)* comm) })
+            }
+        }
+        large_count! {
+            fn $nb $(/ $nb_c)? ($($arg: $ty,)* comm: MPI_Comm, request: *mut MPI_Request) {
+                // SAFETY: as above; the application leaves the buffers alone
+                // until the request completes (MPI-4.0 §6.12).
+                unsafe { nonblocking(NAME, comm, request, |rt| $build(rt, $($arg,)* comm)) }
+            }
+        }
+        large_count! {
+            fn $p $(/ $p_c)? (
+                $($arg: $ty,)*
+                comm: MPI_Comm,
+                info: MPI_Info,
+                request: *mut MPI_Request
+            ) {
+                // SAFETY: as above, until the request is freed (MPI-4.0
+                // §6.13): every round reads them.
+                unsafe {
+                    persistent(NAME, comm, info, request, move |rt| $build(rt, $($arg,)* comm))
+                }
             }
         }
     };
@@ -146,7 +251,7 @@ unsafe fn block(
     rt: &Runtime,
     buf: *const c_void,
     displ: isize,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
 ) -> MpiResult<UserBuf> {
     let at = buf.cast::<u8>().wrapping_offset(displ).cast::<c_void>();
@@ -159,7 +264,7 @@ unsafe fn block(
 unsafe fn blocks(
     rt: &Runtime,
     buf: *const c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     displs: &[isize],
     dt: MPI_Datatype,
 ) -> MpiResult<Vec<UserBuf>> {
@@ -187,22 +292,6 @@ fn sink(ub: &UserBuf) -> Sink {
     }
 }
 
-/// `n` ints from an argument array (`MPI_ERR_ARG` when null).
-unsafe fn ints(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<c_int>> {
-    if p.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, format!("null {what} array")));
-    }
-    // SAFETY: the array has one entry per rank (MPI contract).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
-}
-
-/// `n` displacements from an argument array.
-unsafe fn displacements(p: *const c_int, n: usize) -> MpiResult<Vec<isize>> {
-    // SAFETY: forwarded from the caller.
-    let d = unsafe { ints(p, n, "displacement")? };
-    Ok(d.into_iter().map(|d| d as isize).collect())
-}
-
 /// `n` datatype handles from an argument array.
 unsafe fn types(p: *const MPI_Datatype, n: usize) -> MpiResult<Vec<MPI_Datatype>> {
     if p.is_null() {
@@ -221,7 +310,7 @@ fn in_place_error(what: &str) -> MpiError {
 
 /// `n` counts of `c`, displaced by `c` each (the regular collectives as
 /// their `v` forms).
-fn regular(c: c_int, n: usize) -> (Vec<c_int>, Vec<isize>) {
+fn regular(c: MPI_Count, n: usize) -> (Vec<MPI_Count>, Vec<isize>) {
     (
         vec![c; n],
         (0..n as isize).map(|r| r * c as isize).collect(),
@@ -281,7 +370,7 @@ unsafe fn reduction_input(
     rt: &Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     in_place_ok: bool,
@@ -313,9 +402,9 @@ fn elem_size(rt: &Runtime, datatype: MPI_Datatype) -> MpiResult<usize> {
     Ok(super::datatype(rt, datatype)?.size)
 }
 
-/// A count summed over ranks, as an `int` count.
-fn total(counts: &[c_int]) -> MpiResult<c_int> {
-    counts.iter().try_fold(0 as c_int, |acc, &c| {
+/// A count summed over ranks.
+fn total(counts: &[MPI_Count]) -> MpiResult<MPI_Count> {
+    counts.iter().try_fold(0 as MPI_Count, |acc, &c| {
         if c < 0 {
             return Err(err(abi::MPI_ERR_COUNT, format!("negative count {c}")));
         }
@@ -334,17 +423,18 @@ unsafe fn barrier(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Schedule> {
     algo::barrier(&mut b);
     Ok(b.finish())
 }
-collective!(MPI_Barrier, MPI_Ibarrier, barrier());
+collective!(MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init: barrier());
 
 /// MPI-4.0 §6.4.
-unsafe fn bcast(
+unsafe fn bcast<C: Count>(
     rt: &mut Runtime,
     buffer: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let count = count.get();
     let (slot, me, _) = comm_info(rt, comm)?;
     let root = check_root(rt.comm(slot)?, root)?;
     // SAFETY: forwarded from the caller.
@@ -364,19 +454,20 @@ unsafe fn bcast(
     }
     Ok(b.finish())
 }
-collective!(MPI_Bcast, MPI_Ibcast, bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int));
+collective!(MPI_Bcast / MPI_Bcast_c, MPI_Ibcast / MPI_Ibcast_c, MPI_Bcast_init / MPI_Bcast_init_c: bcast(buffer: *mut c_void, count: C, datatype: MPI_Datatype, root: c_int));
 
 /// MPI-4.0 §6.9.1.
-unsafe fn reduce(
+unsafe fn reduce<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let count = count.get();
     let (slot, me, _) = comm_info(rt, comm)?;
     let root = check_root(rt.comm(slot)?, root)?;
     let at_root = me == root;
@@ -401,18 +492,19 @@ unsafe fn reduce(
     }
     Ok(b.finish())
 }
-collective!(MPI_Reduce, MPI_Ireduce, reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int));
+collective!(MPI_Reduce / MPI_Reduce_c, MPI_Ireduce / MPI_Ireduce_c, MPI_Reduce_init / MPI_Reduce_init_c: reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op, root: c_int));
 
 /// MPI-4.0 §6.9.6.
-unsafe fn allreduce(
+unsafe fn allreduce<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let count = count.get();
     let (slot, _, _) = comm_info(rt, comm)?;
     // SAFETY: forwarded from the caller.
     let (red, input) =
@@ -428,7 +520,7 @@ unsafe fn allreduce(
     b.unpack(acc, k);
     Ok(b.finish())
 }
-collective!(MPI_Allreduce, MPI_Iallreduce, allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Allreduce / MPI_Allreduce_c, MPI_Iallreduce / MPI_Iallreduce_c, MPI_Allreduce_init / MPI_Allreduce_init_c: allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
 
 /// Gather and gatherv (MPI-4.0 §6.5): `counts`/`displs` matter at the
 /// root only; `regular` (gather) blocks all have one size, which the
@@ -438,10 +530,10 @@ unsafe fn gather_any(
     slot: usize,
     root: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     displs: &[isize],
     recvtype: MPI_Datatype,
     regular: bool,
@@ -485,17 +577,19 @@ unsafe fn gather_any(
     Ok(b.finish())
 }
 
-unsafe fn gather(
+unsafe fn gather<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
+    let recvcount = recvcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
     let root = check_root(rt.comm(slot)?, root)?;
     let (counts, displs) = if me == root {
@@ -510,25 +604,31 @@ unsafe fn gather(
         )
     }
 }
-collective!(MPI_Gather, MPI_Igather, gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Gather / MPI_Gather_c, MPI_Igather / MPI_Igather_c, MPI_Gather_init / MPI_Gather_init_c: gather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
-unsafe fn gatherv(
+unsafe fn gatherv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const D,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
     let root = check_root(rt.comm(slot)?, root)?;
     let (counts, displs) = if me == root {
         // SAFETY: the root's arrays have `n` entries.
-        unsafe { (ints(recvcounts, n, "count")?, displacements(displs, n)?) }
+        unsafe {
+            (
+                counts::counts(recvcounts, n, "count")?,
+                counts::displs(displs, n)?,
+            )
+        }
     } else {
         (Vec::new(), Vec::new())
     };
@@ -540,7 +640,7 @@ unsafe fn gatherv(
         )
     }
 }
-collective!(MPI_Gatherv, MPI_Igatherv, gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Gatherv / MPI_Gatherv_c, MPI_Igatherv / MPI_Igatherv_c, MPI_Gatherv_init / MPI_Gatherv_init_c: gatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype, root: c_int));
 
 /// Scatter and scatterv (MPI-4.0 §6.6): `counts`/`displs` matter at the
 /// root only; `regular` as for [`gather_any`].
@@ -549,11 +649,11 @@ unsafe fn scatter_any(
     slot: usize,
     root: usize,
     sendbuf: *const c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     displs: &[isize],
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     regular: bool,
 ) -> MpiResult<Schedule> {
@@ -608,17 +708,19 @@ unsafe fn scatter_any(
     Ok(b.finish())
 }
 
-unsafe fn scatter(
+unsafe fn scatter<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
+    let recvcount = recvcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
     let root = check_root(rt.comm(slot)?, root)?;
     let (counts, displs) = if me == root {
@@ -633,25 +735,31 @@ unsafe fn scatter(
         )
     }
 }
-collective!(MPI_Scatter, MPI_Iscatter, scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Scatter / MPI_Scatter_c, MPI_Iscatter / MPI_Iscatter_c, MPI_Scatter_init / MPI_Scatter_init_c: scatter(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
-unsafe fn scatterv(
+unsafe fn scatterv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: *const C,
+    displs: *const D,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let recvcount = recvcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
     let root = check_root(rt.comm(slot)?, root)?;
     let (counts, displs) = if me == root {
         // SAFETY: the root's arrays have `n` entries.
-        unsafe { (ints(sendcounts, n, "count")?, displacements(displs, n)?) }
+        unsafe {
+            (
+                counts::counts(sendcounts, n, "count")?,
+                counts::displs(displs, n)?,
+            )
+        }
     } else {
         (Vec::new(), Vec::new())
     };
@@ -663,17 +771,17 @@ unsafe fn scatterv(
         )
     }
 }
-collective!(MPI_Scatterv, MPI_Iscatterv, scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Scatterv / MPI_Scatterv_c, MPI_Iscatterv / MPI_Iscatterv_c, MPI_Scatterv_init / MPI_Scatterv_init_c: scatterv(sendbuf: *const c_void, sendcounts: *const C, displs: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
 /// Allgather and allgatherv (MPI-4.0 §6.7).
 unsafe fn allgather_any(
     rt: &mut Runtime,
     slot: usize,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     displs: &[isize],
     recvtype: MPI_Datatype,
 ) -> MpiResult<Schedule> {
@@ -710,16 +818,18 @@ unsafe fn allgather_any(
     Ok(b.finish())
 }
 
-unsafe fn allgather(
+unsafe fn allgather<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
+    let recvcount = recvcount.get();
     let (slot, _, n) = comm_info(rt, comm)?;
     let (counts, displs) = regular(recvcount, n);
     // SAFETY: forwarded from the caller.
@@ -729,22 +839,28 @@ unsafe fn allgather(
         )
     }
 }
-collective!(MPI_Allgather, MPI_Iallgather, allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype));
+collective!(MPI_Allgather / MPI_Allgather_c, MPI_Iallgather / MPI_Iallgather_c, MPI_Allgather_init / MPI_Allgather_init_c: allgather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
 
-unsafe fn allgatherv(
+unsafe fn allgatherv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const D,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
     let (slot, _, n) = comm_info(rt, comm)?;
     // SAFETY: the arrays have `n` entries.
-    let (counts, displs) = unsafe { (ints(recvcounts, n, "count")?, displacements(displs, n)?) };
+    let (counts, displs) = unsafe {
+        (
+            counts::counts(recvcounts, n, "count")?,
+            counts::displs(displs, n)?,
+        )
+    };
     // SAFETY: forwarded from the caller.
     unsafe {
         allgather_any(
@@ -752,12 +868,12 @@ unsafe fn allgatherv(
         )
     }
 }
-collective!(MPI_Allgatherv, MPI_Iallgatherv, allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype));
+collective!(MPI_Allgatherv / MPI_Allgatherv_c, MPI_Iallgatherv / MPI_Iallgatherv_c, MPI_Allgatherv_init / MPI_Allgatherv_init_c: allgatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype));
 
 /// The send or receive side of an all-to-all: one block per rank.
 struct Side {
     buf: *const c_void,
-    counts: Vec<c_int>,
+    counts: Vec<MPI_Count>,
     /// Byte displacements.
     displs: Vec<isize>,
     types: Vec<MPI_Datatype>,
@@ -768,7 +884,7 @@ impl Side {
     fn typed(
         rt: &Runtime,
         buf: *const c_void,
-        counts: Vec<c_int>,
+        counts: Vec<MPI_Count>,
         displs: &[isize],
         dt: MPI_Datatype,
     ) -> MpiResult<Self> {
@@ -827,16 +943,18 @@ unsafe fn alltoall_any(
     Ok(b.finish())
 }
 
-unsafe fn alltoall(
+unsafe fn alltoall<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
+    let recvcount = recvcount.get();
     let (slot, _, n) = comm_info(rt, comm)?;
     let (rc, rd) = regular(recvcount, n);
     let recv = Side::typed(rt, recvbuf, rc, &rd, recvtype)?;
@@ -849,17 +967,17 @@ unsafe fn alltoall(
     // SAFETY: forwarded from the caller.
     unsafe { alltoall_any(rt, slot, send, recv) }
 }
-collective!(MPI_Alltoall, MPI_Ialltoall, alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype));
+collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_Alltoall_init / MPI_Alltoall_init_c: alltoall(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
 
-unsafe fn alltoallv(
+unsafe fn alltoallv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const D,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const D,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
@@ -869,8 +987,8 @@ unsafe fn alltoallv(
         Side::typed(
             rt,
             recvbuf,
-            ints(recvcounts, n, "count")?,
-            &displacements(rdispls, n)?,
+            counts::counts(recvcounts, n, "count")?,
+            &counts::displs(rdispls, n)?,
             recvtype,
         )?
     };
@@ -882,8 +1000,8 @@ unsafe fn alltoallv(
             Side::typed(
                 rt,
                 sendbuf,
-                ints(sendcounts, n, "count")?,
-                &displacements(sdispls, n)?,
+                counts::counts(sendcounts, n, "count")?,
+                &counts::displs(sdispls, n)?,
                 sendtype,
             )?
         })
@@ -891,13 +1009,13 @@ unsafe fn alltoallv(
     // SAFETY: forwarded from the caller.
     unsafe { alltoall_any(rt, slot, send, recv) }
 }
-collective!(MPI_Alltoallv, MPI_Ialltoallv, alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype));
+collective!(MPI_Alltoallv / MPI_Alltoallv_c, MPI_Ialltoallv / MPI_Ialltoallv_c, MPI_Alltoallv_init / MPI_Alltoallv_init_c: alltoallv(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtype: MPI_Datatype));
 
 /// A side of `MPI_Alltoallw`: byte displacements, a datatype per block.
-unsafe fn side_w(
+unsafe fn side_w<C: Count, D: Displ>(
     buf: *const c_void,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const C,
+    displs: *const D,
     dts: *const MPI_Datatype,
     n: usize,
 ) -> MpiResult<Side> {
@@ -905,22 +1023,22 @@ unsafe fn side_w(
     unsafe {
         Ok(Side {
             buf,
-            counts: ints(counts, n, "count")?,
-            displs: displacements(displs, n)?,
+            counts: counts::counts(counts, n, "count")?,
+            displs: counts::displs(displs, n)?,
             types: types(dts, n)?,
         })
     }
 }
 
-unsafe fn alltoallw(
+unsafe fn alltoallw<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const D,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const D,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
@@ -936,7 +1054,7 @@ unsafe fn alltoallw(
         alltoall_any(rt, slot, send, recv)
     }
 }
-collective!(MPI_Alltoallw, MPI_Ialltoallw, alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype));
+collective!(MPI_Alltoallw / MPI_Alltoallw_c, MPI_Ialltoallw / MPI_Ialltoallw_c, MPI_Alltoallw_init / MPI_Alltoallw_init_c: alltoallw(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtypes: *const MPI_Datatype));
 
 /// Reduce-scatter with `counts[r]` elements for rank `r` (MPI-4.0
 /// §6.10); `MPI_IN_PLACE` takes the input from the receive buffer.
@@ -945,7 +1063,7 @@ unsafe fn reduce_scatter_any(
     slot: usize,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> MpiResult<Schedule> {
@@ -967,11 +1085,11 @@ unsafe fn reduce_scatter_any(
     Ok(b.finish())
 }
 
-unsafe fn reduce_scatter(
+unsafe fn reduce_scatter<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -979,21 +1097,22 @@ unsafe fn reduce_scatter(
     let (slot, _, n) = comm_info(rt, comm)?;
     // SAFETY: the array has `n` entries; the rest is forwarded.
     unsafe {
-        let counts = ints(recvcounts, n, "count")?;
+        let counts = counts::counts(recvcounts, n, "count")?;
         reduce_scatter_any(rt, slot, sendbuf, recvbuf, &counts, datatype, op)
     }
 }
-collective!(MPI_Reduce_scatter, MPI_Ireduce_scatter, reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Reduce_scatter / MPI_Reduce_scatter_c, MPI_Ireduce_scatter / MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init / MPI_Reduce_scatter_init_c: reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const C, datatype: MPI_Datatype, op: MPI_Op));
 
-unsafe fn reduce_scatter_block(
+unsafe fn reduce_scatter_block<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let recvcount = recvcount.get();
     let (slot, _, n) = comm_info(rt, comm)?;
     // SAFETY: forwarded from the caller.
     unsafe {
@@ -1008,14 +1127,14 @@ unsafe fn reduce_scatter_block(
         )
     }
 }
-collective!(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Reduce_scatter_block / MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block / MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init / MPI_Reduce_scatter_block_init_c: reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: C, datatype: MPI_Datatype, op: MPI_Op));
 
 /// Inclusive (MPI-4.0 §6.11.1) or exclusive (§6.11.2) scan.
 unsafe fn scan_any(
     rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -1041,64 +1160,67 @@ unsafe fn scan_any(
     Ok(b.finish())
 }
 
-unsafe fn scan(
+unsafe fn scan<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let count = count.get();
     // SAFETY: forwarded from the caller.
     unsafe { scan_any(rt, sendbuf, recvbuf, count, datatype, op, comm, false) }
 }
-collective!(MPI_Scan, MPI_Iscan, scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Scan / MPI_Scan_c, MPI_Iscan / MPI_Iscan_c, MPI_Scan_init / MPI_Scan_init_c: scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
 
-unsafe fn exscan(
+unsafe fn exscan<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let count = count.get();
     // SAFETY: forwarded from the caller.
     unsafe { scan_any(rt, sendbuf, recvbuf, count, datatype, op, comm, true) }
 }
-collective!(MPI_Exscan, MPI_Iexscan, exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Exscan / MPI_Exscan_c, MPI_Iexscan / MPI_Iexscan_c, MPI_Exscan_init / MPI_Exscan_init_c: exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
 
 // ---------------------------------------------------------------------
 // Local reduction and operation objects (MPI-4.0 §6.9.5, §6.9.7).
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Reduce_local(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> c_int {
-    call("MPI_Reduce_local", abi::MPI_COMM_WORLD, |rt| {
-        if abi::is_in_place(inbuf) || abi::is_in_place(inoutbuf.cast_const()) {
-            return Err(in_place_error("in MPI_Reduce_local"));
-        }
-        let red = reduction(rt, op, datatype)?;
-        // SAFETY: both buffers hold `count` elements (MPI contract).
-        let (a, b) = unsafe {
-            (
-                UserBuf::new(rt, inbuf, count, datatype)?,
-                UserBuf::new(rt, inoutbuf, count, datatype)?,
-            )
-        };
-        // SAFETY: as above; both are readable.
-        let (input, mut acc) = unsafe { (packed(&a), packed(&b)) };
-        red.apply(&input, &mut acc);
-        // SAFETY: `inoutbuf` is writable.
-        unsafe { b.unpack(&acc) };
-        Ok(())
-    })
+large_count! {
+    fn MPI_Reduce_local / MPI_Reduce_local_c(
+        inbuf: *const c_void,
+        inoutbuf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            if abi::is_in_place(inbuf) || abi::is_in_place(inoutbuf.cast_const()) {
+                return Err(in_place_error("in MPI_Reduce_local"));
+            }
+            let red = reduction(rt, op, datatype)?;
+            // SAFETY: both buffers hold `count` elements (MPI contract).
+            let (a, b) = unsafe {
+                (
+                    UserBuf::new(rt, inbuf, count.get(), datatype)?,
+                    UserBuf::new(rt, inoutbuf, count.get(), datatype)?,
+                )
+            };
+            // SAFETY: as above; both are readable.
+            let (input, mut acc) = unsafe { (packed(&a), packed(&b)) };
+            red.apply(&input, &mut acc);
+            // SAFETY: `inoutbuf` is writable.
+            unsafe { b.unpack(&acc) };
+            Ok(())
+        })
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]

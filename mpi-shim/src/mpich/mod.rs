@@ -27,8 +27,8 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 use std::sync::Arc;
 
 use crate::abi::{
-    self, Kind, MPI_Comm, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op, MPI_Request,
-    MPI_Status,
+    self, Kind, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op,
+    MPI_Request, MPI_Status,
 };
 use crate::core::datatype::Datatype;
 use crate::core::errh::CommErrhFn;
@@ -40,6 +40,7 @@ use shm_engine::{Endpoint, Piece};
 mod attr;
 mod coll;
 mod comm;
+pub(crate) mod counts;
 mod env;
 mod errh;
 mod group;
@@ -431,7 +432,7 @@ impl Wire {
 /// A committed datatype and the bytes of `count` (>= 0) of its elements.
 pub(crate) fn committed_bytes(
     rt: &Runtime,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
 ) -> MpiResult<(Arc<Datatype>, usize)> {
     let dt = datatype(rt, dt)?;
@@ -463,7 +464,7 @@ impl UserBuf {
     pub(crate) unsafe fn new(
         rt: &Runtime,
         buf: *const c_void,
-        count: c_int,
+        count: MPI_Count,
         dt: MPI_Datatype,
     ) -> MpiResult<Self> {
         if count < 0 {

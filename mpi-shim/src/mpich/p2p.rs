@@ -7,8 +7,9 @@
 
 use shm_engine::{Source, TagMatch};
 
+use super::counts::{Count, CountOut, large_count};
 use super::*;
-use crate::abi::MPI_Message;
+use crate::abi::{MPI_Count, MPI_Message};
 use crate::core::peer::RecvFrom;
 use crate::core::request::{self, Attached, Matched, Persistent};
 
@@ -16,17 +17,29 @@ pub(super) mod requests;
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
+    "int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
     "int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
+    "int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
     "int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
+    "int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
     "int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
+    "int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)",
     "int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)",
+    "int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
+    "int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
+    "int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Buffer_attach(void *buffer, int size)",
     "int MPI_Buffer_detach(void *buffer_addr, int *size)",
     "int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)",
@@ -34,13 +47,21 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)",
     "int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status)",
     "int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)",
+    "int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status)",
     "int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)",
+    "int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request)",
     "int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)",
+    "int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)",
 ];
 
 // ---------------------------------------------------------------------
@@ -66,7 +87,7 @@ enum Mode {
 unsafe fn send_args(
     rt: &Runtime,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -130,7 +151,7 @@ unsafe fn start_send(
 unsafe fn isend_in(
     rt: &mut Runtime,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -151,7 +172,7 @@ unsafe fn isend_in(
 unsafe fn send_in(
     name: &str,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -171,7 +192,7 @@ unsafe fn send_in(
 unsafe fn nonblocking_send_in(
     name: &str,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -191,203 +212,211 @@ unsafe fn nonblocking_send_in(
     })
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Send(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_in(
-            "MPI_Send",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            Mode::Standard,
-        )
+large_count! {
+    fn MPI_Send / MPI_Send_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                Mode::Standard,
+            )
+        }
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Bsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_in(
-            "MPI_Bsend",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            Mode::Buffered,
-        )
+large_count! {
+    fn MPI_Bsend / MPI_Bsend_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                Mode::Buffered,
+            )
+        }
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Ssend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_in(
-            "MPI_Ssend",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            Mode::Synchronous,
-        )
+large_count! {
+    fn MPI_Ssend / MPI_Ssend_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                Mode::Synchronous,
+            )
+        }
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Rsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_in(
-            "MPI_Rsend",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            Mode::Ready,
-        )
+large_count! {
+    fn MPI_Rsend / MPI_Rsend_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                Mode::Ready,
+            )
+        }
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Isend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        nonblocking_send_in(
-            "MPI_Isend",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Standard,
-        )
+large_count! {
+    fn MPI_Isend / MPI_Isend_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            nonblocking_send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Standard,
+            )
+        }
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Ibsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        nonblocking_send_in(
-            "MPI_Ibsend",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Buffered,
-        )
+large_count! {
+    fn MPI_Ibsend / MPI_Ibsend_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            nonblocking_send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Buffered,
+            )
+        }
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Issend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        nonblocking_send_in(
-            "MPI_Issend",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Synchronous,
-        )
+large_count! {
+    fn MPI_Issend / MPI_Issend_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            nonblocking_send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Synchronous,
+            )
+        }
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Irsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        nonblocking_send_in(
-            "MPI_Irsend",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Ready,
-        )
+large_count! {
+    fn MPI_Irsend / MPI_Irsend_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            nonblocking_send_in(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Ready,
+            )
+        }
     }
 }
 
@@ -399,7 +428,7 @@ pub unsafe extern "C" fn MPI_Irsend(
 unsafe fn recv_args(
     rt: &Runtime,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     source: c_int,
     tag: c_int,
@@ -473,7 +502,7 @@ unsafe fn start_recv(
 /// when the message matches.
 fn post_managed(
     rt: &mut Runtime,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     source: c_int,
     tag: c_int,
@@ -496,7 +525,7 @@ fn post_managed(
 unsafe fn post_recv(
     rt: &mut Runtime,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     source: c_int,
     tag: c_int,
@@ -508,23 +537,24 @@ unsafe fn post_recv(
     unsafe { start_recv(rt, from, &ub, slot) }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Recv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    call("MPI_Recv", comm, |rt| {
-        check_status(status)?;
-        // SAFETY: forwarded from the caller.
-        let r = unsafe { post_recv(rt, buf, count, datatype, source, tag, comm)? };
-        let i = rt.add_req(r);
-        finish(rt, i, status)
-    })
+large_count! {
+    fn MPI_Recv / MPI_Recv_c(
+        buf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    ) {
+        call(NAME, comm, |rt| {
+            check_status(status)?;
+            // SAFETY: forwarded from the caller.
+            let r = unsafe { post_recv(rt, buf, count.get(), datatype, source, tag, comm)? };
+            let i = rt.add_req(r);
+            finish(rt, i, status)
+        })
+    }
 }
 
 /// Wait for request `i` and write its status; on an error, record it in
@@ -541,66 +571,68 @@ pub(super) fn finish(rt: &mut Runtime, i: usize, status: *mut MPI_Status) -> Mpi
     Ok(())
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Irecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    call("MPI_Irecv", comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
-        let managed = buf.is_null() && count > 0 && super::datatype(rt, datatype)?.is_contiguous();
-        let r = if managed {
-            post_managed(rt, count, datatype, source, tag, comm)?
-        } else {
-            // SAFETY: forwarded from the caller.
-            unsafe { post_recv(rt, buf, count, datatype, source, tag, comm)? }
-        };
-        let i = rt.add_req(r);
-        // SAFETY: output argument.
-        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
-    })
+large_count! {
+    fn MPI_Irecv / MPI_Irecv_c(
+        buf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        call(NAME, comm, |rt| {
+            if request.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+            }
+            let managed = buf.is_null() && count.get() > 0 && super::datatype(rt, datatype)?.is_contiguous();
+            let r = if managed {
+                post_managed(rt, count.get(), datatype, source, tag, comm)?
+            } else {
+                // SAFETY: forwarded from the caller.
+                unsafe { post_recv(rt, buf, count.get(), datatype, source, tag, comm)? }
+            };
+            let i = rt.add_req(r);
+            // SAFETY: output argument.
+            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    call("MPI_Sendrecv", comm, |rt| {
-        check_status(status)?;
-        // Check both halves before starting either.
-        // SAFETY: forwarded from the caller.
-        let (to, tag, ub) =
-            unsafe { send_args(rt, sendbuf, sendcount, sendtype, dest, sendtag, comm)? };
-        // SAFETY: forwarded from the caller.
-        let (from, rub, slot) =
-            unsafe { recv_args(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
-        // SAFETY: both buffers outlive their requests: we wait here.
-        let r = unsafe { start_recv(rt, from, &rub, slot)? };
-        let ri = rt.add_req(r);
-        if let Some(to) = to {
-            // SAFETY: as above.
-            unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
-        }
-        finish(rt, ri, status)
-    })
+large_count! {
+    fn MPI_Sendrecv / MPI_Sendrecv_c(
+        sendbuf: *const c_void,
+        sendcount: C,
+        sendtype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: C,
+        recvtype: MPI_Datatype,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    ) {
+        call(NAME, comm, |rt| {
+            check_status(status)?;
+            // Check both halves before starting either.
+            // SAFETY: forwarded from the caller.
+            let (to, tag, ub) =
+                unsafe { send_args(rt, sendbuf, sendcount.get(), sendtype, dest, sendtag, comm)? };
+            // SAFETY: forwarded from the caller.
+            let (from, rub, slot) =
+                unsafe { recv_args(rt, recvbuf, recvcount.get(), recvtype, source, recvtag, comm)? };
+            // SAFETY: both buffers outlive their requests: we wait here.
+            let r = unsafe { start_recv(rt, from, &rub, slot)? };
+            let ri = rt.add_req(r);
+            if let Some(to) = to {
+                // SAFETY: as above.
+                unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
+            }
+            finish(rt, ri, status)
+        })
+    }
 }
 
 /// The send of a Sendrecv, waited for. When it cannot start, the posted
@@ -630,68 +662,69 @@ unsafe fn send_half(
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    call("MPI_Sendrecv_replace", comm, |rt| {
-        check_status(status)?;
-        // SAFETY: forwarded from the caller.
-        let (to, tag, ub) = unsafe { send_args(rt, buf, count, datatype, dest, sendtag, comm)? };
-        // SAFETY: forwarded from the caller.
-        let (from, _, slot) =
-            unsafe { recv_args(rt, buf, count, datatype, source, recvtag, comm)? };
-        // The message arrives packed into a separate buffer, unpacked into
-        // `buf` once the outgoing message no longer needs it (§3.10).
-        let mut incoming = vec![0u8; ub.len];
-        let r = match from {
-            Some((src, matcher)) => Req::Engine {
-                // SAFETY: `incoming` outlives the request: the receive is
-                // waited for (or withdrawn) before this function returns.
-                req: unsafe {
-                    rt.ep
-                        .irecv_raw(src, matcher, incoming.as_mut_ptr(), ub.len)?
+large_count! {
+    fn MPI_Sendrecv_replace / MPI_Sendrecv_replace_c(
+        buf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        status: *mut MPI_Status,
+    ) {
+        call(NAME, comm, |rt| {
+            check_status(status)?;
+            // SAFETY: forwarded from the caller.
+            let (to, tag, ub) = unsafe { send_args(rt, buf, count.get(), datatype, dest, sendtag, comm)? };
+            // SAFETY: forwarded from the caller.
+            let (from, _, slot) =
+                unsafe { recv_args(rt, buf, count.get(), datatype, source, recvtag, comm)? };
+            // The message arrives packed into a separate buffer, unpacked into
+            // `buf` once the outgoing message no longer needs it (§3.10).
+            let mut incoming = vec![0u8; ub.len];
+            let r = match from {
+                Some((src, matcher)) => Req::Engine {
+                    // SAFETY: `incoming` outlives the request: the receive is
+                    // waited for (or withdrawn) before this function returns.
+                    req: unsafe {
+                        rt.ep
+                            .irecv_raw(src, matcher, incoming.as_mut_ptr(), ub.len)?
+                    },
+                    comm: slot,
+                    staged: None,
                 },
-                comm: slot,
-                staged: None,
-            },
-            None => Req::Done(proc_null_status()),
-        };
-        let ri = rt.add_req(r);
-        if let Some(to) = to {
-            // SAFETY: the buffer outlives the send: it is waited for.
-            unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
-        }
-        let st = rt.wait_req(ri);
-        if let (Ok(st), Some(_)) = (&st, from) {
-            let n = (st.bytes() as usize).min(ub.len);
-            // SAFETY: `buf` holds `count` elements (MPI contract) and the
-            // send that read it is complete.
-            unsafe { ub.unpack(&incoming[..n]) };
-        }
-        match st {
-            Ok(st) => {
-                // SAFETY: status is an output argument (or ignored).
-                unsafe { write_status(status, st) };
-                Ok(())
+                None => Req::Done(proc_null_status()),
+            };
+            let ri = rt.add_req(r);
+            if let Some(to) = to {
+                // SAFETY: the buffer outlives the send: it is waited for.
+                unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
             }
-            Err(e) => {
-                let mut st = empty_status();
-                st.MPI_ERROR = e.class;
-                // SAFETY: as above.
-                unsafe { write_status(status, st) };
-                Err(e)
+            let st = rt.wait_req(ri);
+            if let (Ok(st), Some(_)) = (&st, from) {
+                let n = (st.bytes() as usize).min(ub.len);
+                // SAFETY: `buf` holds `count.get()` elements (MPI contract) and the
+                // send that read it is complete.
+                unsafe { ub.unpack(&incoming[..n]) };
             }
-        }
-    })
+            match st {
+                Ok(st) => {
+                    // SAFETY: status is an output argument (or ignored).
+                    unsafe { write_status(status, st) };
+                    Ok(())
+                }
+                Err(e) => {
+                    let mut st = empty_status();
+                    st.MPI_ERROR = e.class;
+                    // SAFETY: as above.
+                    unsafe { write_status(status, st) };
+                    Err(e)
+                }
+            }
+        })
+    }
 }
 
 // ---------------------------------------------------------------------
@@ -907,7 +940,7 @@ pub unsafe extern "C" fn MPI_Improbe(
 unsafe fn start_mrecv(
     rt: &mut Runtime,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     message: *mut MPI_Message,
 ) -> MpiResult<Req> {
@@ -937,41 +970,43 @@ unsafe fn start_mrecv(
     })
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Mrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    status: *mut MPI_Status,
-) -> c_int {
-    call("MPI_Mrecv", abi::MPI_COMM_WORLD, |rt| {
-        check_status(status)?;
-        // SAFETY: forwarded from the caller; we wait for the request here.
-        let r = unsafe { start_mrecv(rt, buf, count, datatype, message)? };
-        let i = rt.add_req(r);
-        finish(rt, i, status)
-    })
+large_count! {
+    fn MPI_Mrecv / MPI_Mrecv_c(
+        buf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        message: *mut MPI_Message,
+        status: *mut MPI_Status,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            check_status(status)?;
+            // SAFETY: forwarded from the caller; we wait for the request here.
+            let r = unsafe { start_mrecv(rt, buf, count.get(), datatype, message)? };
+            let i = rt.add_req(r);
+            finish(rt, i, status)
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Imrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    request: *mut MPI_Request,
-) -> c_int {
-    call("MPI_Imrecv", abi::MPI_COMM_WORLD, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
-        // SAFETY: forwarded from the caller.
-        let r = unsafe { start_mrecv(rt, buf, count, datatype, message)? };
-        let i = rt.add_req(r);
-        // SAFETY: output argument.
-        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
-    })
+large_count! {
+    fn MPI_Imrecv / MPI_Imrecv_c(
+        buf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        message: *mut MPI_Message,
+        request: *mut MPI_Request,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            if request.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+            }
+            // SAFETY: forwarded from the caller.
+            let r = unsafe { start_mrecv(rt, buf, count.get(), datatype, message)? };
+            let i = rt.add_req(r);
+            // SAFETY: output argument.
+            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+        })
+    }
 }
 
 // ---------------------------------------------------------------------
@@ -983,7 +1018,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
 unsafe fn send_init(
     name: &str,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -1009,7 +1044,7 @@ unsafe fn send_init(
 }
 
 /// Store an inactive persistent request; its handle goes to `request`.
-fn persistent(
+pub(super) fn persistent(
     rt: &mut Runtime,
     start: request::StartFn,
     request: *mut MPI_Request,
@@ -1022,154 +1057,161 @@ fn persistent(
     unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Send_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_init(
-            "MPI_Send_init",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Standard,
-        )
-    }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Bsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_init(
-            "MPI_Bsend_init",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Buffered,
-        )
-    }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Ssend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_init(
-            "MPI_Ssend_init",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Synchronous,
-        )
-    }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Rsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        send_init(
-            "MPI_Rsend_init",
-            buf,
-            count,
-            datatype,
-            dest,
-            tag,
-            comm,
-            request,
-            Mode::Ready,
-        )
-    }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Recv_init(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    call("MPI_Recv_init", comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+large_count! {
+    fn MPI_Send_init / MPI_Send_init_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
         // SAFETY: forwarded from the caller.
-        let (from, ub, slot) = unsafe { recv_args(rt, buf, count, datatype, source, tag, comm)? };
-        // SAFETY: MPI forbids touching the buffer while a round is active;
-        // it stays valid until the request is freed.
-        let start = move |rt: &mut Runtime| unsafe { start_recv(rt, from, &ub, slot) };
-        persistent(rt, Box::new(start), request)
-    })
+        unsafe {
+            send_init(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Standard,
+            )
+        }
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Get_count(
-    status: *const MPI_Status,
-    datatype: MPI_Datatype,
-    count: *mut c_int,
-) -> c_int {
-    call("MPI_Get_count", abi::MPI_COMM_WORLD, |rt| {
-        if status.is_null() || abi::is_status_ignore(status) {
-            return Err(err(abi::MPI_ERR_ARG, "no status"));
+large_count! {
+    fn MPI_Bsend_init / MPI_Bsend_init_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            send_init(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Buffered,
+            )
         }
-        let size = super::datatype(rt, datatype)?.size;
-        // SAFETY: non-null status written by this library.
-        let bytes = unsafe { (*status).bytes() };
-        let n = if size == 0 {
-            0
-        } else if bytes % size as u64 != 0 {
-            abi::MPI_UNDEFINED
-        } else {
-            c_int::try_from(bytes / size as u64).unwrap_or(abi::MPI_UNDEFINED)
-        };
-        // SAFETY: output argument.
-        unsafe { out(count, n) }
-    })
+    }
+}
+
+large_count! {
+    fn MPI_Ssend_init / MPI_Ssend_init_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            send_init(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Synchronous,
+            )
+        }
+    }
+}
+
+large_count! {
+    fn MPI_Rsend_init / MPI_Rsend_init_c(
+        buf: *const c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            send_init(
+                NAME,
+                buf,
+                count.get(),
+                datatype,
+                dest,
+                tag,
+                comm,
+                request,
+                Mode::Ready,
+            )
+        }
+    }
+}
+
+large_count! {
+    fn MPI_Recv_init / MPI_Recv_init_c(
+        buf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        call(NAME, comm, |rt| {
+            if request.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+            }
+            // SAFETY: forwarded from the caller.
+            let (from, ub, slot) = unsafe { recv_args(rt, buf, count.get(), datatype, source, tag, comm)? };
+            // SAFETY: MPI forbids touching the buffer while a round is active;
+            // it stays valid until the request is freed.
+            let start = move |rt: &mut Runtime| unsafe { start_recv(rt, from, &ub, slot) };
+            persistent(rt, Box::new(start), request)
+        })
+    }
+}
+
+large_count! {
+    fn MPI_Get_count / MPI_Get_count_c(
+        status: *const MPI_Status,
+        datatype: MPI_Datatype,
+        count: *mut C,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            if status.is_null() || abi::is_status_ignore(status) {
+                return Err(err(abi::MPI_ERR_ARG, "no status"));
+            }
+            let size = super::datatype(rt, datatype)?.size;
+            // SAFETY: non-null status written by this library.
+            let bytes = unsafe { (*status).bytes() };
+            let n = if size == 0 {
+                Some(0)
+            } else if bytes % size as u64 != 0 {
+                None
+            } else {
+                i64::try_from(bytes / size as u64).ok().and_then(C::from_count)
+            };
+            let undefined = C::from_count(abi::MPI_UNDEFINED.into()).expect("MPI_UNDEFINED fits");
+            // SAFETY: output argument.
+            unsafe { out(count, n.unwrap_or(undefined)) }
+        })
+    }
 }

@@ -398,12 +398,13 @@ fn peers(comm: c_int, neighbors: bool) -> (c_int, c_int) {
     }
 }
 
-/// Declares an `alltoallw` entry: the two arrays of datatypes cross as
-/// copies as long as the peers they describe.
+/// Declares an `alltoallw` entry (counts and displacements of the given
+/// types; persistent ones take an info): the two arrays of datatypes
+/// cross as copies as long as the peers they describe.
 macro_rules! alltoallw {
-    ($name:ident, $neighbors:expr $(, $req:ident)?) => {
+    ($name:ident, $neighbors:expr, $count:ty, $displ:ty $(, $info:ident)? $(; $req:ident)?) => {
         #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
-        pub unsafe extern "C" fn $name(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Handle, comm: Handle $(, $req: *mut Handle)?) -> c_int {
+        pub unsafe extern "C" fn $name(sendbuf: *const c_void, sendcounts: *const $count, sdispls: *const $displ, sendtypes: *const Handle, recvbuf: *mut c_void, recvcounts: *const $count, rdispls: *const $displ, recvtypes: *const Handle, comm: Handle $(, $info: Handle)? $(, $req: *mut Handle)?) -> c_int {
             let comm = handle_in(comm);
             let (inn, out) = peers(comm, $neighbors);
             // SAFETY: the caller's arrays, one entry per peer.
@@ -414,7 +415,7 @@ macro_rules! alltoallw {
                 let rt_arg = if recvtypes.is_null() { std::ptr::null() } else { rt.as_ptr() };
                 $(let mut r = handle_ptr_in($req);
                 let r_arg: *mut c_int = if $req.is_null() { std::ptr::null_mut() } else { &mut r };)?
-                let rc = entries::$name(in_place_in(sendbuf), sendcounts as _, sdispls as _, st_arg as _, recvbuf, recvcounts as _, rdispls as _, rt_arg as _, comm $(, { let _ = $req; r_arg })?);
+                let rc = entries::$name(in_place_in(sendbuf), sendcounts as _, sdispls as _, st_arg as _, recvbuf, recvcounts as _, rdispls as _, rt_arg as _, comm $(, handle_in($info))? $(, { let _ = $req; r_arg })?);
                 $(handle_ptr_out($req, r);)?
                 code_out(rc)
             }
@@ -422,7 +423,15 @@ macro_rules! alltoallw {
     };
 }
 
-alltoallw!(MPI_Alltoallw, false);
-alltoallw!(MPI_Ialltoallw, false, request);
-alltoallw!(MPI_Neighbor_alltoallw, true);
-alltoallw!(MPI_Ineighbor_alltoallw, true, request);
+alltoallw!(MPI_Alltoallw, false, c_int, c_int);
+alltoallw!(MPI_Ialltoallw, false, c_int, c_int; request);
+alltoallw!(MPI_Alltoallw_init, false, c_int, c_int, info; request);
+alltoallw!(MPI_Alltoallw_c, false, MPI_Count, MPI_Aint);
+alltoallw!(MPI_Ialltoallw_c, false, MPI_Count, MPI_Aint; request);
+alltoallw!(MPI_Alltoallw_init_c, false, MPI_Count, MPI_Aint, info; request);
+alltoallw!(MPI_Neighbor_alltoallw, true, c_int, MPI_Aint);
+alltoallw!(MPI_Ineighbor_alltoallw, true, c_int, MPI_Aint; request);
+alltoallw!(MPI_Neighbor_alltoallw_init, true, c_int, MPI_Aint, info; request);
+alltoallw!(MPI_Neighbor_alltoallw_c, true, MPI_Count, MPI_Aint);
+alltoallw!(MPI_Ineighbor_alltoallw_c, true, MPI_Count, MPI_Aint; request);
+alltoallw!(MPI_Neighbor_alltoallw_init_c, true, MPI_Count, MPI_Aint, info; request);

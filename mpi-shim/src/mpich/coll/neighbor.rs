@@ -9,15 +9,35 @@ use crate::core::topo::Neighbors;
 
 pub(in crate::mpich) const PROTOTYPES: &[&str] = &[
     "int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)",
+    "int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)",
     "int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
     "int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)",
+    "int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)",
     "int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)",
+    "int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)",
 ];
 
 /// The neighbourhood of this process in communicator `comm`.
@@ -93,7 +113,7 @@ enum Outgoing {
 unsafe fn send_buffer(
     rt: &Runtime,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
 ) -> MpiResult<UserBuf> {
     if abi::is_in_place(buf) {
@@ -107,7 +127,7 @@ unsafe fn send_buffer(
 unsafe fn blocks_w(
     rt: &Runtime,
     buf: *const c_void,
-    counts: &[c_int],
+    counts: &[MPI_Count],
     displs: &[isize],
     dts: &[MPI_Datatype],
 ) -> MpiResult<Vec<UserBuf>> {
@@ -123,28 +143,18 @@ unsafe fn pack_all(blocks: &[UserBuf]) -> Vec<Vec<u8>> {
     blocks.iter().map(|ub| unsafe { packed(ub) }).collect()
 }
 
-/// `n` byte displacements of type `MPI_Aint`.
-unsafe fn aints(p: *const MPI_Aint, n: usize) -> MpiResult<Vec<isize>> {
-    if p.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null displacement array"));
-    }
-    // SAFETY: the array has one entry per edge (MPI contract).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) }
-        .iter()
-        .map(|&d| d as isize)
-        .collect())
-}
-
-unsafe fn neighbor_allgather(
+unsafe fn neighbor_allgather<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
+    let recvcount = recvcount.get();
     let (slot, nb) = neighborhood(rt, comm)?;
     let (counts, displs) = regular(recvcount, nb.sources.len());
     // SAFETY: the caller's buffers (MPI contract).
@@ -154,42 +164,48 @@ unsafe fn neighbor_allgather(
         exchange(rt, slot, &nb, Outgoing::Shared(data), &ins)
     }
 }
-collective!(MPI_Neighbor_allgather, MPI_Ineighbor_allgather, neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype));
+collective!(MPI_Neighbor_allgather / MPI_Neighbor_allgather_c, MPI_Ineighbor_allgather / MPI_Ineighbor_allgather_c, MPI_Neighbor_allgather_init / MPI_Neighbor_allgather_init_c: neighbor_allgather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
 
-unsafe fn neighbor_allgatherv(
+unsafe fn neighbor_allgatherv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const C,
+    displs: *const D,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
     let (slot, nb) = neighborhood(rt, comm)?;
     let n = nb.sources.len();
     // SAFETY: the arrays have one entry per in-edge; the buffers are the
     // caller's (MPI contract).
     unsafe {
-        let (counts, displs) = (ints(recvcounts, n, "count")?, displacements(displs, n)?);
+        let (counts, displs) = (
+            counts::counts(recvcounts, n, "count")?,
+            counts::displs(displs, n)?,
+        );
         let data = packed(&send_buffer(rt, sendbuf, sendcount, sendtype)?);
         let ins = blocks(rt, recvbuf, &counts, &displs, recvtype)?;
         exchange(rt, slot, &nb, Outgoing::Shared(data), &ins)
     }
 }
-collective!(MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype));
+collective!(MPI_Neighbor_allgatherv / MPI_Neighbor_allgatherv_c, MPI_Ineighbor_allgatherv / MPI_Ineighbor_allgatherv_c, MPI_Neighbor_allgatherv_init / MPI_Neighbor_allgatherv_init_c: neighbor_allgatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype));
 
-unsafe fn neighbor_alltoall(
+unsafe fn neighbor_alltoall<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: C,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: C,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
+    let sendcount = sendcount.get();
+    let recvcount = recvcount.get();
     let (slot, nb) = neighborhood(rt, comm)?;
     if abi::is_in_place(sendbuf) {
         return Err(in_place_error("in a neighbourhood collective"));
@@ -203,17 +219,17 @@ unsafe fn neighbor_alltoall(
         exchange(rt, slot, &nb, Outgoing::Blocks(outs), &ins)
     }
 }
-collective!(MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype));
+collective!(MPI_Neighbor_alltoall / MPI_Neighbor_alltoall_c, MPI_Ineighbor_alltoall / MPI_Ineighbor_alltoall_c, MPI_Neighbor_alltoall_init / MPI_Neighbor_alltoall_init_c: neighbor_alltoall(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
 
-unsafe fn neighbor_alltoallv(
+unsafe fn neighbor_alltoallv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const C,
+    sdispls: *const D,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const C,
+    rdispls: *const D,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
@@ -226,28 +242,28 @@ unsafe fn neighbor_alltoallv(
     // caller's (MPI contract).
     unsafe {
         let (sc, sd) = (
-            ints(sendcounts, outdeg, "count")?,
-            displacements(sdispls, outdeg)?,
+            counts::counts(sendcounts, outdeg, "count")?,
+            counts::displs(sdispls, outdeg)?,
         );
         let (rc, rd) = (
-            ints(recvcounts, indeg, "count")?,
-            displacements(rdispls, indeg)?,
+            counts::counts(recvcounts, indeg, "count")?,
+            counts::displs(rdispls, indeg)?,
         );
         let outs = pack_all(&blocks(rt, sendbuf, &sc, &sd, sendtype)?);
         let ins = blocks(rt, recvbuf, &rc, &rd, recvtype)?;
         exchange(rt, slot, &nb, Outgoing::Blocks(outs), &ins)
     }
 }
-collective!(MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype));
+collective!(MPI_Neighbor_alltoallv / MPI_Neighbor_alltoallv_c, MPI_Ineighbor_alltoallv / MPI_Ineighbor_alltoallv_c, MPI_Neighbor_alltoallv_init / MPI_Neighbor_alltoallv_init_c: neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtype: MPI_Datatype));
 
-unsafe fn neighbor_alltoallw(
+unsafe fn neighbor_alltoallw<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: *const C,
     sdispls: *const MPI_Aint,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     rdispls: *const MPI_Aint,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
@@ -263,18 +279,18 @@ unsafe fn neighbor_alltoallw(
         let outs = blocks_w(
             rt,
             sendbuf,
-            &ints(sendcounts, outdeg, "count")?,
-            &aints(sdispls, outdeg)?,
+            &counts::counts(sendcounts, outdeg, "count")?,
+            &counts::displs(sdispls, outdeg)?,
             &types(sendtypes, outdeg)?,
         )?;
         let ins = blocks_w(
             rt,
             recvbuf,
-            &ints(recvcounts, indeg, "count")?,
-            &aints(rdispls, indeg)?,
+            &counts::counts(recvcounts, indeg, "count")?,
+            &counts::displs(rdispls, indeg)?,
             &types(recvtypes, indeg)?,
         )?;
         exchange(rt, slot, &nb, Outgoing::Blocks(pack_all(&outs)), &ins)
     }
 }
-collective!(MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype));
+collective!(MPI_Neighbor_alltoallw / MPI_Neighbor_alltoallw_c, MPI_Ineighbor_alltoallw / MPI_Ineighbor_alltoallw_c, MPI_Neighbor_alltoallw_init / MPI_Neighbor_alltoallw_init_c: neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype));

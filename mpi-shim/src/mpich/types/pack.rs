@@ -78,7 +78,7 @@ pub unsafe extern "C" fn MPI_Pack(
     call("MPI_Pack", comm, |rt| {
         rt.comm(comm_slot(comm)?)?;
         // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, inbuf, incount, datatype)? };
+        let ub = unsafe { UserBuf::new(rt, inbuf, incount.into(), datatype)? };
         // SAFETY: `position` is the caller's in-out argument and `outbuf`
         // holds `outsize` bytes (MPI contract), of which `position_in`
         // checked that `pos + len` fit; nothing else refers to them.
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn MPI_Unpack(
     call("MPI_Unpack", comm, |rt| {
         rt.comm(comm_slot(comm)?)?;
         // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, outbuf, outcount, datatype)? };
+        let ub = unsafe { UserBuf::new(rt, outbuf, outcount.into(), datatype)? };
         // SAFETY: `position` is the caller's in-out argument and `inbuf`
         // holds `insize` readable bytes (MPI contract), of which
         // `position_in` checked that `pos + len` fit.
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn MPI_Pack_external(
         // SAFETY: the caller's string.
         unsafe { check_datarep(datarep)? };
         // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, inbuf, incount, datatype)? };
+        let ub = unsafe { UserBuf::new(rt, inbuf, incount.into(), datatype)? };
         let len = ub
             .dt
             .external_size(ub.count)
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn MPI_Unpack_external(
         // SAFETY: the caller's string.
         unsafe { check_datarep(datarep)? };
         // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, outbuf, outcount, datatype)? };
+        let ub = unsafe { UserBuf::new(rt, outbuf, outcount.into(), datatype)? };
         let len = ub
             .dt
             .external_size(ub.count)
