@@ -431,11 +431,22 @@ pub fn apply(op: Op, elem: Elem, input: &[u8], inout: &mut [u8]) -> MpiResult<()
 
 /// `MPI_User_function`: `(invec, inoutvec, len, datatype)`.
 pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
+/// `MPI_User_function_c`: the same with an `MPI_Count` length
+/// (`MPI_Op_create_c`, MPI-4.0 §6.9.5).
+pub type UserFnC =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut abi::MPI_Count, *mut MPI_Datatype);
+
+/// An application's reduction function, of either length width.
+#[derive(Clone, Copy, Debug)]
+pub enum UserFunction {
+    Int(UserFn),
+    Large(UserFnC),
+}
 
 /// An operation made by `MPI_Op_create` (MPI-4.0 §6.9.5).
 #[derive(Clone, Copy, Debug)]
 pub struct UserOp {
-    pub f: UserFn,
+    pub f: UserFunction,
     pub commute: bool,
     /// How the function receives the datatype handle.
     pub datatype: DatatypeArg,
@@ -506,6 +517,7 @@ impl Reduction {
                             inout.as_mut_ptr(),
                             count,
                             *handle,
+                            dt.extent,
                         )
                     };
                 } else {
@@ -516,7 +528,8 @@ impl Reduction {
     }
 }
 
-/// Call the operation's function on `count` elements.
+/// Call the operation's function on `count` elements, `extent` bytes
+/// apart; a function with an `int` length in slices an `int` holds.
 ///
 /// # Safety
 /// `invec` and `inoutvec` address `count` elements of the datatype
@@ -527,8 +540,8 @@ unsafe fn call_user(
     inoutvec: *mut u8,
     count: usize,
     handle: MPI_Datatype,
+    extent: isize,
 ) {
-    let mut len = count as c_int;
     let mut dt = handle;
     let mut wide = 0usize;
     let dt_arg: *mut MPI_Datatype = match op.datatype {
@@ -542,7 +555,27 @@ unsafe fn call_user(
     // locals of the width the function was declared with (`datatype`).
     // The function may query the datatype through MPI (`run_callback`).
     crate::core::run_callback(|| unsafe {
-        (op.f)(invec.cast(), inoutvec.cast(), &mut len, dt_arg)
+        match op.f {
+            UserFunction::Int(f) => {
+                let mut done = 0;
+                while done < count {
+                    let n = (count - done).min(c_int::MAX as usize);
+                    let at = done as isize * extent;
+                    let mut len = n as c_int;
+                    f(
+                        invec.wrapping_offset(at).cast(),
+                        inoutvec.wrapping_offset(at).cast(),
+                        &mut len,
+                        dt_arg,
+                    );
+                    done += n;
+                }
+            }
+            UserFunction::Large(f) => {
+                let mut len = count as abi::MPI_Count;
+                f(invec.cast(), inoutvec.cast(), &mut len, dt_arg)
+            }
+        }
     });
     let _ = wide;
 }
@@ -581,7 +614,7 @@ fn user_strided(
     unsafe {
         dt.unpack(input, count, pa);
         dt.unpack(inout, count, pb);
-        call_user(op, pa, pb, count, handle);
+        call_user(op, pa, pb, count, handle, dt.extent);
         dt.pack(pb, count, inout);
     }
 }
@@ -829,7 +862,7 @@ mod tests {
     #[test]
     fn user_functions_see_the_datatype_handle_and_layout() {
         let op = UserOp {
-            f: concat,
+            f: UserFunction::Int(concat),
             commute: false,
             datatype: DatatypeArg::Int,
         };

@@ -89,7 +89,7 @@ unsafe extern "C" fn matmul(a: *mut c_void, b: *mut c_void, len: *mut c_int, _: 
 fn matmul_op() -> Reduction {
     Reduction::User {
         op: UserOp {
-            f: matmul,
+            f: crate::ops::UserFunction::Int(matmul),
             commute: false,
             datatype: crate::ops::DatatypeArg::Int,
         },

@@ -55,6 +55,10 @@ pub struct Comm {
     /// Collective calls made on this communicator so far: every member
     /// numbers them alike (the engine tag of a collective carries it).
     pub coll_seq: u32,
+    /// The session it derives from (slot), if not the world model's.
+    pub session: Option<usize>,
+    /// Its buffer for buffered sends (`MPI_Comm_attach_buffer`).
+    pub bsend: Option<super::bsend::Attached>,
 }
 
 impl Comm {
@@ -76,6 +80,8 @@ impl Comm {
             attrs: Vec::new(),
             topo: None,
             coll_seq: 0,
+            session: None,
+            bsend: None,
         }
     }
 
@@ -117,9 +123,11 @@ impl Runtime {
     /// A communicator of `members` (which include this process) with
     /// context `ctx`, inheriting `parent`'s error handler (MPI-4.0 §9.3).
     fn derive(&mut self, parent: usize, members: Vec<u32>, ctx: u32) -> MpiResult<usize> {
-        let errhandler = self.comm(parent)?.errhandler;
+        let p = self.comm(parent)?;
+        let (errhandler, session) = (p.errhandler, p.session);
         let mut c = Comm::new(members, self.ep.rank(), ctx);
         c.errhandler = errhandler;
+        c.session = session;
         Ok(self.add_comm(c))
     }
 
@@ -163,6 +171,9 @@ impl Runtime {
             ));
         }
         self.comm(slot)?;
+        // Freeing detaches the buffer, waiting for its messages (MPI-4.1
+        // §3.6.1); the application learns nothing of it.
+        self.detach_buffer(super::bsend::Scope::Comm(slot))?;
         self.comms[slot] = None;
         Ok(())
     }

@@ -10,6 +10,9 @@ use crate::abi;
 pub struct Group {
     /// Engine process id of each member, in rank order.
     pub members: Vec<u32>,
+    /// The session (slot) whose process set it comes from, if not the
+    /// world model's; groups made from it keep it.
+    pub session: Option<usize>,
 }
 
 /// How two groups or communicators relate (MPI-4.1 §7.3.1, §7.4.1).
@@ -37,8 +40,20 @@ pub fn compare(a: &[u32], b: &[u32]) -> Comparison {
 }
 
 impl Group {
+    /// A group of the world model's processes.
     pub fn new(members: Vec<u32>) -> Self {
-        Self { members }
+        Self {
+            members,
+            session: None,
+        }
+    }
+
+    /// A group of `members` from the same session as `self`.
+    fn derived(&self, members: Vec<u32>) -> Self {
+        Self {
+            members,
+            session: self.session,
+        }
     }
 
     pub fn size(&self) -> i32 {
@@ -61,7 +76,7 @@ impl Group {
     pub fn union(&self, other: &Group) -> Group {
         let mut m = self.members.clone();
         m.extend(other.members.iter().filter(|&&p| !self.contains(p)));
-        Group::new(m)
+        self.derived(m)
     }
 
     /// Members of `self` that are in `other`, in `self`'s order.
@@ -75,7 +90,7 @@ impl Group {
     }
 
     fn filter(&self, keep: impl Fn(u32) -> bool) -> Group {
-        Group::new(self.members.iter().copied().filter(|&p| keep(p)).collect())
+        self.derived(self.members.iter().copied().filter(|&p| keep(p)).collect())
     }
 
     /// The rank in `other` of each of `ranks` of `self` (`MPI_PROC_NULL`
@@ -129,15 +144,13 @@ impl Group {
     /// The members of ranks `ranks`, in that order (distinct, valid).
     pub fn incl(&self, ranks: &[i32]) -> MpiResult<Group> {
         self.distinct(ranks)?;
-        Ok(Group::new(
-            ranks.iter().map(|&r| self.members[r as usize]).collect(),
-        ))
+        Ok(self.derived(ranks.iter().map(|&r| self.members[r as usize]).collect()))
     }
 
     /// The members whose ranks are not in `ranks` (distinct, valid).
     pub fn excl(&self, ranks: &[i32]) -> MpiResult<Group> {
         self.distinct(ranks)?;
-        Ok(Group::new(
+        Ok(self.derived(
             self.members
                 .iter()
                 .enumerate()

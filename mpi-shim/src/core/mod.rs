@@ -49,6 +49,7 @@ use crate::abi;
 use progress::Poll;
 
 pub mod attr;
+pub mod bsend;
 pub mod comm;
 pub mod datatype;
 pub mod errh;
@@ -162,6 +163,15 @@ pub enum Req {
     Generalized(request::Generalized),
     /// A nonblocking collective: its schedule (see `crate::coll`).
     Coll(Box<crate::coll::Schedule>),
+    /// `MPI_Isendrecv` (MPI-4.0 §3.10): a receive and a send, complete
+    /// when both are, with the receive's status.
+    Pair {
+        recv: Box<Req>,
+        send: Box<Req>,
+    },
+    /// `MPI_Buffer_iflush` and friends (MPI-4.1 §3.6.1): complete once
+    /// the buffered messages of the scope are delivered.
+    Flush(bsend::Scope),
 }
 
 impl Req {
@@ -225,7 +235,8 @@ pub struct Runtime {
     /// Buffers of library-managed receives (`MPI_Irecv` with no buffer).
     pub recv_bufs: recvbuf::Store,
     /// The buffer of buffered sends, when attached.
-    pub bsend: Option<request::Attached>,
+    /// The buffer of `MPI_Buffer_attach` (see [`bsend`]).
+    pub bsend: Option<bsend::Attached>,
     /// Groups the application holds (`MPI_GROUP_EMPTY` is slot 0).
     pub groups: table::Table<group::Group>,
     /// Operations made by `MPI_Op_create`.
@@ -384,7 +395,7 @@ impl Runtime {
         // Collectives progress whatever request is tested (MPI-4.0 §6.12).
         self.progress_colls();
         match self.reqs.get(i).and_then(Option::as_ref) {
-            Some(r) => Ok(is_ready(&self.ep, r)),
+            Some(r) => Ok(self.is_ready(r)),
             None => Err(invalid_request()),
         }
     }
@@ -415,6 +426,15 @@ impl Runtime {
             Req::Done(st) => done_result(st),
             Req::Engine { req, comm, staged } => self.finish_engine(req, comm, staged),
             Req::Coll(s) => self.wait_coll(s),
+            Req::Pair { recv, send } => {
+                let sent = self.finish(*send);
+                let got = self.finish(*recv);
+                sent.and(got)
+            }
+            Req::Flush(scope) => {
+                self.flush_buffer(scope)?;
+                Ok(request::empty_status())
+            }
             Req::Persistent(_) | Req::Generalized(_) => Err(MpiError::new(
                 abi::MPI_ERR_INTERN,
                 format!("a request finished out of its slot: {r:?}"),
@@ -545,6 +565,11 @@ impl Runtime {
                 let st = self.wait_coll(s).unwrap_or_else(|e| error_status(e.class));
                 (Req::Done(st), Some(st))
             }
+            Req::Pair { .. } | Req::Flush(_) if !self.is_ready(&r) => (r, None),
+            Req::Pair { .. } | Req::Flush(_) => {
+                let st = self.finish(r).unwrap_or_else(|e| error_status(e.class));
+                (Req::Done(st), Some(st))
+            }
         }
     }
 
@@ -582,7 +607,13 @@ impl Runtime {
                 ep.cancel(req);
                 Ok(())
             }
-            Some(Req::Done(_)) => Ok(()),
+            Some(Req::Done(_) | Req::Flush(_)) => Ok(()),
+            Some(Req::Pair { recv, .. }) => {
+                if let Req::Engine { req, .. } = recv.as_ref() {
+                    ep.cancel(req);
+                }
+                Ok(())
+            }
             Some(Req::Coll(_)) => Err(MpiError::new(
                 abi::MPI_ERR_REQUEST,
                 "a nonblocking collective cannot be cancelled (MPI-4.0 §6.12)",
@@ -667,12 +698,11 @@ impl Runtime {
     /// application freed while active. A freed receive that never matched
     /// is cancelled rather than waited for.
     pub fn complete_pending(&mut self) -> MpiResult<()> {
-        if let Some(attached) = self.bsend.take() {
-            attached.drain(&mut self.ep)?;
-        }
+        self.detach_buffer(bsend::Scope::Process)?;
         for r in &self.detached {
             let round = match r {
                 Req::Persistent(p) => p.active.as_deref(),
+                Req::Pair { recv, .. } => Some(recv.as_ref()),
                 r => Some(r),
             };
             if let Some(Req::Engine { req, .. }) = round {
@@ -693,7 +723,7 @@ impl Runtime {
             return;
         }
         for r in std::mem::take(&mut self.detached) {
-            if !is_ready(&self.ep, &r) {
+            if !self.is_ready(&r) {
                 self.detached.push(r);
                 continue;
             }
@@ -798,14 +828,19 @@ fn invalid_request() -> MpiError {
     MpiError::new(abi::MPI_ERR_REQUEST, "invalid request")
 }
 
-/// Whether a request is complete, without progressing.
-fn is_ready(ep: &Endpoint, r: &Req) -> bool {
-    match r {
-        Req::Done(_) => true,
-        Req::Engine { req, .. } => ep.is_complete(req),
-        Req::Persistent(p) => p.active.as_deref().is_none_or(|a| is_ready(ep, a)),
-        Req::Generalized(g) => g.complete,
-        Req::Coll(s) => s.is_done(),
+impl Runtime {
+    /// Whether a request is complete, without progressing.
+    fn is_ready(&self, r: &Req) -> bool {
+        let ep = &self.ep;
+        match r {
+            Req::Done(_) => true,
+            Req::Engine { req, .. } => ep.is_complete(req),
+            Req::Persistent(p) => p.active.as_deref().is_none_or(|a| self.is_ready(a)),
+            Req::Generalized(g) => g.complete,
+            Req::Coll(s) => s.is_done(),
+            Req::Pair { recv, send } => self.is_ready(recv) && self.is_ready(send),
+            Req::Flush(scope) => self.buffer_flushed(*scope),
+        }
     }
 }
 

@@ -83,7 +83,7 @@ pub struct Pset {
 }
 
 /// One open session.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Session {
     /// Its error handler (an entry-layer handle).
     pub errhandler: MPI_Errhandler,
@@ -91,6 +91,8 @@ pub struct Session {
     pub thread_level: i32,
     /// The world model's session, which applications have no handle to.
     pub hidden: bool,
+    /// Its buffer for buffered sends (`MPI_Session_attach_buffer`).
+    pub bsend: Option<super::bsend::Attached>,
 }
 
 /// The process sets of the job this endpoint belongs to.
@@ -204,27 +206,34 @@ impl Runtime {
     /// derived from it stay until freed, MPI-4.0 §11.3.1).
     pub fn session_close(&mut self, slot: usize) -> MpiResult<()> {
         self.session(slot)?;
+        // Finalizing detaches the buffer (MPI-4.1 §3.6.1).
+        self.detach_buffer(super::bsend::Scope::Session(slot))?;
         self.sessions.remove(slot);
         Ok(())
     }
 
     /// A new group of the members of process set `name`; its slot in
     /// [`Runtime::groups`].
-    pub fn group_from_pset(&mut self, name: &str) -> MpiResult<usize> {
+    pub fn group_from_pset(&mut self, session: usize, name: &str) -> MpiResult<usize> {
         let members = self.pset(name)?.members.clone();
-        Ok(self.groups.insert(Group::new(members)))
+        Ok(self.groups.insert(Group {
+            members,
+            session: Some(session),
+        }))
     }
 
     /// `MPI_Comm_create_from_group`: collective over the members of
-    /// `members` only; returns the new communicator's slot. See the module
+    /// `group` only; returns the new communicator's slot. See the module
     /// docs for the context-id agreement.
     pub fn comm_from_group(
         &mut self,
-        members: Vec<u32>,
+        group: &Group,
         tag: &str,
         errhandler: MPI_Errhandler,
     ) -> MpiResult<usize> {
-        self.make_comm(members, tag, errhandler, None)
+        let slot = self.make_comm(group.members.clone(), tag, errhandler, None)?;
+        self.comm_mut(slot)?.session = group.session;
+        Ok(slot)
     }
 
     /// A communicator over `members` in a new slot, or in predefined
@@ -272,6 +281,7 @@ impl Runtime {
             errhandler: abi::MPI_ERRORS_ARE_FATAL,
             thread_level,
             hidden: true,
+            bsend: None,
         });
         for (slot, name) in [(WORLD, WORLD_PSET), (SELF, SELF_PSET)] {
             let members = self.pset(name)?.members.clone();

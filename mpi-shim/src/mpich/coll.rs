@@ -23,7 +23,7 @@ use super::info::info_hints;
 use super::*;
 use crate::abi::MPI_Count;
 use crate::coll::{Builder, Schedule, Sink, algo};
-use crate::ops::{Op, Reduction, UserFn, UserOp};
+use crate::ops::{Op, Reduction, UserFn, UserFnC, UserFunction, UserOp};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Barrier(MPI_Comm comm)",
@@ -128,6 +128,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op)",
     "int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op)",
     "int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)",
+    "int MPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)",
     "int MPI_Op_free(MPI_Op *op)",
     "int MPI_Op_commutative(MPI_Op op, int *commute)",
 ];
@@ -1230,7 +1231,33 @@ pub unsafe extern "C" fn MPI_Op_create(
     op: *mut MPI_Op,
 ) -> c_int {
     // SAFETY: the caller's arguments, forwarded.
-    unsafe { op_create(user_fn, commute, op, ops::DatatypeArg::Int) }
+    unsafe {
+        op_create(
+            "MPI_Op_create",
+            user_fn.map(UserFunction::Int),
+            commute,
+            op,
+            ops::DatatypeArg::Int,
+        )
+    }
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Op_create_c(
+    user_fn: Option<UserFnC>,
+    commute: c_int,
+    op: *mut MPI_Op,
+) -> c_int {
+    // SAFETY: the caller's arguments, forwarded.
+    unsafe {
+        op_create(
+            "MPI_Op_create_c",
+            user_fn.map(UserFunction::Large),
+            commute,
+            op,
+            ops::DatatypeArg::Int,
+        )
+    }
 }
 
 /// `MPI_Op_create` for an entry layer whose functions take the datatype
@@ -1239,12 +1266,13 @@ pub unsafe extern "C" fn MPI_Op_create(
 /// # Safety
 /// `op` is null or writable.
 pub(crate) unsafe fn op_create(
-    user_fn: Option<UserFn>,
+    name: &str,
+    user_fn: Option<UserFunction>,
     commute: c_int,
     op: *mut MPI_Op,
     datatype: ops::DatatypeArg,
 ) -> c_int {
-    call("MPI_Op_create", abi::MPI_COMM_WORLD, |rt| {
+    call(name, abi::MPI_COMM_WORLD, |rt| {
         let f = user_fn.ok_or_else(|| err(abi::MPI_ERR_ARG, "null user function"))?;
         if op.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null output argument"));

@@ -86,7 +86,11 @@ pub(crate) unsafe fn ints<'a>(p: *const c_int, n: c_int, what: &str) -> MpiResul
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     call("MPI_Comm_group", comm, |rt| {
-        let g = Group::new(rt.comm(comm_slot(comm)?)?.members.clone());
+        let c = rt.comm(comm_slot(comm)?)?;
+        let g = Group {
+            members: c.members.clone(),
+            session: c.session,
+        };
         // SAFETY: output argument.
         unsafe { new_group(rt, g, group) }
     })

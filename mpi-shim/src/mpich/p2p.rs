@@ -9,9 +9,11 @@ use shm_engine::{Source, TagMatch};
 
 use super::counts::{Count, CountOut, large_count};
 use super::*;
+use crate::abi::MPI_Session;
 use crate::abi::{MPI_Count, MPI_Message};
+use crate::core::bsend::{Attached, Scope};
 use crate::core::peer::RecvFrom;
-use crate::core::request::{self, Attached, Matched, Persistent};
+use crate::core::request::{self, Matched, Persistent};
 
 pub(super) mod requests;
 
@@ -40,8 +42,28 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)",
+    "int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request)",
     "int MPI_Buffer_attach(void *buffer, int size)",
     "int MPI_Buffer_detach(void *buffer_addr, int *size)",
+    "int MPI_Buffer_attach_c(void *buffer, MPI_Count size)",
+    "int MPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)",
+    "int MPI_Buffer_flush(void)",
+    "int MPI_Buffer_iflush(MPI_Request *request)",
+    "int MPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size)",
+    "int MPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)",
+    "int MPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size)",
+    "int MPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size)",
+    "int MPI_Comm_flush_buffer(MPI_Comm comm)",
+    "int MPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)",
+    "int MPI_Session_attach_buffer(MPI_Session session, void *buffer, int size)",
+    "int MPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size)",
+    "int MPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size)",
+    "int MPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size)",
+    "int MPI_Session_flush_buffer(MPI_Session session)",
+    "int MPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request)",
     "int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)",
     "int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)",
     "int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)",
@@ -118,13 +140,7 @@ unsafe fn start_send(
     if mode == Mode::Buffered {
         // SAFETY: forwarded from the caller.
         let data = unsafe { ub.data() };
-        let attached = rt.bsend.as_mut().ok_or_else(|| {
-            err(
-                abi::MPI_ERR_BUFFER,
-                "buffered send without an attached buffer",
-            )
-        })?;
-        attached.send(&mut rt.ep, to, tag, &data)?;
+        rt.bsend(comm, to, tag, &data)?;
         return Ok(Req::Done(empty_status()));
     }
     // SAFETY: forwarded from the caller (a send's buffer is readable).
@@ -599,6 +615,107 @@ large_count! {
     }
 }
 
+/// Start both halves of a send-receive (MPI-4.0 §3.10) as one request,
+/// its arguments checked before either starts. When the send cannot
+/// start, the posted receive is withdrawn (cancelled, or completed if it
+/// matched), so that no request outlives a failed call.
+///
+/// # Safety
+/// Both buffers are a send's and a receive's (MPI contract) and stay
+/// untouched until the request completes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv_in(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Req> {
+    // SAFETY: forwarded from the caller.
+    let (to, tag, ub) =
+        unsafe { send_args(rt, sendbuf, sendcount, sendtype, dest, sendtag, comm)? };
+    // SAFETY: forwarded from the caller.
+    let (from, rub, slot) =
+        unsafe { recv_args(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
+    // SAFETY: the receive buffer stays writable until completion.
+    let recv = unsafe { start_recv(rt, from, &rub, slot)? };
+    let send = match to {
+        // SAFETY: the send buffer stays readable until completion.
+        Some(to) => unsafe { start_send(rt, to, tag, &ub, slot, Mode::Standard) },
+        None => Ok(Req::Done(empty_status())),
+    };
+    pair(rt, recv, send)
+}
+
+/// The request of a send-receive whose receive is posted and whose send
+/// started (or failed to: then the receive is withdrawn).
+fn pair(rt: &mut Runtime, recv: Req, send: MpiResult<Req>) -> MpiResult<Req> {
+    match send {
+        Ok(send) => Ok(Req::Pair {
+            recv: Box::new(recv),
+            send: Box::new(send),
+        }),
+        Err(e) => {
+            let ri = rt.add_req(recv);
+            let _withdrawn = rt.cancel_req(ri).and_then(|()| rt.wait_req(ri));
+            Err(e)
+        }
+    }
+}
+
+/// Start a send-receive in one buffer (MPI-4.0 §3.10): the outgoing
+/// message leaves from a packed copy, so the incoming one may land in
+/// `buf` at once.
+///
+/// # Safety
+/// `buf` holds `count` elements and stays untouched until completion.
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv_replace_in(
+    rt: &mut Runtime,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<Req> {
+    // SAFETY: forwarded from the caller.
+    let (to, tag, ub) = unsafe { send_args(rt, buf, count, datatype, dest, sendtag, comm)? };
+    // SAFETY: forwarded from the caller.
+    let (from, rub, slot) = unsafe { recv_args(rt, buf, count, datatype, source, recvtag, comm)? };
+    let outgoing = to.map(|to| {
+        // SAFETY: `buf` is readable now; the copy is taken before the
+        // receive can write it.
+        (to, unsafe { ub.data() }.into_owned())
+    });
+    // SAFETY: `buf` stays writable until completion.
+    let recv = unsafe { start_recv(rt, from, &rub, slot)? };
+    let send = match outgoing {
+        Some((to, data)) => {
+            // SAFETY: the copy moves into the request below and its heap
+            // storage stays put until the engine is done with it.
+            unsafe { rt.ep.isend_raw(to, tag, data.as_ptr(), data.len()) }
+                .map(|req| Req::Engine {
+                    req,
+                    comm: slot,
+                    staged: Some(Staged::Send(data)),
+                })
+                .map_err(MpiError::from)
+        }
+        None => Ok(Req::Done(empty_status())),
+    };
+    pair(rt, recv, send)
+}
+
 large_count! {
     fn MPI_Sendrecv / MPI_Sendrecv_c(
         sendbuf: *const c_void,
@@ -616,49 +733,49 @@ large_count! {
     ) {
         call(NAME, comm, |rt| {
             check_status(status)?;
-            // Check both halves before starting either.
-            // SAFETY: forwarded from the caller.
-            let (to, tag, ub) =
-                unsafe { send_args(rt, sendbuf, sendcount.get(), sendtype, dest, sendtag, comm)? };
-            // SAFETY: forwarded from the caller.
-            let (from, rub, slot) =
-                unsafe { recv_args(rt, recvbuf, recvcount.get(), recvtype, source, recvtag, comm)? };
-            // SAFETY: both buffers outlive their requests: we wait here.
-            let r = unsafe { start_recv(rt, from, &rub, slot)? };
-            let ri = rt.add_req(r);
-            if let Some(to) = to {
-                // SAFETY: as above.
-                unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
-            }
-            finish(rt, ri, status)
+            // SAFETY: both buffers outlive the request: we wait here.
+            let r = unsafe {
+                isendrecv_in(
+                    rt, sendbuf, sendcount.get(), sendtype, dest, sendtag, recvbuf,
+                    recvcount.get(), recvtype, source, recvtag, comm,
+                )?
+            };
+            let i = rt.add_req(r);
+            finish(rt, i, status)
         })
     }
 }
 
-/// The send of a Sendrecv, waited for. When it cannot start, the posted
-/// receive `ri` is withdrawn (cancelled, or completed if it matched), so
-/// that no request outlives the call and its buffers.
-///
-/// # Safety
-/// As for [`start_send`].
-unsafe fn send_half(
-    rt: &mut Runtime,
-    to: u32,
-    tag: u64,
-    ub: &UserBuf,
-    comm: usize,
-    ri: usize,
-) -> MpiResult<()> {
-    // SAFETY: forwarded from the caller.
-    match unsafe { start_send(rt, to, tag, ub, comm, Mode::Standard) } {
-        Ok(s) => {
-            let si = rt.add_req(s);
-            rt.wait_req(si).map(drop)
-        }
-        Err(e) => {
-            let _withdrawn = rt.cancel_req(ri).and_then(|()| rt.wait_req(ri));
-            Err(e)
-        }
+large_count! {
+    fn MPI_Isendrecv / MPI_Isendrecv_c(
+        sendbuf: *const c_void,
+        sendcount: C,
+        sendtype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: C,
+        recvtype: MPI_Datatype,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        call(NAME, comm, |rt| {
+            if request.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+            }
+            // SAFETY: MPI forbids touching the buffers until completion.
+            let r = unsafe {
+                isendrecv_in(
+                    rt, sendbuf, sendcount.get(), sendtype, dest, sendtag, recvbuf,
+                    recvcount.get(), recvtype, source, recvtag, comm,
+                )?
+            };
+            let i = rt.add_req(r);
+            // SAFETY: output argument.
+            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+        })
     }
 }
 
@@ -676,53 +793,43 @@ large_count! {
     ) {
         call(NAME, comm, |rt| {
             check_status(status)?;
-            // SAFETY: forwarded from the caller.
-            let (to, tag, ub) = unsafe { send_args(rt, buf, count.get(), datatype, dest, sendtag, comm)? };
-            // SAFETY: forwarded from the caller.
-            let (from, _, slot) =
-                unsafe { recv_args(rt, buf, count.get(), datatype, source, recvtag, comm)? };
-            // The message arrives packed into a separate buffer, unpacked into
-            // `buf` once the outgoing message no longer needs it (§3.10).
-            let mut incoming = vec![0u8; ub.len];
-            let r = match from {
-                Some((src, matcher)) => Req::Engine {
-                    // SAFETY: `incoming` outlives the request: the receive is
-                    // waited for (or withdrawn) before this function returns.
-                    req: unsafe {
-                        rt.ep
-                            .irecv_raw(src, matcher, incoming.as_mut_ptr(), ub.len)?
-                    },
-                    comm: slot,
-                    staged: None,
-                },
-                None => Req::Done(proc_null_status()),
+            // SAFETY: the buffer outlives the request: we wait here.
+            let r = unsafe {
+                isendrecv_replace_in(
+                    rt, buf, count.get(), datatype, dest, sendtag, source, recvtag, comm,
+                )?
             };
-            let ri = rt.add_req(r);
-            if let Some(to) = to {
-                // SAFETY: the buffer outlives the send: it is waited for.
-                unsafe { send_half(rt, to, tag, &ub, slot, ri)? };
+            let i = rt.add_req(r);
+            finish(rt, i, status)
+        })
+    }
+}
+
+large_count! {
+    fn MPI_Isendrecv_replace / MPI_Isendrecv_replace_c(
+        buf: *mut c_void,
+        count: C,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: MPI_Comm,
+        request: *mut MPI_Request,
+    ) {
+        call(NAME, comm, |rt| {
+            if request.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
             }
-            let st = rt.wait_req(ri);
-            if let (Ok(st), Some(_)) = (&st, from) {
-                let n = (st.bytes() as usize).min(ub.len);
-                // SAFETY: `buf` holds `count.get()` elements (MPI contract) and the
-                // send that read it is complete.
-                unsafe { ub.unpack(&incoming[..n]) };
-            }
-            match st {
-                Ok(st) => {
-                    // SAFETY: status is an output argument (or ignored).
-                    unsafe { write_status(status, st) };
-                    Ok(())
-                }
-                Err(e) => {
-                    let mut st = empty_status();
-                    st.MPI_ERROR = e.class;
-                    // SAFETY: as above.
-                    unsafe { write_status(status, st) };
-                    Err(e)
-                }
-            }
+            // SAFETY: MPI forbids touching the buffer until completion.
+            let r = unsafe {
+                isendrecv_replace_in(
+                    rt, buf, count.get(), datatype, dest, sendtag, source, recvtag, comm,
+                )?
+            };
+            let i = rt.add_req(r);
+            // SAFETY: output argument.
+            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
         })
     }
 }
@@ -730,42 +837,201 @@ large_count! {
 // ---------------------------------------------------------------------
 // Buffered sends' buffer (MPI-4.0 §3.6.1).
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    call("MPI_Buffer_attach", abi::MPI_COMM_WORLD, |rt| {
-        if size < 0 {
-            return Err(err(abi::MPI_ERR_ARG, format!("negative size {size}")));
-        }
+/// The address standing for `MPI_BUFFER_AUTOMATIC` (MPI-4.1 §3.6.1): the
+/// standard ABI's value, which its layer passes on unchanged (the MPICH
+/// ABI of MPI 4.0 has no such constant; no buffer lives at address 2).
+const BUFFER_AUTOMATIC: usize = 2;
+
+/// The scope of `MPI_Comm_*_buffer` functions.
+fn comm_scope(rt: &Runtime, comm: MPI_Comm) -> MpiResult<Scope> {
+    let slot = comm_slot(comm)?;
+    rt.comm(slot)?;
+    Ok(Scope::Comm(slot))
+}
+
+/// The scope of `MPI_Session_*_buffer` functions.
+fn session_scope(rt: &Runtime, session: MPI_Session) -> MpiResult<Scope> {
+    Ok(Scope::Session(super::session::session_of(rt, session)?))
+}
+
+/// Attach `size` bytes at `buffer` (or the automatic buffer) to `scope`.
+fn attach(rt: &mut Runtime, scope: Scope, buffer: *mut c_void, size: MPI_Count) -> MpiResult<()> {
+    let b = if buffer as usize == BUFFER_AUTOMATIC {
+        Attached::automatic()
+    } else {
+        let size = usize::try_from(size)
+            .map_err(|_| err(abi::MPI_ERR_ARG, format!("negative size {size}")))?;
         if buffer.is_null() && size > 0 {
             return Err(err(abi::MPI_ERR_BUFFER, "null buffer"));
         }
-        if rt.bsend.is_some() {
-            return Err(err(abi::MPI_ERR_BUFFER, "a buffer is already attached"));
-        }
-        rt.bsend = Some(Attached::new(buffer.cast(), size as usize));
-        Ok(())
+        Attached::new(buffer.cast(), size)
+    };
+    rt.attach_buffer(scope, b)
+}
+
+/// Detach `scope`'s buffer once its messages are delivered; its address
+/// goes to `buffer_addr` (a `void **`: MPI-4.1 §3.6.1 returns "the
+/// address of the buffer" through it) and its size to `size`.
+///
+/// # Safety
+/// `buffer_addr` points to a `void *`, `size` to a `C`.
+unsafe fn detach<C: CountOut>(
+    rt: &mut Runtime,
+    scope: Scope,
+    buffer_addr: *mut c_void,
+    size: *mut C,
+) -> MpiResult<()> {
+    if buffer_addr.is_null() || size.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+    }
+    let (ptr, len) = match rt.detach_buffer(scope)? {
+        Some(Some((ptr, len))) => (ptr.cast(), len),
+        Some(None) => (BUFFER_AUTOMATIC as *mut c_void, 0),
+        None => (std::ptr::null_mut(), 0),
+    };
+    let len = C::from_count(len as MPI_Count).expect("an attached size fits its type");
+    // SAFETY: non-null output arguments (MPI contract on their types).
+    unsafe {
+        buffer_addr.cast::<*mut c_void>().write(ptr);
+        out(size, len)
+    }
+}
+
+large_count! {
+    fn MPI_Buffer_attach / MPI_Buffer_attach_c(buffer: *mut c_void, size: C) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| attach(rt, Scope::Process, buffer, size.get()))
+    }
+}
+
+large_count! {
+    fn MPI_Buffer_detach / MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut C) {
+        // SAFETY: the caller's output arguments.
+        call(NAME, abi::MPI_COMM_WORLD, |rt| unsafe {
+            detach(rt, Scope::Process, buffer_addr, size)
+        })
+    }
+}
+
+large_count! {
+    fn MPI_Comm_attach_buffer / MPI_Comm_attach_buffer_c(
+        comm: MPI_Comm,
+        buffer: *mut c_void,
+        size: C,
+    ) {
+        call(NAME, comm, |rt| {
+            let scope = comm_scope(rt, comm)?;
+            attach(rt, scope, buffer, size.get())
+        })
+    }
+}
+
+large_count! {
+    fn MPI_Comm_detach_buffer / MPI_Comm_detach_buffer_c(
+        comm: MPI_Comm,
+        buffer_addr: *mut c_void,
+        size: *mut C,
+    ) {
+        call(NAME, comm, |rt| {
+            let scope = comm_scope(rt, comm)?;
+            // SAFETY: the caller's output arguments.
+            unsafe { detach(rt, scope, buffer_addr, size) }
+        })
+    }
+}
+
+large_count! {
+    fn MPI_Session_attach_buffer / MPI_Session_attach_buffer_c(
+        session: MPI_Session,
+        buffer: *mut c_void,
+        size: C,
+    ) {
+        super::session::in_session(NAME, session, |rt| {
+            let scope = session_scope(rt, session)?;
+            attach(rt, scope, buffer, size.get())
+        })
+    }
+}
+
+large_count! {
+    fn MPI_Session_detach_buffer / MPI_Session_detach_buffer_c(
+        session: MPI_Session,
+        buffer_addr: *mut c_void,
+        size: *mut C,
+    ) {
+        super::session::in_session(NAME, session, |rt| {
+            let scope = session_scope(rt, session)?;
+            // SAFETY: the caller's output arguments.
+            unsafe { detach(rt, scope, buffer_addr, size) }
+        })
+    }
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Buffer_flush() -> c_int {
+    call("MPI_Buffer_flush", abi::MPI_COMM_WORLD, |rt| {
+        rt.flush_buffer(Scope::Process)
     })
 }
 
-/// `buffer_addr` is a `void **` (MPI-4.0 §3.6.1: "the address of the
-/// buffer" is returned through it). Waits until every buffered message
-/// is delivered.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    call("MPI_Buffer_detach", abi::MPI_COMM_WORLD, |rt| {
-        if buffer_addr.is_null() || size.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
-        }
-        let (ptr, len) = match rt.bsend.take() {
-            Some(attached) => attached.drain(&mut rt.ep)?,
-            None => (std::ptr::null_mut(), 0),
-        };
-        // SAFETY: non-null output arguments; `buffer_addr` points to a
-        // `void *` (MPI contract).
-        unsafe {
-            buffer_addr.cast::<*mut c_void>().write(ptr.cast());
-            out(size, len as c_int)
-        }
+pub unsafe extern "C" fn MPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
+    call("MPI_Comm_flush_buffer", comm, |rt| {
+        let scope = comm_scope(rt, comm)?;
+        rt.flush_buffer(scope)
+    })
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int {
+    super::session::in_session("MPI_Session_flush_buffer", session, |rt| {
+        let scope = session_scope(rt, session)?;
+        rt.flush_buffer(scope)
+    })
+}
+
+/// Start flushing `scope`'s buffer; the request goes to `request`.
+///
+/// # Safety
+/// `request` is null or writable.
+unsafe fn iflush(rt: &mut Runtime, scope: Scope, request: *mut MPI_Request) -> MpiResult<()> {
+    if request.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+    }
+    let r = rt.iflush_buffer(scope)?;
+    let i = rt.add_req(r);
+    // SAFETY: non-null output argument.
+    unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's output argument.
+    call("MPI_Buffer_iflush", abi::MPI_COMM_WORLD, |rt| unsafe {
+        iflush(rt, Scope::Process, request)
+    })
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Comm_iflush_buffer(
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Comm_iflush_buffer", comm, |rt| {
+        let scope = comm_scope(rt, comm)?;
+        // SAFETY: the caller's output argument.
+        unsafe { iflush(rt, scope, request) }
+    })
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Session_iflush_buffer(
+    session: MPI_Session,
+    request: *mut MPI_Request,
+) -> c_int {
+    super::session::in_session("MPI_Session_iflush_buffer", session, |rt| {
+        let scope = session_scope(rt, session)?;
+        // SAFETY: the caller's output argument.
+        unsafe { iflush(rt, scope, request) }
     })
 }
 

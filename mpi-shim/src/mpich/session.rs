@@ -187,8 +187,18 @@ fn run(
     e.class
 }
 
+/// Run `f` for a function on session `session`: its errors go to the
+/// session's error handler.
+pub(super) fn in_session(
+    name: &str,
+    session: MPI_Session,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
+) -> c_int {
+    run(name, Target::Session(session), false, f)
+}
+
 /// The session slot of `h`, valid in `rt`.
-fn session_of(rt: &Runtime, h: MPI_Session) -> MpiResult<usize> {
+pub(super) fn session_of(rt: &Runtime, h: MPI_Session) -> MpiResult<usize> {
     let slot = session_slot(h)?;
     rt.session(slot)?;
     Ok(slot)
@@ -239,6 +249,7 @@ pub unsafe extern "C" fn MPI_Session_init(
                 errhandler,
                 thread_level: level,
                 hidden: false,
+                bsend: None,
             });
             // SAFETY: non-null output argument.
             unsafe { out(session, session_handle(slot)) }
@@ -390,14 +401,14 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
         Target::Session(session),
         false,
         |rt| {
-            session_of(rt, session)?;
+            let s = session_of(rt, session)?;
             // SAFETY: a C string argument.
             let name = unsafe { c_str(pset_name, "process set name")? };
             rt.pset(name)?;
             if newgroup.is_null() {
                 return Err(err(abi::MPI_ERR_ARG, "null group pointer"));
             }
-            let slot = rt.group_from_pset(name)?;
+            let slot = rt.group_from_pset(s, name)?;
             // SAFETY: non-null output argument.
             unsafe { out(newgroup, group_handle(slot)) }
         },
@@ -445,8 +456,8 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         if newcomm.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null communicator pointer"));
         }
-        let members = rt.groups.get(g).expect("checked").members.clone();
-        let slot = rt.comm_from_group(members, tag, errhandler)?;
+        let group = rt.groups.get(g).expect("checked").clone();
+        let slot = rt.comm_from_group(&group, tag, errhandler)?;
         // SAFETY: non-null output argument.
         unsafe { out(newcomm, comm_handle(slot)) }
     })

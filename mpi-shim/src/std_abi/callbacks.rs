@@ -245,14 +245,18 @@ pub unsafe extern "C" fn MPI_Attr_get(
     unsafe { get_attr(entries::MPI_Attr_get, comm, keyval, attribute_val, flag) }
 }
 
-#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Op_create(
-    user_fn: Option<crate::ops::UserFn>,
+/// `MPI_Op_create` and `MPI_Op_create_c`: the function takes an
+/// address-sized datatype handle, which `DatatypeArg::Address` gives it.
+///
+/// # Safety
+/// `op` is null or writable.
+unsafe fn op_create(
+    name: &str,
+    user_fn: Option<crate::ops::UserFunction>,
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
-    // SAFETY: the caller's output pointer; the function takes an
-    // address-sized datatype handle, which `DatatypeArg::Address` gives it.
+    // SAFETY: the caller's output pointer.
     unsafe {
         let mut made = handle_ptr_in(op);
         let out = if op.is_null() {
@@ -261,6 +265,7 @@ pub unsafe extern "C" fn MPI_Op_create(
             &mut made
         };
         let rc = entries::op_create(
+            name,
             user_fn,
             commute,
             out,
@@ -268,6 +273,40 @@ pub unsafe extern "C" fn MPI_Op_create(
         );
         handle_ptr_out(op, made);
         code_out(rc)
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Op_create(
+    user_fn: Option<crate::ops::UserFn>,
+    commute: c_int,
+    op: *mut Handle,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        op_create(
+            "MPI_Op_create",
+            user_fn.map(crate::ops::UserFunction::Int),
+            commute,
+            op,
+        )
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Op_create_c(
+    user_fn: Option<crate::ops::UserFnC>,
+    commute: c_int,
+    op: *mut Handle,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        op_create(
+            "MPI_Op_create_c",
+            user_fn.map(crate::ops::UserFunction::Large),
+            commute,
+            op,
+        )
     }
 }
 
