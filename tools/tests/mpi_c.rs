@@ -32,6 +32,7 @@ const PROGRAMS: &[&str] = &[
     "mem",
     "hwtopo",
     "recvbuf",
+    "mpi4",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's library lacks

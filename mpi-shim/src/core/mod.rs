@@ -56,6 +56,7 @@ pub mod errh;
 pub mod group;
 pub mod hwsplit;
 pub mod info;
+pub mod partitioned;
 pub mod peer;
 pub mod progress;
 pub mod recvbuf;
@@ -172,6 +173,8 @@ pub enum Req {
     /// `MPI_Buffer_iflush` and friends (MPI-4.1 §3.6.1): complete once
     /// the buffered messages of the scope are delivered.
     Flush(bsend::Scope),
+    /// A round of a partitioned send or receive (MPI-4.0 chapter 4).
+    Part(partitioned::Round),
 }
 
 impl Req {
@@ -405,6 +408,13 @@ impl Runtime {
     /// inactive one returns the empty status at once, MPI-4.0 §3.9).
     pub fn wait_req(&mut self, i: usize) -> MpiResult<abi::MPI_Status> {
         match self.take_req(i)? {
+            Req::Persistent(p) if partitioned::unstarted(&p) => {
+                self.restore_req(i, Req::Persistent(p));
+                Err(MpiError::new(
+                    abi::MPI_ERR_REQUEST,
+                    "waiting for a partitioned send before every partition is ready (MPI_Pready) would never return",
+                ))
+            }
             Req::Persistent(mut p) => {
                 let res = match p.active.take() {
                     Some(round) => self.finish(*round),
@@ -435,6 +445,13 @@ impl Runtime {
                 self.flush_buffer(scope)?;
                 Ok(request::empty_status())
             }
+            Req::Part(round) => match round.op {
+                Some(op) => self.finish(*op),
+                None => Err(MpiError::new(
+                    abi::MPI_ERR_INTERN,
+                    "a partitioned send finished before it started",
+                )),
+            },
             Req::Persistent(_) | Req::Generalized(_) => Err(MpiError::new(
                 abi::MPI_ERR_INTERN,
                 format!("a request finished out of its slot: {r:?}"),
@@ -565,8 +582,8 @@ impl Runtime {
                 let st = self.wait_coll(s).unwrap_or_else(|e| error_status(e.class));
                 (Req::Done(st), Some(st))
             }
-            Req::Pair { .. } | Req::Flush(_) if !self.is_ready(&r) => (r, None),
-            Req::Pair { .. } | Req::Flush(_) => {
+            Req::Pair { .. } | Req::Flush(_) | Req::Part(_) if !self.is_ready(&r) => (r, None),
+            Req::Pair { .. } | Req::Flush(_) | Req::Part(_) => {
                 let st = self.finish(r).unwrap_or_else(|e| error_status(e.class));
                 (Req::Done(st), Some(st))
             }
@@ -607,7 +624,7 @@ impl Runtime {
                 ep.cancel(req);
                 Ok(())
             }
-            Some(Req::Done(_) | Req::Flush(_)) => Ok(()),
+            Some(Req::Done(_) | Req::Flush(_) | Req::Part(_)) => Ok(()),
             Some(Req::Pair { recv, .. }) => {
                 if let Req::Engine { req, .. } = recv.as_ref() {
                     ep.cancel(req);
@@ -655,6 +672,9 @@ impl Runtime {
                 self.restore_req(i, Req::Generalized(g));
                 Ok(())
             }
+            // A partitioned send whose message never started has nothing
+            // to complete.
+            Req::Persistent(p) if partitioned::unstarted(&p) => Ok(()),
             r => {
                 self.detached.push(r);
                 self.reap_detached();
@@ -840,6 +860,7 @@ impl Runtime {
             Req::Coll(s) => s.is_done(),
             Req::Pair { recv, send } => self.is_ready(recv) && self.is_ready(send),
             Req::Flush(scope) => self.buffer_flushed(*scope),
+            Req::Part(round) => round.op.as_deref().is_some_and(|o| self.is_ready(o)),
         }
     }
 }

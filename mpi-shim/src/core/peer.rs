@@ -75,7 +75,11 @@ impl Comm {
         self.check_rank(source, "source", true)?;
         let tag = check_tag(tag, true)?;
         let matcher = match tag {
-            None => TagMatch::masked(u64::from(self.ctx) << 32, 0xffff_ffff << 32),
+            // Any tag of the context, but not a partitioned message's.
+            None => TagMatch::masked(
+                u64::from(self.ctx) << 32,
+                0xffff_ffff << 32 | super::partitioned::PARTITIONED,
+            ),
             Some(t) => TagMatch::exact(Comm::tag(self.ctx, t)),
         };
         Ok(match source {

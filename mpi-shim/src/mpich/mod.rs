@@ -69,6 +69,7 @@ pub(crate) mod entries {
     pub(crate) use super::group::*;
     pub(crate) use super::info::*;
     pub(crate) use super::mem::*;
+    pub(crate) use super::p2p::partitioned::*;
     pub(crate) use super::p2p::requests::*;
     pub(crate) use super::p2p::*;
     pub(crate) use super::recvbuf::*;
@@ -97,6 +98,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     types::PROTOTYPES,
     p2p::PROTOTYPES,
     p2p::requests::PROTOTYPES,
+    p2p::partitioned::PROTOTYPES,
     coll::PROTOTYPES,
     coll::neighbor::PROTOTYPES,
     interop::PROTOTYPES,

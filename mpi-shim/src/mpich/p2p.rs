@@ -15,6 +15,7 @@ use crate::core::bsend::{Attached, Scope};
 use crate::core::peer::RecvFrom;
 use crate::core::request::{self, Matched, Persistent};
 
+pub(super) mod partitioned;
 pub(super) mod requests;
 
 pub(super) const PROTOTYPES: &[&str] = &[

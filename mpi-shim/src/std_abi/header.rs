@@ -12,13 +12,29 @@ include!("dropped.rs");
 /// MPICH entry layer's (the same C text: the types differ, not the
 /// declarations) less those the standard dropped, then the standard's own.
 pub fn prototypes() -> impl Iterator<Item = &'static str> {
+    let name = |p: &str| {
+        p[..p.find('(').unwrap()]
+            .rsplit([' ', '*'])
+            .next()
+            .unwrap()
+            .to_owned()
+    };
     crate::mpich::prototypes()
-        .filter(|p| {
-            let name = p[..p.find('(').unwrap()].rsplit([' ', '*']).next().unwrap();
-            !NOT_IN_STANDARD_ABI.contains(&name)
+        .filter(move |p| !NOT_IN_STANDARD_ABI.contains(&name(p).as_str()))
+        .map(move |p| {
+            RESTATED
+                .iter()
+                .find(|r| name(r) == name(p))
+                .copied()
+                .unwrap_or(p)
         })
         .chain(super::queries::PROTOTYPES.iter().copied())
 }
+
+/// Prototypes the standard states otherwise than MPICH 4.0's header, in
+/// const-ness only (the same binary interface): the standard's text.
+const RESTATED: &[&str] =
+    &["int MPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request)"];
 
 /// The text of the standard ABI's `mpi.h`.
 pub fn header() -> String {
