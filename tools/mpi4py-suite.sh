@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # mpi4py's own test suite (the `test/` folder of its source distribution,
-# the version installed in target/venv) on Tessel's library, through the
-# wheel's MPICH-ABI module, on 1, 2 and 3 processes. Prints one line per
-# process count with the suite's figures (tests run, failures, errors,
-# skipped) and keeps each run's log in target/mpi4py-suite/.
+# the version installed in target/venv) on Tessel's library, on 1, 2 and 3
+# processes, through both of mpi4py's modules that apply:
+#   - mpich: the PyPI wheel's MPICH-ABI module, on libmpi.so.12;
+#   - standard: the MPI-5 standard-ABI module, which the 4.1 wheel does not
+#     carry: built from the same source distribution by MPICH 5's own
+#     `mpicc_abi` (PyPI `mpich`, target/bench-venv) into target/venv-abi,
+#     then run on Tessel's libmpi_abi.so.1 unchanged.
+# Prints one line per module and process count with the suite's figures
+# (tests run, failures, errors, skipped) and keeps each run's log in
+# target/mpi4py-suite/.
 #
-#   tools/mpi4py-suite.sh [NP ...]        # default: 1 2 3
-#   tools/mpi4py-suite.sh --check         # and hold them to the baseline
+#   tools/mpi4py-suite.sh [--abi mpich|standard] [NP ...]   # default: both, 1 2 3
+#   tools/mpi4py-suite.sh --check                           # and hold them to the baseline
 #
 # With --check (tools/test.sh uses it) the script fails when, for any
-# process count, fewer tests pass or more fail or err than
-# tools/mpi4py-suite.baseline records: a ratchet, lowered by hand as the
+# module and process count, fewer tests pass or more fail or err than
+# tools/mpi4py-suite.baseline records: a ratchet, tightened by hand as the
 # library implements more.
 #
 # Excluded: the modules that start processes (test_spawn, test_dynproc,
@@ -42,21 +48,53 @@ if [ ! -f "$src/test/main.py" ]; then
 fi
 
 check=
-if [ "${1:-}" = --check ]; then
-    check=tools/mpi4py-suite.baseline
-    shift
-fi
+abis=(mpich standard)
+while [ $# -gt 0 ]; do
+    case $1 in
+        --check) check=tools/mpi4py-suite.baseline; shift ;;
+        --abi) abis=("$2"); shift 2 ;;
+        *) break ;;
+    esac
+done
 nps=("$@")
 [ ${#nps[@]} -gt 0 ] || nps=(1 2 3)
+
+# The standard-ABI module, built once by MPICH 5's compiler wrapper.
+abi_venv=$PWD/target/venv-abi
+if [[ " ${abis[*]} " == *" standard "* ]] && ! "$abi_venv/bin/python" -c "import mpi4py.MPI" >/dev/null 2>&1; then
+    echo "building mpi4py $version's standard-ABI module with MPICH 5's mpicc_abi into $abi_venv (a few minutes, once)"
+    rm -rf "$abi_venv"
+    /usr/bin/python3 -m venv "$abi_venv"
+    MPI4PY_BUILD_MPIABI=1 MPI4PY_BUILD_MPICC=$PWD/target/bench-venv/bin/mpicc_abi \
+        "$abi_venv/bin/pip" install --quiet --disable-pip-version-check --no-binary mpi4py \
+        "$out/mpi4py-$version.tar.gz" >"$out/build-abi.log" 2>&1 \
+        || { echo "building the standard-ABI module failed; see $out/build-abi.log" >&2; exit 1; }
+fi
+
 worse=0
-echo "mpi4py $version test suite on Tessel (MPICH-ABI module)"
+for abi in "${abis[@]}"; do
+case $abi in
+    # The wheel's loader picks its MPICH-ABI module by this variable; the
+    # standard-ABI build has that one module only.
+    mpich) py=$PWD/target/venv/bin/python; lib=libmpi.so.12; select=mpich ;;
+    standard) py=$abi_venv/bin/python; lib=libmpi_abi.so.1; select= ;;
+    *) echo "--abi $abi: expected mpich or standard" >&2; exit 2 ;;
+esac
+# The module must load and run on Tessel's library, not the one it was built with.
+which_lib=$(MPI4PY_MPIABI=$select LD_LIBRARY_PATH=$prefix/lib "$prefix/bin/mpiexec" -n 1 \
+    "$py" -c 'from mpi4py import MPI; print(MPI.Get_library_version())' 2>&1) || true
+case $which_lib in
+    *Tessel*"$lib"*) ;;
+    *) echo "mpi4py's $abi module does not run on Tessel's $lib: $which_lib" >&2; worse=1; continue ;;
+esac
+echo "mpi4py $version test suite on Tessel ($abi-ABI module, $lib)"
 for n in "${nps[@]}"; do
-    log=$out/np$n
+    log=$out/$abi-np$n
     rm -f "$log".rank*.log
     set +e
     # Each rank writes its own log (PMI_RANK is the launcher's), so that the
     # ranks' summaries do not interleave.
-    (cd "$src" && MPI4PY_MPIABI=mpich LD_LIBRARY_PATH=$prefix/lib \
+    (cd "$src" && MPI4PY_MPIABI=$select LD_LIBRARY_PATH=$prefix/lib \
         timeout "${TESSEL_SUITE_TIMEOUT:-900}" "$prefix/bin/mpiexec" -n "$n" \
         sh -c 'exec "$0" "$@" >"'"$log"'.rank$PMI_RANK.log" 2>&1' \
         "$py" test/main.py -e test_spawn -e test_dynproc -e test_util_pool -e test_comm_inter \
@@ -65,16 +103,19 @@ for n in "${nps[@]}"; do
     set -e
     # unittest's summary of each rank: "Ran N tests", then "OK (...)" or
     # "FAILED (...)"; the figures are rank 0's, the check holds every rank.
-    "$py" - "$log" "$n" "$rc" "$check" <<'PY' || worse=1
+    "$py" - "$log" "$n" "$rc" "$check" "$abi" <<'PY' || worse=1
 import re, sys
-log, n, rc, check = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+log, n, rc, check, abi = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 limits = None
 if check:
-    # Lines "NP PASSED FAILURES_AND_ERRORS"; '#' starts a comment.
+    # Lines "ABI NP PASSED FAILURES_AND_ERRORS"; '#' starts a comment.
     for line in open(check):
         fields = line.split("#")[0].split()
-        if fields and fields[0] == n:
-            limits = int(fields[1]), int(fields[2])
+        if fields[:2] == [abi, n]:
+            limits = int(fields[2]), int(fields[3])
+    if limits is None:
+        print(f"{abi} np={n}: no line in {check}")
+        sys.exit(1)
 worse = False
 for r in range(int(n)):
     name = f"{log}.rank{r}.log"
@@ -85,19 +126,20 @@ for r in range(int(n)):
     ran = re.findall(r"^Ran (\d+) tests?", text, re.M)
     ends = re.findall(r"^(?:OK|FAILED)(?: \((.*)\))?$", text, re.M)
     if not ran or not ends:
-        print(f"np={n} rank {r}: no summary (exit {rc}); see {name} and {log}.launcher.log")
+        print(f"{abi} np={n} rank {r}: no summary (exit {rc}); see {name} and {log}.launcher.log")
         worse = True
         continue
     fields = dict(kv.split("=") for kv in ends[-1].split(", ") if "=" in kv)
     f, e, s = (int(fields.get(k, 0)) for k in ("failures", "errors", "skipped"))
     passed = int(ran[-1]) - f - e - s
     if r == 0:
-        print(f"np={n}: run {ran[-1]}, passed {passed}, failures {f}, errors {e}, skipped {s} (rank 0; logs {log}.rank*.log)")
+        print(f"{abi} np={n}: run {ran[-1]}, passed {passed}, failures {f}, errors {e}, skipped {s} (rank 0; logs {log}.rank*.log)")
     if limits and (passed < limits[0] or f + e > limits[1]):
-        print(f"np={n} rank {r}: passed {passed}, failures and errors {f + e}: "
+        print(f"{abi} np={n} rank {r}: passed {passed}, failures and errors {f + e}: "
               f"worse than the baseline ({limits[0]} passed, {limits[1]} failures and errors)")
         worse = True
 sys.exit(1 if worse and check else 0)
 PY
+done
 done
 exit $worse

@@ -124,6 +124,16 @@ fn unfinished(rt: &Runtime) -> Option<&'static str> {
 /// `MPI_Finalize` ends the process with a message (no error handler
 /// exists any more).
 fn init(name: &str, required: c_int) -> c_int {
+    if core::callback_runtime().is_some() {
+        // The call running the callback holds the library: initializing
+        // inside it cannot be right (nor wait for it).
+        return call(name, abi::MPI_COMM_WORLD, |_| {
+            Err(err(
+                abi::MPI_ERR_OTHER,
+                "MPI_Init called from an application callback inside an MPI call",
+            ))
+        });
+    }
     let mut state = core::state();
     let fail = |why: String| -> ! {
         core::report(&format!("{name}: {why}"));

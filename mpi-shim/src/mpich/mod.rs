@@ -7,9 +7,12 @@
 //! the reason and ends the job; a user handler is called, then the code
 //! returned.
 //!
-//! The library lock is held for one call at a time and is not reentrant,
-//! so the application's functions (error handlers, attribute callbacks),
-//! which may call MPI, run only once it is released: `call` leaves a
+//! Every function reaches the runtime through one gate, [`gate`]: under
+//! the library lock, held for one call at a time; or, when the function
+//! is called from application code the library runs inside a call (a
+//! reduction function, a generalized request's callbacks), through the
+//! runtime that call lends (`core::run_callback`). Error handlers and
+//! attribute callbacks run once the lock is released: `call` leaves a
 //! user handler to `Handled::finish`, and functions with callbacks take
 //! the lock per step through `locked` inside `call_unlocked`.
 //!
@@ -155,41 +158,32 @@ pub(crate) fn call(
     comm: MPI_Comm,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
+    match gate(name, |rt| f(rt).map_err(|e| raise(rt, name, comm, e))) {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(h) => h.finish(),
+    }
+}
+
+/// The one way into the runtime: inside an application callback, the
+/// runtime the call running it lent (`core::run_callback`); otherwise the
+/// library lock's, through the gate that lends it (`core::in_call`).
+pub(crate) fn gate<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
     if let Some(rt) = core::callback_runtime() {
         // SAFETY: an application callback is running on this thread, from
         // inside the library call that holds the lock and `rt`
         // (`core::in_call`); that call uses no borrow into the runtime's
         // tables until the callback returns (`core::run_callback`).
-        let rt = unsafe { &mut *rt };
-        return match f(rt) {
-            Ok(()) => abi::MPI_SUCCESS,
-            Err(e) => raise(rt, name, comm, e).finish(),
-        };
+        return f(unsafe { &mut *rt });
     }
-    let handled = {
-        let mut state = core::state();
-        let rt = running(&mut state, name);
-        core::in_call(rt, |rt| match f(rt) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(raise(rt, name, comm, e)),
-        })
-    };
-    match handled {
-        Ok(()) => abi::MPI_SUCCESS,
-        Err(h) => h.finish(),
-    }
+    let mut state = core::state();
+    core::in_call(running(&mut state, name), f)
 }
 
 /// Run `f` on the library's state, without error handling: for functions
 /// that call the application (attribute callbacks) between steps, which
 /// must happen without the library lock since the callbacks may call MPI.
 pub(crate) fn locked<T>(name: &str, f: impl FnOnce(&mut Runtime) -> MpiResult<T>) -> MpiResult<T> {
-    if let Some(rt) = core::callback_runtime() {
-        // SAFETY: as in `call`.
-        return f(unsafe { &mut *rt });
-    }
-    let mut state = core::state();
-    core::in_call(running(&mut state, name), f)
+    gate(name, f)
 }
 
 /// Run `f`, which takes the library lock itself through [`locked`];

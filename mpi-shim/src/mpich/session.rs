@@ -148,10 +148,10 @@ fn run(
     start: bool,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
-    let mut state = core::state();
-    let rt = if start {
+    let outcome = if start && core::callback_runtime().is_none() {
+        let mut state = core::state();
         match super::env::start(&mut state) {
-            Ok(rt) => rt,
+            Ok(rt) => core::in_call(rt, |rt| settle(rt, name, target, f)),
             Err(e) => {
                 // No runtime: nothing to abort through but the process.
                 core::report(&format!("{name}: {e}"));
@@ -162,13 +162,51 @@ fn run(
             }
         }
     } else {
-        running(&mut state, name)
+        super::gate(name, |rt| settle(rt, name, target, f))
     };
-    let e = match core::in_call(rt, f) {
-        Ok(()) => return abi::MPI_SUCCESS,
+    // The library lock is released: an application's handler may call MPI.
+    match outcome {
+        Outcome::Code(code) => code,
+        Outcome::Handled(h) => h.finish(),
+        Outcome::Session {
+            user,
+            mut session,
+            class,
+        } => {
+            let mut code = class;
+            // SAFETY: the application registered `user` as an
+            // `MPI_Session_errhandler_function`; both pointers are to live
+            // locals.
+            unsafe { user(&mut session, &mut code) };
+            class
+        }
+    }
+}
+
+/// What is left to do after a session function ran.
+enum Outcome {
+    Code(c_int),
+    Handled(Handled),
+    /// Call the application's session error handler.
+    Session {
+        user: SessionErrhandlerFn,
+        session: MPI_Session,
+        class: c_int,
+    },
+}
+
+/// Run `f` and decide what its error calls for: `target`'s handler.
+fn settle(
+    rt: &mut Runtime,
+    name: &str,
+    target: Target,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
+) -> Outcome {
+    let e = match f(rt) {
+        Ok(()) => return Outcome::Code(abi::MPI_SUCCESS),
         Err(e) => e,
     };
-    let (handler, mut session) = match target {
+    let (handler, session) = match target {
         Target::Session(s) => match session_slot(s).and_then(|slot| rt.session(slot)) {
             Ok(sess) => (sess.errhandler, s),
             Err(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
@@ -176,15 +214,14 @@ fn run(
         Target::Handler(h) if check_session_errhandler(h).is_ok() => (h, abi::MPI_SESSION_NULL),
         Target::Handler(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
     };
-    let Some(user) = user_errhandler(handler) else {
-        return raise_on(rt, name, handler, abi::MPI_COMM_NULL, e).finish();
-    };
-    drop(state);
-    let mut code = e.class;
-    // SAFETY: the application registered `user` as an
-    // `MPI_Session_errhandler_function`; both pointers are to live locals.
-    unsafe { user(&mut session, &mut code) };
-    e.class
+    match user_errhandler(handler) {
+        None => Outcome::Handled(raise_on(rt, name, handler, abi::MPI_COMM_NULL, e)),
+        Some(user) => Outcome::Session {
+            user,
+            session,
+            class: e.class,
+        },
+    }
 }
 
 /// Run `f` for a function on session `session`: its errors go to the
@@ -527,10 +564,9 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
 /// handler returns.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Session_call_errhandler(session: MPI_Session, errorcode: c_int) -> c_int {
-    let valid = {
-        let mut state = core::state();
-        session_of(running(&mut state, "MPI_Session_call_errhandler"), session).is_ok()
-    };
+    let valid = super::gate("MPI_Session_call_errhandler", |rt| {
+        session_of(rt, session).is_ok()
+    });
     let rc = run(
         "MPI_Session_call_errhandler",
         Target::Session(session),
