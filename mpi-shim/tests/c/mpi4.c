@@ -140,6 +140,25 @@ static void persistent_colls(void) {
     OK(MPI_Request_free(&bar));
     CHECK(ar == MPI_REQUEST_NULL, "freed");
 
+    /* The arrays are read at initialization: the caller may reuse them. */
+    int *counts = malloc(size * sizeof *counts), *displs = malloc(size * sizeof *displs);
+    int *all = malloc(size * sizeof *all), mine = rank * 3 + 1;
+    for (int r = 0; r < size; r++) counts[r] = 1, displs[r] = size - 1 - r;
+    MPI_Request gr;
+    OK(MPI_Allgatherv_init(&mine, 1, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &gr));
+    memset(counts, 0xff, size * sizeof *counts);
+    memset(displs, 0xff, size * sizeof *displs);
+    free(counts), free(displs);
+    for (int round = 0; round < 2; round++) {
+        OK(MPI_Start(&gr));
+        OK(MPI_Wait(&gr, MPI_STATUS_IGNORE));
+        for (int r = 0; r < size; r++)
+            CHECK(all[size - 1 - r] == r * 3 + 1, "Allgatherv_init round %d from %d", round, r);
+    }
+    OK(MPI_Request_free(&gr));
+    free(all);
+
     /* A neighbourhood collective, persistent, on a ring. */
     MPI_Comm ring;
     int dims[1] = {size}, periods[1] = {1};
