@@ -4,7 +4,8 @@
  * addresses; a message large enough for the rendezvous protocol), bounds
  * and extents, envelopes and contents, Pack/Unpack (native and
  * external32), Get_elements on a partial receive, the large-count (_c)
- * forms, and the error classes of bad arguments under MPI_ERRORS_RETURN. */
+ * forms and MPI_Type_get_value_index, and the error classes of bad
+ * arguments under MPI_ERRORS_RETURN. */
 #include <stddef.h>
 #include <string.h>
 #include "check.h"
@@ -997,6 +998,41 @@ static void large_counts(void) {
         MPI_Count c;
         EXPECT(MPI_Type_size_c(MPI_DATATYPE_NULL, &c), MPI_ERR_TYPE);
     }
+
+#ifdef HAVE_MPI_4_1
+    /* The predefined pair types for MPI_MINLOC and MPI_MAXLOC
+     * (MPI-4.1 §6.9.4). */
+    {
+        struct {
+            MPI_Datatype value, pair;
+        } pairs[] = {{MPI_FLOAT, MPI_FLOAT_INT}, {MPI_DOUBLE, MPI_DOUBLE_INT},
+                     {MPI_LONG, MPI_LONG_INT},   {MPI_INT, MPI_2INT},
+                     {MPI_SHORT, MPI_SHORT_INT}, {MPI_LONG_DOUBLE, MPI_LONG_DOUBLE_INT}};
+        MPI_Datatype p;
+        for (int i = 0; i < 6; i++) {
+            OK(MPI_Type_get_value_index(pairs[i].value, MPI_INT, &p));
+            CHECK(p == pairs[i].pair, "value_index pair %d", i);
+        }
+        OK(MPI_Type_get_value_index(MPI_INT, MPI_DOUBLE, &p));
+        CHECK(p == MPI_DATATYPE_NULL, "value_index of an int indexed by a double");
+        OK(MPI_Type_get_value_index(MPI_CHAR, MPI_INT, &p));
+        CHECK(p == MPI_DATATYPE_NULL, "value_index of a char");
+        OK(MPI_Type_contiguous(1, MPI_DOUBLE, &big));
+        OK(MPI_Type_get_value_index(big, MPI_INT, &p));
+        CHECK(p == MPI_DATATYPE_NULL, "value_index of a derived type");
+        OK(MPI_Type_free(&big));
+        EXPECT(MPI_Type_get_value_index(MPI_DATATYPE_NULL, MPI_INT, &p), MPI_ERR_TYPE);
+        EXPECT(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, NULL), MPI_ERR_ARG);
+        /* The pair type works with MPI_MINLOC. */
+        struct {
+            double v;
+            int i;
+        } in = {rank == 0 ? -1.0 : (double)rank, rank}, out;
+        OK(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &p));
+        OK(MPI_Allreduce(&in, &out, 1, p, MPI_MINLOC, MPI_COMM_WORLD));
+        CHECK(out.v == -1.0 && out.i == 0, "minloc over the value_index pair");
+    }
+#endif
 }
 
 static void errors(void) {

@@ -65,6 +65,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)",
     "int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])",
     "int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[])",
+    "int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype *pair_type)",
     "int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)",
     "int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)",
     "int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)",
@@ -1059,6 +1060,23 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
             datatypes,
         )
     }
+}
+
+/// MPI-4.1 §6.9.4: the predefined pair type of a value and an index, for
+/// `MPI_MINLOC` and `MPI_MAXLOC`; `MPI_DATATYPE_NULL` when there is none.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Type_get_value_index(
+    value_type: MPI_Datatype,
+    index_type: MPI_Datatype,
+    pair_type: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_get_value_index", abi::MPI_COMM_WORLD, |rt| {
+        super::datatype(rt, value_type)?;
+        super::datatype(rt, index_type)?;
+        let pair = builtin::pair_type(value_type, index_type).unwrap_or(abi::MPI_DATATYPE_NULL);
+        // SAFETY: output argument.
+        unsafe { out(pair_type, pair) }
+    })
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
