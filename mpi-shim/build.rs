@@ -116,12 +116,21 @@ fn name_of(prototype: &str) -> &str {
     head.rsplit([' ', '*']).next().unwrap()
 }
 
+/// The integer types a macro invocation may name among its arguments
+/// (`alltoallw!(MPI_Alltoallw_c, false, MPI_Count, MPI_Aint)`): not
+/// functions.
+const INTEGER_TYPES: &[&str] = &["MPI_Aint", "MPI_Count", "MPI_Offset", "MPI_Fint"];
+
 /// The functions a line of a hand-written entry defines: the name in
-/// `pub unsafe extern "C" fn MPI_X(`, or every `MPI_` name of a line that
-/// invokes a macro (`alltoallw!(MPI_Alltoallw, ...)`) or continues such an
-/// invocation (`MPI_Comm_toint, MPI_Comm_fromint;`).
+/// `pub unsafe extern "C" fn MPI_X(`, or every `MPI_` name but a type's
+/// of a line that invokes a macro (`alltoallw!(MPI_Alltoallw, ...)`) or
+/// continues such an invocation (`MPI_Comm_toint, MPI_Comm_fromint;`).
 fn defined_functions(line: &str) -> Vec<String> {
-    let is_name = |w: &&str| (w.starts_with("MPI_") || w.starts_with("MPIX_")) && w.len() > 5;
+    let is_name = |w: &&str| {
+        (w.starts_with("MPI_") || w.starts_with("MPIX_"))
+            && w.len() > 5
+            && !INTEGER_TYPES.contains(w)
+    };
     if let Some(at) = line.find("extern \"C\" fn ") {
         let rest = &line[at + "extern \"C\" fn ".len()..];
         return rest

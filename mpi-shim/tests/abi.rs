@@ -187,6 +187,16 @@ fn built_library() -> PathBuf {
     )
 }
 
+/// The installed standard-ABI library.
+fn built_standard_library() -> PathBuf {
+    installed(
+        "TESSEL_PREFIX",
+        "target/tessel",
+        "lib/libmpi_abi.so.1",
+        "run tools/install.sh first",
+    )
+}
+
 /// The `MPI_` symbols the installed library defines: (functions, data).
 fn exports() -> (BTreeSet<String>, BTreeSet<String>) {
     exports_named(&["MPI_", "MPIX_"])
@@ -195,9 +205,13 @@ fn exports() -> (BTreeSet<String>, BTreeSet<String>) {
 /// The symbols the installed library defines whose names start with one
 /// of `prefixes`: (functions, data).
 fn exports_named(prefixes: &[&str]) -> (BTreeSet<String>, BTreeSet<String>) {
-    let syms = run(Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(built_library()));
+    symbols_of(&built_library(), prefixes)
+}
+
+/// The symbols `lib` defines whose names start with one of `prefixes`:
+/// (functions, data).
+fn symbols_of(lib: &Path, prefixes: &[&str]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let syms = run(Command::new("nm").args(["-D", "--defined-only"]).arg(lib));
     let (mut functions, mut data) = (BTreeSet::new(), BTreeSet::new());
     for line in syms.lines() {
         let mut f = line.split_whitespace().skip(1);
@@ -359,6 +373,32 @@ fn constants_and_types_match_mpich5() {
     assert!(differ.is_empty(), "{}", differ.join("\n"));
     assert_eq!(a.lines().count(), b.lines().count());
     assert!(a.lines().count() > 300, "too few constants compared");
+}
+
+/// The standard-ABI library defines the functions its header declares and
+/// their profiling twins, and needs no `MPI_` symbol from elsewhere.
+#[test]
+fn standard_exports_are_exactly_the_declared_functions() {
+    let lib = built_standard_library();
+    let (functions, _) = symbols_of(&lib, &["MPI_", "MPIX_"]);
+    let declared: BTreeSet<String> = std_abi::prototypes()
+        .map(|p| {
+            let name = p.split('(').next().unwrap();
+            name.rsplit([' ', '*']).next().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(functions, declared);
+    let (profiling, _) = symbols_of(&lib, &["PMPI_", "PMPIX_"]);
+    let twins: BTreeSet<String> = functions.iter().map(|f| format!("P{f}")).collect();
+    assert_eq!(profiling, twins);
+    let undefined = run(Command::new("nm")
+        .args(["-D", "--undefined-only"])
+        .arg(&lib));
+    let missing: Vec<&str> = undefined
+        .split_whitespace()
+        .filter(|s| s.starts_with("MPI") || s.starts_with("PMPI"))
+        .collect();
+    assert!(missing.is_empty(), "undefined: {missing:?}");
 }
 
 #[test]

@@ -85,12 +85,15 @@ pub enum Combiner {
 }
 
 /// The constructor and the arguments it was called with, as
-/// `MPI_Type_get_contents` returns them.
+/// `MPI_Type_get_contents` returns them: a `_c` constructor's
+/// `MPI_Count` arguments are its large counts (MPI-4.1 §5.1.13), which
+/// only `MPI_Type_get_contents_c` returns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
     pub combiner: Combiner,
     pub ints: Vec<i32>,
     pub addrs: Vec<isize>,
+    pub counts: Vec<i64>,
     pub types: Vec<Arc<Datatype>>,
 }
 
@@ -109,6 +112,7 @@ impl Envelope {
             combiner,
             ints,
             addrs,
+            counts: Vec::new(),
             types,
         }
     }

@@ -14,16 +14,23 @@ use crate::core::MpiResult;
 
 /// A count as an application passes it: `int` or `MPI_Count`.
 pub(crate) trait Count: Copy {
+    /// `MPI_Count`: the argument of a `_c` function.
+    const LARGE: bool;
+
     fn get(self) -> MPI_Count;
 }
 
 impl Count for c_int {
+    const LARGE: bool = false;
+
     fn get(self) -> MPI_Count {
         self.into()
     }
 }
 
 impl Count for MPI_Count {
+    const LARGE: bool = true;
+
     fn get(self) -> MPI_Count {
         self
     }
@@ -33,16 +40,23 @@ impl Count for MPI_Count {
 /// the value does not fit (the `int` forms then report `MPI_UNDEFINED`
 /// or `MPI_ERR_VALUE_TOO_LARGE`, as each function says).
 pub(crate) trait CountOut: Copy {
+    /// `MPI_UNDEFINED` in this width.
+    const UNDEFINED: Self;
+
     fn from_count(n: MPI_Count) -> Option<Self>;
 }
 
 impl CountOut for c_int {
+    const UNDEFINED: Self = abi::MPI_UNDEFINED;
+
     fn from_count(n: MPI_Count) -> Option<Self> {
         c_int::try_from(n).ok()
     }
 }
 
 impl CountOut for MPI_Count {
+    const UNDEFINED: Self = abi::MPI_UNDEFINED as MPI_Count;
+
     fn from_count(n: MPI_Count) -> Option<Self> {
         Some(n)
     }

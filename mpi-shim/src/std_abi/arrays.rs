@@ -190,39 +190,50 @@ pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Hand
     }
 }
 
-#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_struct(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
-    array_of_types: *const Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    // SAFETY: the caller's arrays of `count` entries and output handle.
-    unsafe {
-        let types = handles_in(array_of_types, count);
-        let types_arg = if array_of_types.is_null() {
-            std::ptr::null()
-        } else {
-            types.as_ptr()
-        };
-        let mut made = handle_ptr_in(newtype);
-        let out = if newtype.is_null() {
-            std::ptr::null_mut()
-        } else {
-            &mut made
-        };
-        let rc = entries::MPI_Type_create_struct(
-            count,
-            array_of_blocklengths as _,
-            array_of_displacements as _,
-            types_arg as _,
-            out,
-        );
-        handle_ptr_out(newtype, made);
-        code_out(rc)
-    }
+/// Declares a struct constructor of the given count type: the array of
+/// datatypes crosses as a copy of `count` handles.
+macro_rules! type_struct {
+    ($name:ident, $count:ty, $displ:ty) => {
+        #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+        pub unsafe extern "C" fn $name(
+            count: $count,
+            array_of_blocklengths: *const $count,
+            array_of_displacements: *const $displ,
+            array_of_types: *const Handle,
+            newtype: *mut Handle,
+        ) -> c_int {
+            // SAFETY: the caller's arrays of `count` entries and output
+            // handle.
+            unsafe {
+                let n = c_int::try_from(count).unwrap_or(0);
+                let types = handles_in(array_of_types, n);
+                let types_arg = if array_of_types.is_null() {
+                    std::ptr::null()
+                } else {
+                    types.as_ptr()
+                };
+                let mut made = handle_ptr_in(newtype);
+                let out = if newtype.is_null() {
+                    std::ptr::null_mut()
+                } else {
+                    &mut made
+                };
+                let rc = entries::$name(
+                    count,
+                    array_of_blocklengths as _,
+                    array_of_displacements as _,
+                    types_arg as _,
+                    out,
+                );
+                handle_ptr_out(newtype, made);
+                code_out(rc)
+            }
+        }
+    };
 }
+
+type_struct!(MPI_Type_create_struct, c_int, MPI_Aint);
+type_struct!(MPI_Type_create_struct_c, MPI_Count, MPI_Count);
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_contents(
@@ -249,84 +260,161 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         );
         if rc == abi::MPI_SUCCESS {
             handles_out(array_of_datatypes, &types);
-            constants_out(handle_in(datatype), array_of_integers, max_integers);
+            constants_out(handle_in(datatype), array_of_integers, max_integers.into());
         }
         code_out(rc)
     }
 }
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_darray(
-    size: c_int,
-    rank: c_int,
-    ndims: c_int,
-    array_of_gsizes: *const c_int,
-    array_of_distribs: *const c_int,
-    array_of_dargs: *const c_int,
-    array_of_psizes: *const c_int,
-    order: c_int,
-    oldtype: Handle,
-    newtype: *mut Handle,
+pub unsafe extern "C" fn MPI_Type_get_contents_c(
+    datatype: Handle,
+    max_integers: MPI_Count,
+    max_addresses: MPI_Count,
+    max_large_counts: MPI_Count,
+    max_datatypes: MPI_Count,
+    array_of_integers: *mut c_int,
+    array_of_addresses: *mut MPI_Aint,
+    array_of_large_counts: *mut MPI_Count,
+    array_of_datatypes: *mut Handle,
 ) -> c_int {
-    // SAFETY: the caller's arrays of `ndims` integers and output handle.
+    // SAFETY: the caller's output arrays of the given lengths.
     unsafe {
-        let copy = |p: *const c_int| -> Vec<c_int> {
-            if p.is_null() {
-                Vec::new()
-            } else {
-                (0..ndims.max(0) as usize)
-                    .map(|i| distribute_in(*p.add(i)))
-                    .collect()
-            }
-        };
-        let (distribs, dargs) = (copy(array_of_distribs), copy(array_of_dargs));
-        let arg = |v: &Vec<c_int>, p: *const c_int| if p.is_null() { p } else { v.as_ptr() };
-        let mut made = handle_ptr_in(newtype);
-        let out = if newtype.is_null() {
-            std::ptr::null_mut()
-        } else {
-            &mut made
-        };
-        let rc = entries::MPI_Type_create_darray(
-            size,
-            rank,
-            ndims,
-            array_of_gsizes as _,
-            arg(&distribs, array_of_distribs) as _,
-            arg(&dargs, array_of_dargs) as _,
-            array_of_psizes as _,
-            order_in(order),
-            handle_in(oldtype),
-            out,
+        // As many handles as the type has constituents, at most: the
+        // caller's array may be longer than that.
+        let mut nd: MPI_Count = 0;
+        let (mut ni, mut na, mut nl, mut combiner) = (0, 0, 0, 0);
+        let datatype = handle_in(datatype);
+        entries::MPI_Type_get_envelope_c(
+            datatype,
+            &mut ni,
+            &mut na,
+            &mut nl,
+            &mut nd,
+            &mut combiner,
         );
-        handle_ptr_out(newtype, made);
+        let len = usize::try_from(max_datatypes.min(nd)).unwrap_or(0);
+        let mut types = vec![0; len];
+        let types_arg = ptr_or_null(&mut types, !array_of_datatypes.is_null());
+        let rc = entries::MPI_Type_get_contents_c(
+            datatype,
+            max_integers,
+            max_addresses,
+            max_large_counts,
+            max_datatypes,
+            array_of_integers,
+            array_of_addresses as _,
+            array_of_large_counts as _,
+            types_arg,
+        );
+        if rc == abi::MPI_SUCCESS {
+            handles_out(array_of_datatypes, &types);
+            constants_out(datatype, array_of_integers, max_integers);
+        }
         code_out(rc)
     }
 }
 
+/// Declares a distributed-array constructor whose global sizes are of
+/// the given type: the distributions and their arguments cross as
+/// copies of `ndims` translated constants.
+macro_rules! type_darray {
+    ($name:ident, $count:ty) => {
+        #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+        pub unsafe extern "C" fn $name(
+            size: c_int,
+            rank: c_int,
+            ndims: c_int,
+            array_of_gsizes: *const $count,
+            array_of_distribs: *const c_int,
+            array_of_dargs: *const c_int,
+            array_of_psizes: *const c_int,
+            order: c_int,
+            oldtype: Handle,
+            newtype: *mut Handle,
+        ) -> c_int {
+            // SAFETY: the caller's arrays of `ndims` integers and output
+            // handle.
+            unsafe {
+                let copy = |p: *const c_int| -> Vec<c_int> {
+                    if p.is_null() {
+                        Vec::new()
+                    } else {
+                        (0..ndims.max(0) as usize)
+                            .map(|i| distribute_in(*p.add(i)))
+                            .collect()
+                    }
+                };
+                let (distribs, dargs) = (copy(array_of_distribs), copy(array_of_dargs));
+                let arg =
+                    |v: &Vec<c_int>, p: *const c_int| if p.is_null() { p } else { v.as_ptr() };
+                let mut made = handle_ptr_in(newtype);
+                let out = if newtype.is_null() {
+                    std::ptr::null_mut()
+                } else {
+                    &mut made
+                };
+                let rc = entries::$name(
+                    size,
+                    rank,
+                    ndims,
+                    array_of_gsizes as _,
+                    arg(&distribs, array_of_distribs) as _,
+                    arg(&dargs, array_of_dargs) as _,
+                    array_of_psizes as _,
+                    order_in(order),
+                    handle_in(oldtype),
+                    out,
+                );
+                handle_ptr_out(newtype, made);
+                code_out(rc)
+            }
+        }
+    };
+}
+
+type_darray!(MPI_Type_create_darray, c_int);
+type_darray!(MPI_Type_create_darray_c, MPI_Count);
+
 /// The constants among a subarray's or darray's integers (the order, the
-/// distributions and default arguments) as the standard ABI's.
+/// distributions and default arguments) as the standard ABI's. A type
+/// made by a `_c` constructor keeps its sizes among the large counts, so
+/// its integers are fewer (MPI-4.1 §5.1.13).
 ///
 /// # Safety
 /// `ints` addresses `max` integers `MPI_Type_get_contents` filled.
-unsafe fn constants_out(datatype: c_int, ints: *mut c_int, max: c_int) {
-    let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+unsafe fn constants_out(datatype: c_int, ints: *mut c_int, max: MPI_Count) {
+    let (mut ni, mut na, mut nl, mut nd): (MPI_Count, MPI_Count, MPI_Count, MPI_Count) =
+        (0, 0, 0, 0);
+    let mut combiner = 0;
     // SAFETY: live locals; the caller's array of `max` integers.
     unsafe {
-        entries::MPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nd, &mut combiner);
+        entries::MPI_Type_get_envelope_c(
+            datatype,
+            &mut ni,
+            &mut na,
+            &mut nl,
+            &mut nd,
+            &mut combiner,
+        );
         if ints.is_null() || ni > max || ni < 1 {
             return;
         }
+        let large = nl > 0;
         let at = |i: c_int| ints.add(i as usize);
         if combiner == abi::MPI_COMBINER_SUBARRAY {
+            // ndims, [sizes, subsizes, starts,] order
             let n = *at(0);
-            *at(3 * n + 1) = order_out(*at(3 * n + 1));
+            let order = if large { 1 } else { 3 * n + 1 };
+            *at(order) = order_out(*at(order));
         } else if combiner == abi::MPI_COMBINER_DARRAY {
+            // size, rank, ndims, [gsizes,] distribs, dargs, psizes, order
             let n = *at(2);
+            let distribs = if large { 3 } else { 3 + n };
             for i in 0..2 * n {
-                *at(3 + n + i) = distribute_out(*at(3 + n + i));
+                *at(distribs + i) = distribute_out(*at(distribs + i));
             }
-            *at(3 + 4 * n) = order_out(*at(3 + 4 * n));
+            *at(distribs + 3 * n) = order_out(*at(distribs + 3 * n));
         }
     }
 }

@@ -210,9 +210,14 @@ pub(crate) fn handle_in(h: Handle) -> c_int {
     }
 }
 
-/// A handle of the library as the standard ABI's.
+/// A handle of the library as the standard ABI's: its objects' direct
+/// handles are the same in both, but for the predefined pair types
+/// (`MPI_FLOAT_INT`...), which MPICH numbers as direct datatype handles
+/// below the derived ones.
 pub(crate) fn handle_out(h: c_int) -> Handle {
-    if (h as u32) >> 30 == 0b10 {
+    let pair_type = abi::direct_index(abi::Kind::Datatype, h)
+        .is_some_and(|i| i < crate::core::FIRST_DERIVED_TYPE);
+    if (h as u32) >> 30 == 0b10 && !pair_type {
         h as u32 as Handle
     } else {
         tables()

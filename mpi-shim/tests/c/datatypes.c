@@ -3,8 +3,9 @@
  * different type maps of one signature; MPI_BOTTOM with absolute
  * addresses; a message large enough for the rendezvous protocol), bounds
  * and extents, envelopes and contents, Pack/Unpack (native and
- * external32), Get_elements on a partial receive, and the error classes
- * of bad arguments under MPI_ERRORS_RETURN. */
+ * external32), Get_elements on a partial receive, the large-count (_c)
+ * forms and MPI_Type_get_value_index, and the error classes of bad
+ * arguments under MPI_ERRORS_RETURN. */
 #include <stddef.h>
 #include <string.h>
 #include "check.h"
@@ -665,6 +666,375 @@ static void collectives(void) {
     OK(MPI_Type_free(&mixed));
 }
 
+/* MPI-4.1 functions, which MPICH 4.0's header (Debian's) does not
+ * declare. */
+#if defined(TESSEL_MPI) || MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+#define HAVE_MPI_4_1 1
+#endif
+
+/* The bytes one element of `t` packs from a buffer of distinct ints
+ * (`t` committed, its data within the buffer). */
+static int pack_one(MPI_Datatype t, char *out, int max) {
+    int buf[256], pos = 0;
+    for (int i = 0; i < 256; i++) buf[i] = 1000 + i;
+    OK(MPI_Pack(buf + 64, 1, t, out, max, &pos, MPI_COMM_WORLD));
+    return pos;
+}
+
+/* `big` (made by a _c constructor) has the layout of `small` (made by
+ * the int one): bounds, size, and the data it selects. Both are freed. */
+static void same_layout(MPI_Datatype big, MPI_Datatype small, const char *what) {
+    MPI_Count lb, ext, tlb, text, sz;
+    MPI_Aint l, e, tl, te;
+    int s;
+    OK(MPI_Type_get_extent_c(big, &lb, &ext));
+    OK(MPI_Type_get_true_extent_c(big, &tlb, &text));
+    OK(MPI_Type_size_c(big, &sz));
+    OK(MPI_Type_get_extent(small, &l, &e));
+    OK(MPI_Type_get_true_extent(small, &tl, &te));
+    OK(MPI_Type_size(small, &s));
+    CHECK(lb == l && ext == e && tlb == tl && text == te && sz == s,
+          "%s: lb %lld/%ld extent %lld/%ld true %lld,%lld/%ld,%ld size %lld/%d", what,
+          (long long)lb, (long)l, (long long)ext, (long)e, (long long)tlb, (long long)text,
+          (long)tl, (long)te, (long long)sz, s);
+    OK(MPI_Type_commit(&big));
+    OK(MPI_Type_commit(&small));
+    char a[1024], b[1024];
+    int na = pack_one(big, a, sizeof a), nb = pack_one(small, b, sizeof b);
+    CHECK(na == nb && memcmp(a, b, na) == 0, "%s: packs %d bytes, the int form %d", what, na,
+          nb);
+    OK(MPI_Type_free(&big));
+    OK(MPI_Type_free(&small));
+}
+
+/* The envelope of a type made by a _c constructor from MPI_INT (`types`
+ * null) or from `types`: its integers and large counts, no addresses;
+ * the int forms of the queries refuse it. */
+static void large_envelope(MPI_Datatype t, int combiner, int ni, const int *ints, int nl,
+                           const MPI_Count *counts, int nd, const MPI_Datatype *types,
+                           const char *what) {
+    MPI_Count ci, ca, cl, cd;
+    int c;
+    OK(MPI_Type_get_envelope_c(t, &ci, &ca, &cl, &cd, &c));
+    CHECK(c == combiner && ci == ni && ca == 0 && cl == nl && cd == nd,
+          "%s envelope_c: combiner %d, %lld integers, %lld addresses, %lld large counts, "
+          "%lld datatypes",
+          what, c, (long long)ci, (long long)ca, (long long)cl, (long long)cd);
+    int gi[16];
+    MPI_Aint ga[1];
+    MPI_Count gl[16];
+    MPI_Datatype gd[4];
+    OK(MPI_Type_get_contents_c(t, 16, 1, 16, 4, gi, ga, gl, gd));
+    for (int i = 0; i < ni; i++)
+        CHECK(gi[i] == ints[i], "%s contents_c integer %d: %d, expected %d", what, i, gi[i],
+              ints[i]);
+    for (int i = 0; i < nl; i++)
+        CHECK(gl[i] == counts[i], "%s contents_c large count %d: %lld, expected %lld", what, i,
+              (long long)gl[i], (long long)counts[i]);
+    for (int i = 0; i < nd; i++)
+        CHECK(gd[i] == (types ? types[i] : MPI_INT), "%s contents_c datatype %d", what, i);
+    /* Too few entries for the large counts. */
+    if (nl > 0)
+        EXPECT(MPI_Type_get_contents_c(t, 16, 1, nl - 1, 4, gi, ga, gl, gd), MPI_ERR_ARG);
+    /* Erroneous in the int forms, which cannot return large counts. */
+    int i1, i2, i3, i4;
+    EXPECT(MPI_Type_get_envelope(t, &i1, &i2, &i3, &i4), MPI_ERR_TYPE);
+    EXPECT(MPI_Type_get_contents(t, 16, 1, 4, gi, ga, gd), MPI_ERR_TYPE);
+}
+
+/* The large-count forms of MPI-4.0 §5.1 (the _c functions): each
+ * constructor lays out what its int form does and records its
+ * MPI_Count arguments as large counts (MPI-4.1 §5.1.13); queries, packing
+ * and element counts in MPI_Count; what the int forms report for values
+ * beyond an int. */
+static void large_counts(void) {
+    MPI_Datatype big, small;
+    MPI_Count one[1] = {5};
+    OK(MPI_Type_contiguous_c(5, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_CONTIGUOUS, 0, NULL, 1, one, 1, NULL, "contiguous_c");
+    OK(MPI_Type_contiguous(5, MPI_INT, &small));
+    same_layout(big, small, "contiguous_c");
+
+    MPI_Count vec[3] = {3, 2, 4};
+    OK(MPI_Type_vector_c(3, 2, 4, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_VECTOR, 0, NULL, 3, vec, 1, NULL, "vector_c");
+    OK(MPI_Type_vector(3, 2, 4, MPI_INT, &small));
+    same_layout(big, small, "vector_c");
+
+    MPI_Count hvec[3] = {3, 2, 20};
+    OK(MPI_Type_create_hvector_c(3, 2, 20, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_HVECTOR, 0, NULL, 3, hvec, 1, NULL, "hvector_c");
+    OK(MPI_Type_create_hvector(3, 2, 20, MPI_INT, &small));
+    same_layout(big, small, "hvector_c");
+
+    int ibl[3] = {2, 1, 3}, idisp[3] = {10, 0, 4};
+    MPI_Count cbl[3] = {2, 1, 3}, cdisp[3] = {10, 0, 4};
+    MPI_Count ix[7] = {3, 2, 1, 3, 10, 0, 4};
+    OK(MPI_Type_indexed_c(3, cbl, cdisp, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_INDEXED, 0, NULL, 7, ix, 1, NULL, "indexed_c");
+    OK(MPI_Type_indexed(3, ibl, idisp, MPI_INT, &small));
+    same_layout(big, small, "indexed_c");
+
+    MPI_Aint hdisp[3] = {0, 12, 80};
+    MPI_Count chdisp[3] = {0, 12, 80}, hx[7] = {3, 2, 1, 3, 0, 12, 80};
+    OK(MPI_Type_create_hindexed_c(3, cbl, chdisp, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_HINDEXED, 0, NULL, 7, hx, 1, NULL, "hindexed_c");
+    OK(MPI_Type_create_hindexed(3, ibl, hdisp, MPI_INT, &small));
+    same_layout(big, small, "hindexed_c");
+
+    int bdisp[3] = {7, 1, 4};
+    MPI_Count cbdisp[3] = {7, 1, 4}, ib[5] = {3, 2, 7, 1, 4};
+    OK(MPI_Type_create_indexed_block_c(3, 2, cbdisp, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_INDEXED_BLOCK, 0, NULL, 5, ib, 1, NULL,
+                   "indexed_block_c");
+    OK(MPI_Type_create_indexed_block(3, 2, bdisp, MPI_INT, &small));
+    same_layout(big, small, "indexed_block_c");
+
+    MPI_Aint hbdisp[3] = {0, 32, 16};
+    MPI_Count chbdisp[3] = {0, 32, 16}, hb[5] = {3, 2, 0, 32, 16};
+    OK(MPI_Type_create_hindexed_block_c(3, 2, chbdisp, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_HINDEXED_BLOCK, 0, NULL, 5, hb, 1, NULL,
+                   "hindexed_block_c");
+    OK(MPI_Type_create_hindexed_block(3, 2, hbdisp, MPI_INT, &small));
+    same_layout(big, small, "hindexed_block_c");
+
+    int sbl[2] = {1, 2};
+    MPI_Aint sdisp[2] = {0, 8};
+    MPI_Count csbl[2] = {1, 2}, csdisp[2] = {0, 8}, st[5] = {2, 1, 2, 0, 8};
+    MPI_Datatype stypes[2] = {MPI_CHAR, MPI_INT};
+    OK(MPI_Type_create_struct_c(2, csbl, csdisp, stypes, &big));
+    large_envelope(big, MPI_COMBINER_STRUCT, 0, NULL, 5, st, 2, stypes, "struct_c");
+    OK(MPI_Type_create_struct(2, sbl, sdisp, stypes, &small));
+    same_layout(big, small, "struct_c");
+
+    int sizes[2] = {6, 7}, sub[2] = {3, 2}, starts[2] = {2, 4};
+    MPI_Count csizes[2] = {6, 7}, csub[2] = {3, 2}, cstarts[2] = {2, 4};
+    int sai[2] = {2, MPI_ORDER_FORTRAN};
+    MPI_Count sa[6] = {6, 7, 3, 2, 2, 4};
+    OK(MPI_Type_create_subarray_c(2, csizes, csub, cstarts, MPI_ORDER_FORTRAN, MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_SUBARRAY, 2, sai, 6, sa, 1, NULL, "subarray_c");
+    OK(MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_FORTRAN, MPI_INT, &small));
+    same_layout(big, small, "subarray_c");
+
+    int gsize = 50, distrib = MPI_DISTRIBUTE_CYCLIC, darg = 3, psize = size;
+    MPI_Count cgsize = 50;
+    int dai[7] = {size, rank, 1, MPI_DISTRIBUTE_CYCLIC, 3, size, MPI_ORDER_C};
+    OK(MPI_Type_create_darray_c(size, rank, 1, &cgsize, &distrib, &darg, &psize, MPI_ORDER_C,
+                                MPI_INT, &big));
+    large_envelope(big, MPI_COMBINER_DARRAY, 7, dai, 1, &cgsize, 1, NULL, "darray_c");
+    OK(MPI_Type_create_darray(size, rank, 1, &gsize, &distrib, &darg, &psize, MPI_ORDER_C,
+                              MPI_INT, &small));
+    /* Two dimensions, with the default distribution argument. */
+    {
+        MPI_Datatype b2, s2;
+        int gs2[2] = {8, 4}, di2[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_NONE},
+            da2[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG}, ps2[2] = {size, 1};
+        MPI_Count cgs2[2] = {8, 4};
+        int d2i[10] = {size, rank, 2, MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_NONE,
+                       MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG, size, 1,
+                       MPI_ORDER_FORTRAN};
+        OK(MPI_Type_create_darray_c(size, rank, 2, cgs2, di2, da2, ps2, MPI_ORDER_FORTRAN,
+                                    MPI_INT, &b2));
+        large_envelope(b2, MPI_COMBINER_DARRAY, 10, d2i, 2, cgs2, 1, NULL, "2-D darray_c");
+        OK(MPI_Type_create_darray(size, rank, 2, gs2, di2, da2, ps2, MPI_ORDER_FORTRAN,
+                                  MPI_INT, &s2));
+        /* 32 ints: the whole array lies in the packing buffer from 64. */
+        same_layout(b2, s2, "2-D darray_c");
+    }
+    same_layout(big, small, "darray_c");
+
+    MPI_Count rs[2] = {-4, 16};
+    OK(MPI_Type_create_resized_c(MPI_INT, -4, 16, &big));
+    large_envelope(big, MPI_COMBINER_RESIZED, 0, NULL, 2, rs, 1, NULL, "resized_c");
+    OK(MPI_Type_create_resized(MPI_INT, -4, 16, &small));
+    same_layout(big, small, "resized_c");
+
+    /* A type of the int constructors: the _c queries give its integers
+     * and addresses, and no large counts. */
+    {
+        MPI_Count ci, ca, cl, cd;
+        int c, gi[4];
+        MPI_Aint ga[2];
+        MPI_Datatype gd[2];
+        OK(MPI_Type_create_hvector(3, 2, 20, MPI_INT, &small));
+        OK(MPI_Type_get_envelope_c(small, &ci, &ca, &cl, &cd, &c));
+        CHECK(c == MPI_COMBINER_HVECTOR && ci == 2 && ca == 1 && cl == 0 && cd == 1,
+              "hvector envelope_c");
+        OK(MPI_Type_get_contents_c(small, 4, 2, 0, 2, gi, ga, NULL, gd));
+        CHECK(gi[0] == 3 && gi[1] == 2 && ga[0] == 20 && gd[0] == MPI_INT, "hvector contents_c");
+        OK(MPI_Type_free(&small));
+        /* A predefined pair type comes back as itself. */
+        OK(MPI_Type_contiguous_c(2, MPI_DOUBLE_INT, &big));
+        OK(MPI_Type_get_contents_c(big, 0, 0, 1, 1, NULL, NULL, &cl, gd));
+        CHECK(cl == 2 && gd[0] == MPI_DOUBLE_INT, "contents_c of a pair type's contiguous");
+        OK(MPI_Type_free(&big));
+        OK(MPI_Type_get_envelope_c(MPI_DOUBLE, &ci, &ca, &cl, &cd, &c));
+        CHECK(c == MPI_COMBINER_NAMED && ci + ca + cl + cd == 0, "named envelope_c");
+        /* A dup of a large type is described by the int forms. */
+        MPI_Datatype d;
+        int ni, na, nd;
+        OK(MPI_Type_contiguous_c(5, MPI_INT, &big));
+        OK(MPI_Type_dup(big, &d));
+        OK(MPI_Type_get_envelope(d, &ni, &na, &nd, &c));
+        CHECK(c == MPI_COMBINER_DUP && ni == 0 && na == 0 && nd == 1, "dup of a large type");
+        OK(MPI_Type_free(&d));
+        OK(MPI_Type_free(&big));
+    }
+
+    /* Sizes beyond an int: the int forms say MPI_UNDEFINED, or raise
+     * MPI_ERR_VALUE_TOO_LARGE where they cannot (MPI_Pack_size). Large
+     * types of one contiguous block cost nothing to build. */
+    {
+        const MPI_Count n = (MPI_Count)1 << 30;
+        MPI_Count sz, lb, ext;
+        MPI_Aint alb, aext;
+        int s = 0;
+        OK(MPI_Type_contiguous_c(n, MPI_DOUBLE, &big));
+        OK(MPI_Type_commit(&big));
+        OK(MPI_Type_size_c(big, &sz));
+        OK(MPI_Type_size(big, &s));
+        CHECK(sz == 8 * n && s == MPI_UNDEFINED, "size of 2^30 doubles: %lld, int form %d",
+              (long long)sz, s);
+        OK(MPI_Type_get_extent_c(big, &lb, &ext));
+        OK(MPI_Type_get_extent(big, &alb, &aext));
+        CHECK(lb == 0 && ext == 8 * n && aext == 8 * n, "extent of 2^30 doubles");
+        OK(MPI_Pack_size_c(1, big, MPI_COMM_WORLD, &sz));
+        CHECK(sz >= 8 * n, "pack_size_c of 2^30 doubles: %lld", (long long)sz);
+        EXPECT(MPI_Pack_size(1, big, MPI_COMM_WORLD, &s), MPI_ERR_VALUE_TOO_LARGE);
+        OK(MPI_Pack_size_c(n, MPI_DOUBLE, MPI_COMM_WORLD, &sz));
+        CHECK(sz >= 8 * n, "pack_size_c of 2^30 doubles as a count");
+        OK(MPI_Pack_external_size_c("external32", n, MPI_INT, &sz));
+        CHECK(sz == 4 * n, "external32 size of 2^30 ints: %lld", (long long)sz);
+        OK(MPI_Type_free(&big));
+    }
+
+    /* Pack_c / Unpack_c, with a position in MPI_Count. */
+    {
+        int v[12], w[12] = {0}, k = 7, k2 = 0;
+        for (int i = 0; i < 12; i++) v[i] = rank * 100 + i;
+        char buf[256];
+        MPI_Count pos = 0, sz;
+        OK(MPI_Type_vector_c(3, 2, 4, MPI_INT, &big));
+        OK(MPI_Type_commit(&big));
+        OK(MPI_Pack_size_c(1, big, MPI_COMM_WORLD, &sz));
+        CHECK(sz >= 6 * (MPI_Count)sizeof(int), "pack_size_c %lld", (long long)sz);
+        OK(MPI_Pack_c(&k, 1, MPI_INT, buf, sizeof buf, &pos, MPI_COMM_WORLD));
+        OK(MPI_Pack_c(v, 1, big, buf, sizeof buf, &pos, MPI_COMM_WORLD));
+        CHECK(pos == 7 * (MPI_Count)sizeof(int), "packed %lld bytes", (long long)pos);
+        MPI_Count end = pos;
+        pos = 0;
+        OK(MPI_Unpack_c(buf, end, &pos, &k2, 1, MPI_INT, MPI_COMM_WORLD));
+        OK(MPI_Unpack_c(buf, end, &pos, w, 1, big, MPI_COMM_WORLD));
+        CHECK(pos == end && k2 == 7, "unpack_c position %lld", (long long)pos);
+        for (int i = 0; i < 12; i++)
+            CHECK(w[i] == (i % 4 < 2 && i < 10 ? v[i] : 0), "unpack_c int %d: %d", i, w[i]);
+        pos = 0;
+        EXPECT(MPI_Pack_c(v, 1, big, buf, 8, &pos, MPI_COMM_WORLD), MPI_ERR_TRUNCATE);
+        /* external32 in MPI_Count. */
+        unsigned char ext[64];
+        int word = 0x01020304, word2[2] = {0, 0};
+        MPI_Count epos = 0, rpos = 0, esz;
+        OK(MPI_Pack_external_size_c("external32", 2, MPI_INT, &esz));
+        CHECK(esz == 8, "external32 size_c %lld", (long long)esz);
+        int words[2] = {word, -2};
+        OK(MPI_Pack_external_c("external32", words, 2, MPI_INT, ext, sizeof ext, &epos));
+        CHECK(epos == 8 && ext[0] == 1 && ext[3] == 4 && ext[4] == 0xff, "external32_c bytes");
+        OK(MPI_Unpack_external_c("external32", ext, epos, &rpos, word2, 2, MPI_INT));
+        CHECK(rpos == epos && word2[0] == word && word2[1] == -2, "external32_c round trip");
+        OK(MPI_Type_free(&big));
+    }
+
+    /* Elements in MPI_Count, and counts beyond an int. */
+    {
+        int v[3] = {1, 2, 3}, w[4];
+        MPI_Datatype four;
+        MPI_Status st;
+        MPI_Count n;
+        int in;
+        OK(MPI_Type_contiguous_c(4, MPI_INT, &four));
+        OK(MPI_Type_commit(&four));
+        ring(v, 3, MPI_INT, w, 1, four, &st);
+        OK(MPI_Get_elements_c(&st, four, &n));
+        CHECK(n == 3, "get_elements_c of a partial receive: %lld", (long long)n);
+        OK(MPI_Get_count_c(&st, four, &n));
+        CHECK(n == MPI_UNDEFINED, "get_count_c of a partial receive");
+        const MPI_Count many = ((MPI_Count)1 << 31) + 5;
+#ifdef HAVE_MPI_4_1
+        OK(MPI_Status_set_elements_c(&st, MPI_INT, many));
+#else
+        OK(MPI_Status_set_elements_x(&st, MPI_INT, many));
+#endif
+        OK(MPI_Get_elements_c(&st, MPI_INT, &n));
+        CHECK(n == many, "get_elements_c of 2^31 + 5 ints: %lld", (long long)n);
+        OK(MPI_Get_elements(&st, MPI_INT, &in));
+        CHECK(in == MPI_UNDEFINED, "int get_elements of 2^31 + 5 ints: %d", in);
+        OK(MPI_Get_elements_c(&st, four, &n));
+        CHECK(n == many, "get_elements_c in a derived type: %lld", (long long)n);
+#ifdef HAVE_MPI_4_1
+        OK(MPI_Status_set_elements_c(&st, four, 6));
+        OK(MPI_Get_elements_c(&st, four, &n));
+        CHECK(n == 6, "set_elements_c 6: %lld", (long long)n);
+        OK(MPI_Get_count_c(&st, MPI_INT, &n));
+        CHECK(n == 6, "6 elements are 6 ints: %lld", (long long)n);
+        EXPECT(MPI_Status_set_elements_c(&st, four, -1), MPI_ERR_COUNT);
+#endif
+        EXPECT(MPI_Get_elements_c(MPI_STATUS_IGNORE, MPI_INT, &n), MPI_ERR_ARG);
+        OK(MPI_Type_free(&four));
+    }
+
+    /* Bad arguments. */
+    {
+        MPI_Count bl[2] = {1, -1}, disp[2] = {0, 4}, sizes2[1] = {4}, sub2[1] = {5},
+                  st2[1] = {0};
+        MPI_Datatype t;
+        EXPECT(MPI_Type_contiguous_c(-1, MPI_INT, &t), MPI_ERR_COUNT);
+        EXPECT(MPI_Type_vector_c(2, -1, 1, MPI_INT, &t), MPI_ERR_COUNT);
+        EXPECT(MPI_Type_indexed_c(2, bl, disp, MPI_INT, &t), MPI_ERR_COUNT);
+        EXPECT(MPI_Type_indexed_c(2, NULL, disp, MPI_INT, &t), MPI_ERR_ARG);
+        EXPECT(MPI_Type_create_subarray_c(1, sizes2, sub2, st2, MPI_ORDER_C, MPI_INT, &t),
+               MPI_ERR_ARG);
+        EXPECT(MPI_Type_contiguous_c(2, MPI_DATATYPE_NULL, &t), MPI_ERR_TYPE);
+        EXPECT(MPI_Type_contiguous_c(2, MPI_INT, NULL), MPI_ERR_ARG);
+        MPI_Count c;
+        EXPECT(MPI_Type_size_c(MPI_DATATYPE_NULL, &c), MPI_ERR_TYPE);
+    }
+
+#ifdef HAVE_MPI_4_1
+    /* The predefined pair types for MPI_MINLOC and MPI_MAXLOC
+     * (MPI-4.1 §6.9.4). */
+    {
+        struct {
+            MPI_Datatype value, pair;
+        } pairs[] = {{MPI_FLOAT, MPI_FLOAT_INT}, {MPI_DOUBLE, MPI_DOUBLE_INT},
+                     {MPI_LONG, MPI_LONG_INT},   {MPI_INT, MPI_2INT},
+                     {MPI_SHORT, MPI_SHORT_INT}, {MPI_LONG_DOUBLE, MPI_LONG_DOUBLE_INT}};
+        MPI_Datatype p;
+        for (int i = 0; i < 6; i++) {
+            OK(MPI_Type_get_value_index(pairs[i].value, MPI_INT, &p));
+            CHECK(p == pairs[i].pair, "value_index pair %d", i);
+        }
+        OK(MPI_Type_get_value_index(MPI_INT, MPI_DOUBLE, &p));
+        CHECK(p == MPI_DATATYPE_NULL, "value_index of an int indexed by a double");
+        OK(MPI_Type_get_value_index(MPI_CHAR, MPI_INT, &p));
+        CHECK(p == MPI_DATATYPE_NULL, "value_index of a char");
+        OK(MPI_Type_contiguous(1, MPI_DOUBLE, &big));
+        OK(MPI_Type_get_value_index(big, MPI_INT, &p));
+        CHECK(p == MPI_DATATYPE_NULL, "value_index of a derived type");
+        OK(MPI_Type_free(&big));
+        EXPECT(MPI_Type_get_value_index(MPI_DATATYPE_NULL, MPI_INT, &p), MPI_ERR_TYPE);
+        EXPECT(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, NULL), MPI_ERR_ARG);
+        /* The pair type works with MPI_MINLOC. */
+        struct {
+            double v;
+            int i;
+        } in = {rank == 0 ? -1.0 : (double)rank, rank}, out;
+        OK(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &p));
+        OK(MPI_Allreduce(&in, &out, 1, p, MPI_MINLOC, MPI_COMM_WORLD));
+        CHECK(out.v == -1.0 && out.i == 0, "minloc over the value_index pair");
+    }
+#endif
+}
+
 static void errors(void) {
     int x[4] = {0}, pos = 0;
     char buf[8];
@@ -736,6 +1106,7 @@ int main(int argc, char **argv) {
     large_blocks();
     packing();
     collectives();
+    large_counts();
     errors();
 
     MPI_Barrier(MPI_COMM_WORLD);

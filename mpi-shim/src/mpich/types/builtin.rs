@@ -183,6 +183,16 @@ const PAIRS: &[(MPI_Datatype, &str, MPI_Datatype, MPI_Datatype, Elem)] = &[
     ),
 ];
 
+/// The predefined pair type whose members are `value` and `index`
+/// (`MPI_Type_get_value_index`, MPI-4.1 §6.9.4): the C pairs of a value
+/// and an `int`, and Fortran's pairs of two of a kind.
+pub(super) fn pair_type(value: MPI_Datatype, index: MPI_Datatype) -> Option<MPI_Datatype> {
+    PAIRS
+        .iter()
+        .find(|&&(_, _, v, i, _)| (v, i) == (value, index))
+        .map(|&(h, ..)| h)
+}
+
 /// The basic element of a predefined type of `size` bytes: external32
 /// keeps every size but `long`'s, which is 4 bytes there (MPI-4.0
 /// §13.5.2, Table 13.2).
@@ -319,6 +329,26 @@ mod tests {
         for &(h, name, ..) in BASIC {
             assert_eq!(predefined(h).map(|t| t.predefined), Some(Some(h)), "{name}");
         }
+    }
+
+    #[test]
+    fn value_and_index_make_their_pair_type() {
+        assert_eq!(
+            pair_type(abi::MPI_DOUBLE, abi::MPI_INT),
+            Some(abi::MPI_DOUBLE_INT)
+        );
+        assert_eq!(pair_type(abi::MPI_INT, abi::MPI_INT), Some(abi::MPI_2INT));
+        assert_eq!(
+            pair_type(abi::MPI_LONG_DOUBLE, abi::MPI_INT),
+            Some(abi::MPI_LONG_DOUBLE_INT)
+        );
+        assert_eq!(
+            pair_type(abi::MPI_REAL, abi::MPI_REAL),
+            Some(abi::MPI_2REAL)
+        );
+        assert_eq!(pair_type(abi::MPI_INT, abi::MPI_DOUBLE), None);
+        assert_eq!(pair_type(abi::MPI_DOUBLE, abi::MPI_LONG), None);
+        assert_eq!(pair_type(abi::MPI_CHAR, abi::MPI_INT), None);
     }
 
     #[test]

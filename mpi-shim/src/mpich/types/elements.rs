@@ -1,5 +1,5 @@
 //! The elements a status counts (MPI-4.0 §5.1.11, §12.3): `MPI_Get_elements`
-//! and `MPI_Status_set_elements`, and their `_x` forms.
+//! and `MPI_Status_set_elements`, and their `_c` and `_x` forms.
 
 use super::*;
 
@@ -31,20 +31,22 @@ unsafe fn elements(
         .map(|n| n as u64))
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Get_elements(
-    status: *const MPI_Status,
-    datatype: MPI_Datatype,
-    count: *mut c_int,
-) -> c_int {
-    call("MPI_Get_elements", abi::MPI_COMM_WORLD, |rt| {
-        // SAFETY: the caller's status.
-        let n = unsafe { elements(rt, status, datatype)? }
-            .and_then(|n| c_int::try_from(n).ok())
-            .unwrap_or(abi::MPI_UNDEFINED);
-        // SAFETY: output argument.
-        unsafe { out(count, n) }
-    })
+large_count! {
+    fn MPI_Get_elements / MPI_Get_elements_c(
+        status: *const MPI_Status,
+        datatype: MPI_Datatype,
+        count: *mut C,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            // SAFETY: the caller's status.
+            let n = unsafe { elements(rt, status, datatype)? }
+                .and_then(|n| MPI_Count::try_from(n).ok())
+                .and_then(C::from_count)
+                .unwrap_or(C::UNDEFINED);
+            // SAFETY: output argument.
+            unsafe { out(count, n) }
+        })
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -93,17 +95,18 @@ unsafe fn set_elements(
     Ok(())
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Status_set_elements(
-    status: *mut MPI_Status,
-    datatype: MPI_Datatype,
-    count: c_int,
-) -> c_int {
-    call("MPI_Status_set_elements", abi::MPI_COMM_WORLD, |rt| {
-        check_status(status)?;
-        // SAFETY: the caller's status.
-        unsafe { set_elements(rt, status, datatype, count.into()) }
-    })
+large_count! {
+    fn MPI_Status_set_elements / MPI_Status_set_elements_c(
+        status: *mut MPI_Status,
+        datatype: MPI_Datatype,
+        count: C,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            check_status(status)?;
+            // SAFETY: the caller's status.
+            unsafe { set_elements(rt, status, datatype, count.get()) }
+        })
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]

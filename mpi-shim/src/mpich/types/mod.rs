@@ -18,6 +18,7 @@ pub(super) mod builtin;
 pub(super) mod elements;
 pub(super) mod pack;
 
+use super::counts::{self, Count, CountOut, large_count};
 use super::*;
 use crate::abi::{MPI_Aint, MPI_Count};
 use crate::core::datatype::{Combiner, Distrib, Envelope, Order, Piece, Prim, compose};
@@ -27,27 +28,44 @@ pub(super) use builtin::predefined;
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Type_size(MPI_Datatype datatype, int *size)",
+    "int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)",
     "int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)",
     "int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype)",
+    "int MPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype)",
     "int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)",
+    "int MPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype)",
+    "int MPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype)",
     "int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)",
     "int MPI_Type_commit(MPI_Datatype *datatype)",
     "int MPI_Type_free(MPI_Datatype *datatype)",
     "int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)",
+    "int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)",
     "int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)",
     "int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)",
+    "int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)",
     "int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)",
     "int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner)",
+    "int MPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner)",
     "int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[])",
+    "int MPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[])",
+    "int MPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype *pair_type)",
     "int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name)",
     "int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)",
     "int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)",
@@ -55,14 +73,22 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)",
     "int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)",
     "int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm)",
+    "int MPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm)",
     "int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm)",
+    "int MPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm)",
     "int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)",
+    "int MPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size)",
     "int MPI_Pack_external(const char *datarep, const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position)",
+    "int MPI_Pack_external_c(const char *datarep, const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position)",
     "int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype)",
+    "int MPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype)",
     "int MPI_Pack_external_size(const char *datarep, int incount, MPI_Datatype datatype, MPI_Aint *size)",
+    "int MPI_Pack_external_size_c(const char *datarep, MPI_Count incount, MPI_Datatype datatype, MPI_Count *size)",
     "int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)",
+    "int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)",
     "int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)",
     "int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)",
+    "int MPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)",
     "int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)",
     "int MPI_Get_address(const void *location, MPI_Aint *address)",
     "MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp)",
@@ -105,12 +131,12 @@ unsafe fn create(rt: &mut Runtime, t: Type, newtype: *mut MPI_Datatype) -> MpiRe
 }
 
 /// A checked count argument.
-fn count(n: c_int) -> MpiResult<usize> {
+fn count(n: MPI_Count) -> MpiResult<usize> {
     usize::try_from(n).map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative count {n}")))
 }
 
 /// A checked block length (a count, for its error class, as in MPICH).
-fn blocklength(n: c_int) -> MpiResult<usize> {
+fn blocklength(n: MPI_Count) -> MpiResult<usize> {
     usize::try_from(n).map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative blocklength {n}")))
 }
 
@@ -160,11 +186,79 @@ fn order(o: c_int) -> MpiResult<Order> {
     }
 }
 
+/// A constructor's arguments as its envelope records them, in the order
+/// of its C signature (MPI-4.1 §5.1.13, Table 5.1): the `int` form keeps
+/// integers and addresses; the `_c` form keeps its `MPI_Count`
+/// arguments, counts and addresses alike, as large counts, and only its
+/// `int` arguments as integers.
+struct Args {
+    large: bool,
+    ints: Vec<c_int>,
+    addrs: Vec<isize>,
+    counts: Vec<MPI_Count>,
+}
+
+impl Args {
+    /// The arguments of a constructor whose counts are `C`.
+    fn of<C: Count>() -> Self {
+        Self {
+            large: C::LARGE,
+            ints: Vec::new(),
+            addrs: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
+    /// `int` arguments in either form (dimensions, orders,
+    /// distributions).
+    fn int(mut self, v: &[c_int]) -> Self {
+        self.ints.extend_from_slice(v);
+        self
+    }
+
+    /// Counts: `int` or `MPI_Count`, as the form takes them.
+    fn count(mut self, v: &[MPI_Count]) -> Self {
+        if self.large {
+            self.counts.extend_from_slice(v);
+        } else {
+            // The `int` form's counts came in as `int`.
+            self.ints.extend(v.iter().map(|&n| n as c_int));
+        }
+        self
+    }
+
+    /// Byte displacements and bounds: `MPI_Aint` in the `int` form,
+    /// `MPI_Count` in the `_c` one.
+    fn addr(mut self, v: &[MPI_Aint]) -> Self {
+        if self.large {
+            self.counts.extend_from_slice(v);
+        } else {
+            self.addrs.extend(v.iter().map(|&a| a as isize));
+        }
+        self
+    }
+
+    fn envelope(self, combiner: Combiner, types: Vec<Arc<Type>>) -> Envelope {
+        Envelope {
+            combiner,
+            ints: self.ints,
+            addrs: self.addrs,
+            counts: self.counts,
+            types,
+        }
+    }
+}
+
 // ---------------------------------------------------------------------
-// Constructors (MPI-4.0 §5.1.2-§5.1.7, §5.1.10).
+// Constructors (MPI-4.0 §5.1.2-§5.1.7, §5.1.10), each with its `_c`
+// form of MPI-4.0 §5.1 (large counts).
 
 /// The type made of blocks of `old`: `(byte displacement, blocklength)`.
-fn blocks_of(blocks: &[(isize, c_int)], old: &Arc<Type>, envelope: Envelope) -> MpiResult<Type> {
+fn blocks_of(
+    blocks: &[(isize, MPI_Count)],
+    old: &Arc<Type>,
+    envelope: Envelope,
+) -> MpiResult<Type> {
     let pieces = blocks
         .iter()
         .map(|&(disp, n)| {
@@ -179,7 +273,7 @@ fn blocks_of(blocks: &[(isize, c_int)], old: &Arc<Type>, envelope: Envelope) -> 
 }
 
 /// The blocks of a vector: `n` of `blocklength`, `step` bytes apart.
-fn strided(n: usize, step: isize, blocklength: c_int) -> MpiResult<Vec<(isize, c_int)>> {
+fn strided(n: usize, step: isize, blocklength: MPI_Count) -> MpiResult<Vec<(isize, MPI_Count)>> {
     (0..n as isize)
         .map(|i| {
             i.checked_mul(step)
@@ -190,9 +284,10 @@ fn strided(n: usize, step: isize, blocklength: c_int) -> MpiResult<Vec<(isize, c
 }
 
 /// Element displacements in bytes of `old`.
-fn scaled(disp: impl Into<i64>, old: &Type) -> MpiResult<isize> {
-    (disp.into() as isize)
-        .checked_mul(old.extent)
+fn scaled(disp: MPI_Count, old: &Type) -> MpiResult<isize> {
+    isize::try_from(disp)
+        .ok()
+        .and_then(|d| d.checked_mul(old.extent))
         .ok_or_else(|| err(abi::MPI_ERR_ARG, "displacement overflows"))
 }
 
@@ -214,342 +309,373 @@ unsafe fn construct(
     })
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_contiguous(
-    n: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        let env = Envelope::new(Combiner::Contiguous, vec![n], vec![], vec![old.clone()]);
-        count(n)?;
-        blocks_of(&[(0, n)], old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_contiguous", oldtype, newtype, build) }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_vector(
-    n: c_int,
-    blocklength: c_int,
-    stride: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        let env = Envelope::new(
-            Combiner::Vector,
-            vec![n, blocklength, stride],
-            vec![],
-            vec![old.clone()],
-        );
-        let step = scaled(stride, old)?;
-        blocks_of(&strided(count(n)?, step, blocklength)?, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_vector", oldtype, newtype, build) }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_hvector(
-    n: c_int,
-    blocklength: c_int,
-    stride: MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        let env = Envelope::new(
-            Combiner::Hvector,
-            vec![n, blocklength],
-            vec![stride as isize],
-            vec![old.clone()],
-        );
-        blocks_of(&strided(count(n)?, stride as isize, blocklength)?, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_create_hvector", oldtype, newtype, build) }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_indexed(
-    n: c_int,
-    blocklengths: *const c_int,
-    displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        let k = count(n)?;
-        // SAFETY: the caller's arrays hold `n` entries.
-        let (bl, disp) = unsafe {
-            (
-                array(blocklengths, k, "blocklength")?,
-                array(displacements, k, "displacement")?,
-            )
+large_count! {
+    fn MPI_Type_contiguous / MPI_Type_contiguous_c(
+        n: C,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let n = n.get();
+        let build = |old: &Arc<Type>| {
+            let env = Args::of::<C>()
+                .count(&[n])
+                .envelope(Combiner::Contiguous, vec![old.clone()]);
+            count(n)?;
+            blocks_of(&[(0, n)], old, env)
         };
-        let ints = [&[n][..], bl, disp].concat();
-        let env = Envelope::new(Combiner::Indexed, ints, vec![], vec![old.clone()]);
-        let blocks = (0..k)
-            .map(|i| Ok((scaled(disp[i], old)?, bl[i])))
-            .collect::<MpiResult<Vec<_>>>()?;
-        blocks_of(&blocks, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_indexed", oldtype, newtype, build) }
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_hindexed(
-    n: c_int,
-    blocklengths: *const c_int,
-    displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        let k = count(n)?;
-        // SAFETY: the caller's arrays hold `n` entries.
-        let (bl, disp) = unsafe {
-            (
-                array(blocklengths, k, "blocklength")?,
-                array(displacements, k, "displacement")?,
-            )
+large_count! {
+    fn MPI_Type_vector / MPI_Type_vector_c(
+        n: C,
+        bl: C,
+        stride: C,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let (n, bl, stride) = (n.get(), bl.get(), stride.get());
+        let build = |old: &Arc<Type>| {
+            let env = Args::of::<C>()
+                .count(&[n, bl, stride])
+                .envelope(Combiner::Vector, vec![old.clone()]);
+            let step = scaled(stride, old)?;
+            blocks_of(&strided(count(n)?, step, bl)?, old, env)
         };
-        let addrs: Vec<isize> = disp.iter().map(|&d| d as isize).collect();
-        let env = Envelope::new(
-            Combiner::Hindexed,
-            [&[n][..], bl].concat(),
-            addrs.clone(),
-            vec![old.clone()],
-        );
-        let blocks: Vec<_> = addrs.into_iter().zip(bl.iter().copied()).collect();
-        blocks_of(&blocks, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_create_hindexed", oldtype, newtype, build) }
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block(
-    n: c_int,
-    blocklength: c_int,
-    displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        // SAFETY: the caller's array holds `n` entries.
-        let disp = unsafe { array(displacements, count(n)?, "displacement")? };
-        let ints = [&[n, blocklength][..], disp].concat();
-        let env = Envelope::new(Combiner::IndexedBlock, ints, vec![], vec![old.clone()]);
-        let blocks = disp
-            .iter()
-            .map(|&d| Ok((scaled(d, old)?, blocklength)))
-            .collect::<MpiResult<Vec<_>>>()?;
-        blocks_of(&blocks, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_create_indexed_block", oldtype, newtype, build) }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
-    n: c_int,
-    blocklength: c_int,
-    displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        // SAFETY: the caller's array holds `n` entries.
-        let disp = unsafe { array(displacements, count(n)?, "displacement")? };
-        let addrs: Vec<isize> = disp.iter().map(|&d| d as isize).collect();
-        let env = Envelope::new(
-            Combiner::HindexedBlock,
-            vec![n, blocklength],
-            addrs.clone(),
-            vec![old.clone()],
-        );
-        let blocks: Vec<_> = addrs.into_iter().map(|d| (d, blocklength)).collect();
-        blocks_of(&blocks, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_create_hindexed_block", oldtype, newtype, build) }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_struct(
-    n: c_int,
-    blocklengths: *const c_int,
-    displacements: *const MPI_Aint,
-    types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call("MPI_Type_create_struct", abi::MPI_COMM_WORLD, |rt| {
-        let k = count(n)?;
-        // SAFETY: the caller's arrays hold `n` entries.
-        let (bl, disp, handles) = unsafe {
-            (
-                array(blocklengths, k, "blocklength")?,
-                array(displacements, k, "displacement")?,
-                array(types, k, "datatype")?,
-            )
+large_count! {
+    fn MPI_Type_create_hvector / MPI_Type_create_hvector_c(
+        n: C,
+        bl: C,
+        stride: MPI_Aint,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let (n, bl) = (n.get(), bl.get());
+        let build = |old: &Arc<Type>| {
+            let env = Args::of::<C>()
+                .count(&[n, bl])
+                .addr(&[stride])
+                .envelope(Combiner::Hvector, vec![old.clone()]);
+            blocks_of(&strided(count(n)?, stride as isize, bl)?, old, env)
         };
-        let types = handles
-            .iter()
-            .map(|&h| super::datatype(rt, h))
-            .collect::<MpiResult<Vec<_>>>()?;
-        let pieces = (0..k)
-            .map(|i| {
-                Ok(Piece {
-                    disp: disp[i] as isize,
-                    count: blocklength(bl[i])?,
-                    ty: &types[i],
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
+}
+
+large_count! {
+    fn MPI_Type_indexed / MPI_Type_indexed_c(
+        n: C,
+        blocklengths: *const C,
+        displacements: *const C,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let build = |old: &Arc<Type>| {
+            let k = count(n.get())?;
+            // SAFETY: the caller's arrays hold `n` entries.
+            let (bl, disp) = unsafe {
+                (
+                    counts::counts(blocklengths, k, "blocklength")?,
+                    counts::counts(displacements, k, "displacement")?,
+                )
+            };
+            let env = Args::of::<C>()
+                .count(&[n.get()])
+                .count(&bl)
+                .count(&disp)
+                .envelope(Combiner::Indexed, vec![old.clone()]);
+            let blocks = (0..k)
+                .map(|i| Ok((scaled(disp[i], old)?, bl[i])))
+                .collect::<MpiResult<Vec<_>>>()?;
+            blocks_of(&blocks, old, env)
+        };
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
+}
+
+large_count! {
+    fn MPI_Type_create_hindexed / MPI_Type_create_hindexed_c(
+        n: C,
+        blocklengths: *const C,
+        displacements: *const MPI_Aint,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let build = |old: &Arc<Type>| {
+            let k = count(n.get())?;
+            // SAFETY: the caller's arrays hold `n` entries.
+            let (bl, disp) = unsafe {
+                (
+                    counts::counts(blocklengths, k, "blocklength")?,
+                    array(displacements, k, "displacement")?,
+                )
+            };
+            let env = Args::of::<C>()
+                .count(&[n.get()])
+                .count(&bl)
+                .addr(disp)
+                .envelope(Combiner::Hindexed, vec![old.clone()]);
+            let blocks: Vec<_> = disp.iter().map(|&d| d as isize).zip(bl).collect();
+            blocks_of(&blocks, old, env)
+        };
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
+}
+
+large_count! {
+    fn MPI_Type_create_indexed_block / MPI_Type_create_indexed_block_c(
+        n: C,
+        bl: C,
+        displacements: *const C,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let build = |old: &Arc<Type>| {
+            // SAFETY: the caller's array holds `n` entries.
+            let disp = unsafe { counts::counts(displacements, count(n.get())?, "displacement")? };
+            let env = Args::of::<C>()
+                .count(&[n.get(), bl.get()])
+                .count(&disp)
+                .envelope(Combiner::IndexedBlock, vec![old.clone()]);
+            let blocks = disp
+                .iter()
+                .map(|&d| Ok((scaled(d, old)?, bl.get())))
+                .collect::<MpiResult<Vec<_>>>()?;
+            blocks_of(&blocks, old, env)
+        };
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
+}
+
+large_count! {
+    fn MPI_Type_create_hindexed_block / MPI_Type_create_hindexed_block_c(
+        n: C,
+        bl: C,
+        displacements: *const MPI_Aint,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let build = |old: &Arc<Type>| {
+            // SAFETY: the caller's array holds `n` entries.
+            let disp = unsafe { array(displacements, count(n.get())?, "displacement")? };
+            let env = Args::of::<C>()
+                .count(&[n.get(), bl.get()])
+                .addr(disp)
+                .envelope(Combiner::HindexedBlock, vec![old.clone()]);
+            let blocks: Vec<_> = disp.iter().map(|&d| (d as isize, bl.get())).collect();
+            blocks_of(&blocks, old, env)
+        };
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
+}
+
+large_count! {
+    fn MPI_Type_create_struct / MPI_Type_create_struct_c(
+        n: C,
+        blocklengths: *const C,
+        displacements: *const MPI_Aint,
+        types: *const MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            let k = count(n.get())?;
+            // SAFETY: the caller's arrays hold `n` entries.
+            let (bl, disp, handles) = unsafe {
+                (
+                    counts::counts(blocklengths, k, "blocklength")?,
+                    array(displacements, k, "displacement")?,
+                    array(types, k, "datatype")?,
+                )
+            };
+            let types = handles
+                .iter()
+                .map(|&h| super::datatype(rt, h))
+                .collect::<MpiResult<Vec<_>>>()?;
+            let pieces = (0..k)
+                .map(|i| {
+                    Ok(Piece {
+                        disp: disp[i] as isize,
+                        count: blocklength(bl[i])?,
+                        ty: &types[i],
+                    })
                 })
-            })
-            .collect::<MpiResult<Vec<_>>>()?;
-        let env = Envelope::new(
-            Combiner::Struct,
-            [&[n][..], bl].concat(),
-            disp.iter().map(|&d| d as isize).collect(),
-            types.clone(),
-        );
-        // MPICH pads a struct unless all its members are one datatype
-        // (which it treats as hindexed); binaries built for it expect that.
-        let pad = !types.windows(2).all(|w| Arc::ptr_eq(&w[0], &w[1]));
-        let t = compose(&pieces, pad, env)?;
-        // SAFETY: output argument.
-        unsafe { create(rt, t, newtype) }
-    })
+                .collect::<MpiResult<Vec<_>>>()?;
+            let env = Args::of::<C>()
+                .count(&[n.get()])
+                .count(&bl)
+                .addr(disp)
+                .envelope(Combiner::Struct, types.clone());
+            // MPICH pads a struct unless all its members are one datatype
+            // (which it treats as hindexed); binaries built for it expect
+            // that.
+            let pad = !types.windows(2).all(|w| Arc::ptr_eq(&w[0], &w[1]));
+            let t = compose(&pieces, pad, env)?;
+            // SAFETY: output argument.
+            unsafe { create(rt, t, newtype) }
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_subarray(
-    ndims: c_int,
-    sizes: *const c_int,
-    subsizes: *const c_int,
-    starts: *const c_int,
-    array_order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        let n = nonneg(ndims, "number of dimensions")?;
-        // SAFETY: the caller's arrays hold `ndims` entries.
-        let (sz, sub, st) = unsafe {
-            (
-                array(sizes, n, "size")?,
-                array(subsizes, n, "subsize")?,
-                array(starts, n, "start")?,
-            )
+large_count! {
+    fn MPI_Type_create_subarray / MPI_Type_create_subarray_c(
+        ndims: c_int,
+        sizes: *const C,
+        subsizes: *const C,
+        starts: *const C,
+        array_order: c_int,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let build = |old: &Arc<Type>| {
+            let n = nonneg(ndims, "number of dimensions")?;
+            // SAFETY: the caller's arrays hold `ndims` entries.
+            let (sz, sub, st) = unsafe {
+                (
+                    counts::counts(sizes, n, "size")?,
+                    counts::counts(subsizes, n, "subsize")?,
+                    counts::counts(starts, n, "start")?,
+                )
+            };
+            let env = Args::of::<C>()
+                .int(&[ndims])
+                .count(&sz)
+                .count(&sub)
+                .count(&st)
+                .int(&[array_order])
+                .envelope(Combiner::Subarray, vec![old.clone()]);
+            let mut dims = Vec::with_capacity(n);
+            let mut runs = Vec::with_capacity(n);
+            for i in 0..n {
+                let ok = sz[i] >= 1 && sub[i] >= 0 && st[i] >= 0 && st[i] <= sz[i] - sub[i];
+                if !ok {
+                    return Err(err(
+                        abi::MPI_ERR_ARG,
+                        format!(
+                            "dimension {i}: subarray of {} from {} does not fit {}",
+                            sub[i], st[i], sz[i]
+                        ),
+                    ));
+                }
+                dims.push(sz[i] as usize);
+                runs.push(vec![(st[i] as usize, sub[i] as usize)]);
+            }
+            Type::grid(&dims, &runs, order(array_order)?, old, env)
         };
-        let ints = [&[ndims][..], sz, sub, st, &[array_order]].concat();
-        let env = Envelope::new(Combiner::Subarray, ints, vec![], vec![old.clone()]);
-        let mut dims = Vec::with_capacity(n);
-        let mut runs = Vec::with_capacity(n);
-        for i in 0..n {
-            let ok = sz[i] >= 1 && sub[i] >= 0 && st[i] >= 0 && st[i] <= sz[i] - sub[i];
-            if !ok {
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
+}
+
+large_count! {
+    fn MPI_Type_create_darray / MPI_Type_create_darray_c(
+        size: c_int,
+        rank: c_int,
+        ndims: c_int,
+        gsizes: *const C,
+        distribs: *const c_int,
+        dargs: *const c_int,
+        psizes: *const c_int,
+        array_order: c_int,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let build = |old: &Arc<Type>| {
+            let n = nonneg(ndims, "number of dimensions")?;
+            // SAFETY: the caller's arrays hold `ndims` entries.
+            let (gs, di, da, ps) = unsafe {
+                (
+                    counts::counts(gsizes, n, "gsize")?,
+                    array(distribs, n, "distrib")?,
+                    array(dargs, n, "darg")?,
+                    array(psizes, n, "psize")?,
+                )
+            };
+            let env = Args::of::<C>()
+                .int(&[size, rank, ndims])
+                .count(&gs)
+                .int(di)
+                .int(da)
+                .int(ps)
+                .int(&[array_order])
+                .envelope(Combiner::Darray, vec![old.clone()]);
+            let grid = ps
+                .iter()
+                .try_fold(1i64, |a, &p| a.checked_mul(i64::from(p)))
+                .unwrap_or(-1);
+            if size < 1 || !(0..size).contains(&rank) || grid != i64::from(size) {
                 return Err(err(
                     abi::MPI_ERR_ARG,
-                    format!(
-                        "dimension {i}: subarray of {} from {} does not fit {}",
-                        sub[i], st[i], sz[i]
-                    ),
+                    format!("rank {rank} of {size} in a process grid of {grid}"),
                 ));
             }
-            dims.push(sz[i] as usize);
-            runs.push(vec![(st[i] as usize, sub[i] as usize)]);
-        }
-        Type::grid(&dims, &runs, order(array_order)?, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_create_subarray", oldtype, newtype, build) }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_darray(
-    size: c_int,
-    rank: c_int,
-    ndims: c_int,
-    gsizes: *const c_int,
-    distribs: *const c_int,
-    dargs: *const c_int,
-    psizes: *const c_int,
-    array_order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| {
-        let n = nonneg(ndims, "number of dimensions")?;
-        // SAFETY: the caller's arrays hold `ndims` entries.
-        let (gs, di, da, ps) = unsafe {
-            (
-                array(gsizes, n, "gsize")?,
-                array(distribs, n, "distrib")?,
-                array(dargs, n, "darg")?,
-                array(psizes, n, "psize")?,
-            )
+            if gs.iter().any(|&g| g < 1) || ps.iter().any(|&p| p < 1) {
+                return Err(err(
+                    abi::MPI_ERR_ARG,
+                    "array and grid sizes must be positive",
+                ));
+            }
+            // Processes are numbered in row-major order whatever the
+            // array's.
+            let mut rest = rank as usize;
+            let mut coords = vec![0; n];
+            for i in (0..n).rev() {
+                coords[i] = rest % ps[i] as usize;
+                rest /= ps[i] as usize;
+            }
+            let runs = (0..n)
+                .map(|i| {
+                    let darg = match da[i] {
+                        abi::MPI_DISTRIBUTE_DFLT_DARG => None,
+                        d => Some(nonneg(d, "distribution argument")?),
+                    };
+                    let d = match di[i] {
+                        abi::MPI_DISTRIBUTE_BLOCK => Distrib::Block(darg),
+                        abi::MPI_DISTRIBUTE_CYCLIC => Distrib::Cyclic(darg),
+                        abi::MPI_DISTRIBUTE_NONE => Distrib::None,
+                        d => {
+                            return Err(err(abi::MPI_ERR_ARG, format!("invalid distribution {d}")));
+                        }
+                    };
+                    darray_runs(gs[i] as usize, d, ps[i] as usize, coords[i])
+                })
+                .collect::<MpiResult<Vec<_>>>()?;
+            let dims: Vec<usize> = gs.iter().map(|&g| g as usize).collect();
+            Type::grid(&dims, &runs, order(array_order)?, old, env)
         };
-        let ints = [&[size, rank, ndims][..], gs, di, da, ps, &[array_order]].concat();
-        let env = Envelope::new(Combiner::Darray, ints, vec![], vec![old.clone()]);
-        let grid = ps
-            .iter()
-            .try_fold(1i64, |a, &p| a.checked_mul(i64::from(p)))
-            .unwrap_or(-1);
-        if size < 1 || !(0..size).contains(&rank) || grid != i64::from(size) {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                format!("rank {rank} of {size} in a process grid of {grid}"),
-            ));
-        }
-        if gs.iter().chain(ps).any(|&g| g < 1) {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                "array and grid sizes must be positive",
-            ));
-        }
-        // Processes are numbered in row-major order whatever the array's.
-        let mut rest = rank as usize;
-        let mut coords = vec![0; n];
-        for i in (0..n).rev() {
-            coords[i] = rest % ps[i] as usize;
-            rest /= ps[i] as usize;
-        }
-        let runs = (0..n)
-            .map(|i| {
-                let darg = match da[i] {
-                    abi::MPI_DISTRIBUTE_DFLT_DARG => None,
-                    d => Some(nonneg(d, "distribution argument")?),
-                };
-                let d = match di[i] {
-                    abi::MPI_DISTRIBUTE_BLOCK => Distrib::Block(darg),
-                    abi::MPI_DISTRIBUTE_CYCLIC => Distrib::Cyclic(darg),
-                    abi::MPI_DISTRIBUTE_NONE => Distrib::None,
-                    d => return Err(err(abi::MPI_ERR_ARG, format!("invalid distribution {d}"))),
-                };
-                darray_runs(gs[i] as usize, d, ps[i] as usize, coords[i])
-            })
-            .collect::<MpiResult<Vec<_>>>()?;
-        let dims: Vec<usize> = gs.iter().map(|&g| g as usize).collect();
-        Type::grid(&dims, &runs, order(array_order)?, old, env)
-    };
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_create_darray", oldtype, newtype, build) }
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_create_resized(
-    oldtype: MPI_Datatype,
-    lb: MPI_Aint,
-    extent: MPI_Aint,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    let build = |old: &Arc<Type>| Ok(Type::resized(old, lb as isize, extent as isize));
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_create_resized", oldtype, newtype, build) }
+large_count! {
+    fn MPI_Type_create_resized / MPI_Type_create_resized_c(
+        oldtype: MPI_Datatype,
+        lb: MPI_Aint,
+        extent: MPI_Aint,
+        newtype: *mut MPI_Datatype,
+    ) {
+        let build = |old: &Arc<Type>| {
+            let mut t = Type::resized(old, lb as isize, extent as isize);
+            t.envelope = Args::of::<C>()
+                .addr(&[lb, extent])
+                .envelope(Combiner::Resized, vec![old.clone()]);
+            Ok(t)
+        };
+        // SAFETY: `newtype` is null or writable (MPI contract).
+        unsafe { construct(NAME, oldtype, newtype, build) }
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -605,13 +731,19 @@ fn query(name: &str, dt: MPI_Datatype, f: impl FnOnce(&Type) -> MpiResult<()>) -
     })
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    query("MPI_Type_size", datatype, |t| {
-        let s = c_int::try_from(t.size).unwrap_or(abi::MPI_UNDEFINED);
-        // SAFETY: output argument.
-        unsafe { out(size, s) }
-    })
+large_count! {
+    fn MPI_Type_size / MPI_Type_size_c(datatype: MPI_Datatype, size: *mut C) {
+        query(NAME, datatype, |t| {
+            // The `int` form reports a size it cannot hold as
+            // MPI_UNDEFINED (MPI-4.1 §5.1.5).
+            let s = MPI_Count::try_from(t.size)
+                .ok()
+                .and_then(C::from_count)
+                .unwrap_or(C::UNDEFINED);
+            // SAFETY: output argument.
+            unsafe { out(size, s) }
+        })
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -637,16 +769,19 @@ unsafe fn out2<T>(a: *mut T, x: T, b: *mut T, y: T) -> MpiResult<()> {
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_get_extent(
-    datatype: MPI_Datatype,
-    lb: *mut MPI_Aint,
-    extent: *mut MPI_Aint,
-) -> c_int {
-    query("MPI_Type_get_extent", datatype, |t| {
-        // SAFETY: output arguments.
-        unsafe { out2(lb, t.lb as MPI_Aint, extent, t.extent as MPI_Aint) }
-    })
+// The `_c` forms of the bounds take `MPI_Count`, the `int` forms
+// `MPI_Aint`: one 64-bit integer here.
+large_count! {
+    fn MPI_Type_get_extent / MPI_Type_get_extent_c(
+        datatype: MPI_Datatype,
+        lb: *mut MPI_Aint,
+        extent: *mut MPI_Aint,
+    ) {
+        query(NAME, datatype, |t| {
+            // SAFETY: output arguments.
+            unsafe { out2(lb, t.lb as MPI_Aint, extent, t.extent as MPI_Aint) }
+        })
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -661,23 +796,24 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     })
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Type_get_true_extent(
-    datatype: MPI_Datatype,
-    true_lb: *mut MPI_Aint,
-    true_extent: *mut MPI_Aint,
-) -> c_int {
-    query("MPI_Type_get_true_extent", datatype, |t| {
-        // SAFETY: output arguments.
-        unsafe {
-            out2(
-                true_lb,
-                t.true_lb as MPI_Aint,
-                true_extent,
-                t.true_extent as MPI_Aint,
-            )
-        }
-    })
+large_count! {
+    fn MPI_Type_get_true_extent / MPI_Type_get_true_extent_c(
+        datatype: MPI_Datatype,
+        true_lb: *mut MPI_Aint,
+        true_extent: *mut MPI_Aint,
+    ) {
+        query(NAME, datatype, |t| {
+            // SAFETY: output arguments.
+            unsafe {
+                out2(
+                    true_lb,
+                    t.true_lb as MPI_Aint,
+                    true_extent,
+                    t.true_extent as MPI_Aint,
+                )
+            }
+        })
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -699,6 +835,60 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     })
 }
 
+/// The error of the `int` form of an envelope query on a type made by a
+/// `_c` constructor: its large counts are out of that form's reach, and
+/// calling it is erroneous (MPI-4.1 §5.1.13).
+fn needs_large_form(e: &Envelope, name: &str) -> MpiResult<()> {
+    if e.counts.is_empty() {
+        Ok(())
+    } else {
+        Err(err(
+            abi::MPI_ERR_TYPE,
+            format!("a datatype built with large counts: {name}_c describes it"),
+        ))
+    }
+}
+
+/// `MPI_Type_get_envelope` in either width: `num_large_counts` is `None`
+/// in the `int` form.
+///
+/// # Safety
+/// Each pointer is null or writable (MPI contract).
+unsafe fn get_envelope<N: CountOut>(
+    name: &str,
+    datatype: MPI_Datatype,
+    num_integers: *mut N,
+    num_addresses: *mut N,
+    num_large_counts: Option<*mut N>,
+    num_datatypes: *mut N,
+    combiner: *mut c_int,
+) -> c_int {
+    query(name, datatype, |t| {
+        let e = &t.envelope;
+        if num_large_counts.is_none() {
+            needs_large_form(e, "MPI_Type_get_envelope")?;
+        }
+        let len = |n: usize| {
+            N::from_count(n as MPI_Count).ok_or_else(|| {
+                err(
+                    abi::MPI_ERR_VALUE_TOO_LARGE,
+                    format!("{n} constructor arguments"),
+                )
+            })
+        };
+        // SAFETY: output arguments.
+        unsafe {
+            out(num_integers, len(e.ints.len())?)?;
+            out(num_addresses, len(e.addrs.len())?)?;
+            if let Some(p) = num_large_counts {
+                out(p, len(e.counts.len())?)?;
+            }
+            out(num_datatypes, len(e.types.len())?)?;
+            out(combiner, combiner_code(e.combiner))
+        }
+    })
+}
+
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_get_envelope(
     datatype: MPI_Datatype,
@@ -707,32 +897,54 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
     num_datatypes: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
-    query("MPI_Type_get_envelope", datatype, |t| {
-        let e = &t.envelope;
-        // SAFETY: output arguments.
-        unsafe {
-            out2(
-                num_integers,
-                e.ints.len() as c_int,
-                num_addresses,
-                e.addrs.len() as c_int,
-            )?;
-            out2(
-                num_datatypes,
-                e.types.len() as c_int,
-                combiner,
-                combiner_code(e.combiner),
-            )
-        }
-    })
+    // SAFETY: the caller's output arguments.
+    unsafe {
+        get_envelope(
+            "MPI_Type_get_envelope",
+            datatype,
+            num_integers,
+            num_addresses,
+            None,
+            num_datatypes,
+            combiner,
+        )
+    }
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Type_get_envelope_c(
+    datatype: MPI_Datatype,
+    num_integers: *mut MPI_Count,
+    num_addresses: *mut MPI_Count,
+    num_large_counts: *mut MPI_Count,
+    num_datatypes: *mut MPI_Count,
+    combiner: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's output arguments.
+    unsafe {
+        get_envelope(
+            "MPI_Type_get_envelope_c",
+            datatype,
+            num_integers,
+            num_addresses,
+            Some(num_large_counts),
+            num_datatypes,
+            combiner,
+        )
+    }
+}
+
+/// Whether `max` entries hold `n`.
+fn holds(max: MPI_Count, n: usize) -> bool {
+    usize::try_from(max).is_ok_and(|m| m >= n)
 }
 
 /// Copy `src` into the caller's array of `max` entries.
 ///
 /// # Safety
 /// A non-null `dst` holds `max` writable entries (MPI contract).
-unsafe fn fill<T: Copy>(dst: *mut T, max: c_int, src: &[T], what: &str) -> MpiResult<()> {
-    if usize::try_from(max).is_ok_and(|m| m >= src.len()) && (src.is_empty() || !dst.is_null()) {
+unsafe fn fill<T: Copy>(dst: *mut T, max: MPI_Count, src: &[T], what: &str) -> MpiResult<()> {
+    if holds(max, src.len()) && (src.is_empty() || !dst.is_null()) {
         // SAFETY: `dst` holds `max >= src.len()` entries.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
         Ok(())
@@ -742,6 +954,58 @@ unsafe fn fill<T: Copy>(dst: *mut T, max: c_int, src: &[T], what: &str) -> MpiRe
             format!("{what} array of {max} entries, {} needed", src.len()),
         ))
     }
+}
+
+/// `MPI_Type_get_contents` in either width: `large` (the large counts'
+/// array and its length) is `None` in the `int` form.
+///
+/// # Safety
+/// Each non-null array holds its `max_*` writable entries (MPI contract).
+#[allow(clippy::too_many_arguments)]
+unsafe fn get_contents<N: Count>(
+    name: &str,
+    datatype: MPI_Datatype,
+    max_integers: N,
+    max_addresses: N,
+    large: Option<(N, *mut MPI_Count)>,
+    max_datatypes: N,
+    integers: *mut c_int,
+    addresses: *mut MPI_Aint,
+    datatypes: *mut MPI_Datatype,
+) -> c_int {
+    call(name, abi::MPI_COMM_WORLD, |rt| {
+        let t = super::datatype(rt, datatype)?;
+        let e = &t.envelope;
+        if e.combiner == Combiner::Named {
+            return Err(err(
+                abi::MPI_ERR_TYPE,
+                "a predefined datatype has no contents",
+            ));
+        }
+        if large.is_none() {
+            needs_large_form(e, "MPI_Type_get_contents")?;
+        }
+        // Checked before new handles are made for the constituents.
+        if !holds(max_datatypes.get(), e.types.len())
+            || (datatypes.is_null() && !e.types.is_empty())
+        {
+            return Err(err(abi::MPI_ERR_ARG, "datatype array too small"));
+        }
+        let addrs: Vec<MPI_Aint> = e.addrs.iter().map(|&a| a as MPI_Aint).collect();
+        // SAFETY: the caller's arrays hold `max_*` entries.
+        unsafe {
+            fill(integers, max_integers.get(), &e.ints, "integer")?;
+            fill(addresses, max_addresses.get(), &addrs, "address")?;
+            if let Some((max, counts)) = large {
+                fill(counts, max.get(), &e.counts, "large count")?;
+            }
+        }
+        // Derived constituents come back as new handles the application
+        // frees (MPI-4.0 §5.1.13).
+        let handles: Vec<MPI_Datatype> = e.types.iter().map(|c| handle_of(rt, c)).collect();
+        // SAFETY: as above.
+        unsafe { fill(datatypes, max_datatypes.get(), &handles, "datatype") }
+    })
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -754,29 +1018,64 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     addresses: *mut MPI_Aint,
     datatypes: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_get_contents", abi::MPI_COMM_WORLD, |rt| {
-        let t = super::datatype(rt, datatype)?;
-        let e = &t.envelope;
-        if e.combiner == Combiner::Named {
-            return Err(err(
-                abi::MPI_ERR_TYPE,
-                "a predefined datatype has no contents",
-            ));
-        }
-        let addrs: Vec<MPI_Aint> = e.addrs.iter().map(|&a| a as MPI_Aint).collect();
-        if usize::try_from(max_datatypes).is_ok_and(|m| m < e.types.len()) {
-            return Err(err(abi::MPI_ERR_ARG, "datatype array too small"));
-        }
-        // SAFETY: the caller's arrays hold `max_*` entries.
-        unsafe {
-            fill(integers, max_integers, &e.ints, "integer")?;
-            fill(addresses, max_addresses, &addrs, "address")?;
-        }
-        // Derived constituents come back as new handles the application
-        // frees (MPI-4.0 §5.1.13).
-        let handles: Vec<MPI_Datatype> = e.types.iter().map(|c| handle_of(rt, c)).collect();
-        // SAFETY: as above.
-        unsafe { fill(datatypes, max_datatypes, &handles, "datatype") }
+    // SAFETY: the caller's arrays of the given lengths.
+    unsafe {
+        get_contents(
+            "MPI_Type_get_contents",
+            datatype,
+            max_integers,
+            max_addresses,
+            None,
+            max_datatypes,
+            integers,
+            addresses,
+            datatypes,
+        )
+    }
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Type_get_contents_c(
+    datatype: MPI_Datatype,
+    max_integers: MPI_Count,
+    max_addresses: MPI_Count,
+    max_large_counts: MPI_Count,
+    max_datatypes: MPI_Count,
+    integers: *mut c_int,
+    addresses: *mut MPI_Aint,
+    large_counts: *mut MPI_Count,
+    datatypes: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: the caller's arrays of the given lengths.
+    unsafe {
+        get_contents(
+            "MPI_Type_get_contents_c",
+            datatype,
+            max_integers,
+            max_addresses,
+            Some((max_large_counts, large_counts)),
+            max_datatypes,
+            integers,
+            addresses,
+            datatypes,
+        )
+    }
+}
+
+/// MPI-4.1 §6.9.4: the predefined pair type of a value and an index, for
+/// `MPI_MINLOC` and `MPI_MAXLOC`; `MPI_DATATYPE_NULL` when there is none.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Type_get_value_index(
+    value_type: MPI_Datatype,
+    index_type: MPI_Datatype,
+    pair_type: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_get_value_index", abi::MPI_COMM_WORLD, |rt| {
+        super::datatype(rt, value_type)?;
+        super::datatype(rt, index_type)?;
+        let pair = builtin::pair_type(value_type, index_type).unwrap_or(abi::MPI_DATATYPE_NULL);
+        // SAFETY: output argument.
+        unsafe { out(pair_type, pair) }
     })
 }
 

@@ -1,5 +1,5 @@
 //! Packing and unpacking (MPI-4.0 §5.2, §5.3): `MPI_Pack`, `MPI_Unpack`,
-//! their sizes, and the `external32` forms.
+//! their sizes, and the `external32` forms, each with its `_c` form.
 
 use super::*;
 
@@ -27,6 +27,16 @@ unsafe fn position_in<T: Copy + Into<i64>>(
             format!("{len} bytes at position {pos} overrun a buffer of {size} bytes"),
         )),
     }
+}
+
+/// The position after `len` bytes from `pos`, as the caller's position
+/// argument holds it (`position_in` checked that it is within a buffer
+/// whose size that type holds).
+fn advanced<P: CountOut>(pos: usize, len: usize) -> MpiResult<P> {
+    MPI_Count::try_from(pos + len)
+        .ok()
+        .and_then(P::from_count)
+        .ok_or_else(|| err(abi::MPI_ERR_ARG, "position overflows"))
 }
 
 /// The caller's packing buffer: `len` bytes at `base + pos`, as a raw
@@ -65,162 +75,187 @@ unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
     }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Pack(
-    inbuf: *const c_void,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: c_int,
-    position: *mut c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Pack", comm, |rt| {
-        rt.comm(comm_slot(comm)?)?;
-        // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, inbuf, incount.into(), datatype)? };
-        // SAFETY: `position` is the caller's in-out argument and `outbuf`
-        // holds `outsize` bytes (MPI contract), of which `position_in`
-        // checked that `pos + len` fit; nothing else refers to them.
-        unsafe {
-            let pos = position_in(position, outsize.into(), ub.len, abi::MPI_ERR_TRUNCATE)?;
-            let dst = &mut *packing_buffer(outbuf, pos, ub.len)?;
-            ub.dt.pack(ub.ptr, ub.count, dst);
-            *position = (pos + ub.len) as c_int;
-        }
-        Ok(())
-    })
+large_count! {
+    fn MPI_Pack / MPI_Pack_c(
+        inbuf: *const c_void,
+        incount: C,
+        datatype: MPI_Datatype,
+        outbuf: *mut c_void,
+        outsize: C,
+        position: *mut C,
+        comm: MPI_Comm,
+    ) {
+        call(NAME, comm, |rt| {
+            rt.comm(comm_slot(comm)?)?;
+            // SAFETY: forwarded from the caller.
+            let ub = unsafe { UserBuf::new(rt, inbuf, incount.get(), datatype)? };
+            // SAFETY: `position` is the caller's in-out argument and
+            // `outbuf` holds `outsize` bytes (MPI contract), of which
+            // `position_in` checked that `pos + len` fit; nothing else
+            // refers to them.
+            unsafe {
+                let pos = position_in(position, outsize.get(), ub.len, abi::MPI_ERR_TRUNCATE)?;
+                let end: C = advanced(pos, ub.len)?;
+                let dst = &mut *packing_buffer(outbuf, pos, ub.len)?;
+                ub.dt.pack(ub.ptr, ub.count, dst);
+                *position = end;
+            }
+            Ok(())
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Unpack(
-    inbuf: *const c_void,
-    insize: c_int,
-    position: *mut c_int,
-    outbuf: *mut c_void,
-    outcount: c_int,
-    datatype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Unpack", comm, |rt| {
-        rt.comm(comm_slot(comm)?)?;
-        // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, outbuf, outcount.into(), datatype)? };
-        // SAFETY: `position` is the caller's in-out argument and `inbuf`
-        // holds `insize` readable bytes (MPI contract), of which
-        // `position_in` checked that `pos + len` fit.
-        unsafe {
-            let pos = position_in(position, insize.into(), ub.len, abi::MPI_ERR_TRUNCATE)?;
-            let src = &*packing_buffer(inbuf, pos, ub.len)?;
-            ub.unpack(src);
-            *position = (pos + ub.len) as c_int;
-        }
-        Ok(())
-    })
+large_count! {
+    fn MPI_Unpack / MPI_Unpack_c(
+        inbuf: *const c_void,
+        insize: C,
+        position: *mut C,
+        outbuf: *mut c_void,
+        outcount: C,
+        datatype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) {
+        call(NAME, comm, |rt| {
+            rt.comm(comm_slot(comm)?)?;
+            // SAFETY: forwarded from the caller.
+            let ub = unsafe { UserBuf::new(rt, outbuf, outcount.get(), datatype)? };
+            // SAFETY: `position` is the caller's in-out argument and
+            // `inbuf` holds `insize` readable bytes (MPI contract), of
+            // which `position_in` checked that `pos + len` fit.
+            unsafe {
+                let pos = position_in(position, insize.get(), ub.len, abi::MPI_ERR_TRUNCATE)?;
+                let end: C = advanced(pos, ub.len)?;
+                let src = &*packing_buffer(inbuf, pos, ub.len)?;
+                ub.unpack(src);
+                *position = end;
+            }
+            Ok(())
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Pack_size(
-    incount: c_int,
-    datatype: MPI_Datatype,
-    comm: MPI_Comm,
-    size: *mut c_int,
-) -> c_int {
-    call("MPI_Pack_size", comm, |rt| {
-        rt.comm(comm_slot(comm)?)?;
-        let t = super::datatype(rt, datatype)?;
-        let n = t
-            .bytes(count(incount)?)
-            .and_then(|n| c_int::try_from(n).ok())
-            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows int"))?;
-        // SAFETY: output argument.
-        unsafe { out(size, n) }
-    })
+large_count! {
+    fn MPI_Pack_size / MPI_Pack_size_c(
+        incount: C,
+        datatype: MPI_Datatype,
+        comm: MPI_Comm,
+        size: *mut C,
+    ) {
+        call(NAME, comm, |rt| {
+            rt.comm(comm_slot(comm)?)?;
+            let t = super::datatype(rt, datatype)?;
+            let n = t
+                .bytes(count(incount.get())?)
+                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+            // The `int` form cannot report a size beyond an `int`
+            // (MPI-4.1 §5.2): its `_c` form can.
+            let n = MPI_Count::try_from(n)
+                .ok()
+                .and_then(C::from_count)
+                .ok_or_else(|| {
+                    err(
+                        abi::MPI_ERR_VALUE_TOO_LARGE,
+                        format!("a packed size of {n} bytes does not fit the output argument"),
+                    )
+                })?;
+            // SAFETY: output argument.
+            unsafe { out(size, n) }
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Pack_external(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: MPI_Aint,
-    position: *mut MPI_Aint,
-) -> c_int {
-    call("MPI_Pack_external", abi::MPI_COMM_WORLD, |rt| {
-        // SAFETY: the caller's string.
-        unsafe { check_datarep(datarep)? };
-        // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, inbuf, incount.into(), datatype)? };
-        let len = ub
-            .dt
-            .external_size(ub.count)
-            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
-        // SAFETY: the send buffer is readable (MPI contract).
-        let native = unsafe { ub.data() };
-        // SAFETY: `position` is the caller's in-out argument and `outbuf`
-        // holds `outsize` bytes (MPI contract), of which `position_in`
-        // checked that `pos + len` fit; nothing else refers to them.
-        unsafe {
-            let pos = position_in(position, outsize, len, abi::MPI_ERR_TRUNCATE)?;
-            let dst = &mut *packing_buffer(outbuf, pos, len)?;
-            ub.dt.to_external(&native, ub.count, dst)?;
-            *position = (pos + len) as MPI_Aint;
-        }
-        Ok(())
-    })
+// The `external32` forms keep positions and sizes in `MPI_Aint` in the
+// `int` form, `MPI_Count` in the `_c` one: one 64-bit integer here.
+large_count! {
+    fn MPI_Pack_external / MPI_Pack_external_c(
+        datarep: *const c_char,
+        inbuf: *const c_void,
+        incount: C,
+        datatype: MPI_Datatype,
+        outbuf: *mut c_void,
+        outsize: MPI_Aint,
+        position: *mut MPI_Aint,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            // SAFETY: the caller's string.
+            unsafe { check_datarep(datarep)? };
+            // SAFETY: forwarded from the caller.
+            let ub = unsafe { UserBuf::new(rt, inbuf, incount.get(), datatype)? };
+            let len = ub
+                .dt
+                .external_size(ub.count)
+                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+            // SAFETY: the send buffer is readable (MPI contract).
+            let native = unsafe { ub.data() };
+            // SAFETY: `position` is the caller's in-out argument and
+            // `outbuf` holds `outsize` bytes (MPI contract), of which
+            // `position_in` checked that `pos + len` fit; nothing else
+            // refers to them.
+            unsafe {
+                let pos = position_in(position, outsize, len, abi::MPI_ERR_TRUNCATE)?;
+                let end: MPI_Aint = advanced(pos, len)?;
+                let dst = &mut *packing_buffer(outbuf, pos, len)?;
+                ub.dt.to_external(&native, ub.count, dst)?;
+                *position = end;
+            }
+            Ok(())
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Unpack_external(
-    datarep: *const c_char,
-    inbuf: *const c_void,
-    insize: MPI_Aint,
-    position: *mut MPI_Aint,
-    outbuf: *mut c_void,
-    outcount: c_int,
-    datatype: MPI_Datatype,
-) -> c_int {
-    call("MPI_Unpack_external", abi::MPI_COMM_WORLD, |rt| {
-        // SAFETY: the caller's string.
-        unsafe { check_datarep(datarep)? };
-        // SAFETY: forwarded from the caller.
-        let ub = unsafe { UserBuf::new(rt, outbuf, outcount.into(), datatype)? };
-        let len = ub
-            .dt
-            .external_size(ub.count)
-            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
-        let mut native = vec![0; ub.len];
-        // SAFETY: `position` is the caller's in-out argument and `inbuf`
-        // holds `insize` readable bytes (MPI contract), of which
-        // `position_in` checked that `pos + len` fit.
-        unsafe {
-            let pos = position_in(position, insize, len, abi::MPI_ERR_TRUNCATE)?;
-            let src = &*packing_buffer(inbuf, pos, len)?;
-            ub.dt.from_external(src, ub.count, &mut native);
-            ub.unpack(&native);
-            *position = (pos + len) as MPI_Aint;
-        }
-        Ok(())
-    })
+large_count! {
+    fn MPI_Unpack_external / MPI_Unpack_external_c(
+        datarep: *const c_char,
+        inbuf: *const c_void,
+        insize: MPI_Aint,
+        position: *mut MPI_Aint,
+        outbuf: *mut c_void,
+        outcount: C,
+        datatype: MPI_Datatype,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            // SAFETY: the caller's string.
+            unsafe { check_datarep(datarep)? };
+            // SAFETY: forwarded from the caller.
+            let ub = unsafe { UserBuf::new(rt, outbuf, outcount.get(), datatype)? };
+            let len = ub
+                .dt
+                .external_size(ub.count)
+                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+            let mut native = vec![0; ub.len];
+            // SAFETY: `position` is the caller's in-out argument and
+            // `inbuf` holds `insize` readable bytes (MPI contract), of
+            // which `position_in` checked that `pos + len` fit.
+            unsafe {
+                let pos = position_in(position, insize, len, abi::MPI_ERR_TRUNCATE)?;
+                let end: MPI_Aint = advanced(pos, len)?;
+                let src = &*packing_buffer(inbuf, pos, len)?;
+                ub.dt.from_external(src, ub.count, &mut native);
+                ub.unpack(&native);
+                *position = end;
+            }
+            Ok(())
+        })
+    }
 }
 
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Pack_external_size(
-    datarep: *const c_char,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    size: *mut MPI_Aint,
-) -> c_int {
-    call("MPI_Pack_external_size", abi::MPI_COMM_WORLD, |rt| {
-        // SAFETY: the caller's string.
-        unsafe { check_datarep(datarep)? };
-        let t = super::datatype(rt, datatype)?;
-        let n = t
-            .external_size(count(incount)?)
-            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
-        // SAFETY: output argument.
-        unsafe { out(size, n as MPI_Aint) }
-    })
+large_count! {
+    fn MPI_Pack_external_size / MPI_Pack_external_size_c(
+        datarep: *const c_char,
+        incount: C,
+        datatype: MPI_Datatype,
+        size: *mut MPI_Aint,
+    ) {
+        call(NAME, abi::MPI_COMM_WORLD, |rt| {
+            // SAFETY: the caller's string.
+            unsafe { check_datarep(datarep)? };
+            let t = super::datatype(rt, datatype)?;
+            let n = t
+                .external_size(count(incount.get())?)
+                .and_then(|n| MPI_Aint::try_from(n).ok())
+                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+            // SAFETY: output argument.
+            unsafe { out(size, n) }
+        })
+    }
 }
