@@ -40,9 +40,11 @@ step "loom models of the production ring and doorbell"
 RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release --locked -p loom-tests
 
+# The same RUSTFLAGS and target directory: each mutation rebuilds only
+# shm-engine and loom-tests (their build scripts read TESSEL_MUTATION).
 for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask; do
     step "mutation $m: loom must find the weakened ordering"
-    RUSTFLAGS="--cfg tessel_loom --cfg tessel_mutation=\"$m\"" CARGO_TARGET_DIR=target/loom-mut \
+    TESSEL_MUTATION=$m RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
         cargo test --release --locked -p loom-tests
 done
 

@@ -8,7 +8,7 @@
 //! reports as a deadlock; a drained bit whose cell is not yet visible loses
 //! the message the same way.
 //!
-//! With `--cfg tessel_mutation="doorbell_ring"` the mask `fetch_or` is
+//! With `TESSEL_MUTATION=doorbell_ring` the mask `fetch_or` is
 //! Relaxed, and `mutation_is_caught` asserts that loom finds the failure.
 #![cfg(tessel_loom)]
 

@@ -17,8 +17,8 @@
 //! a copier still reading the source when the sender reuses it. The
 //! popcount of helpers equals the number of processes that copied.
 //!
-//! Mutations: `--cfg tessel_mutation="spmc_claim"` makes a taker's load of
-//! the slot sequence Relaxed; `--cfg tessel_mutation="chunk_done"` makes
+//! Mutations: `TESSEL_MUTATION=spmc_claim` makes a taker's load of
+//! the slot sequence Relaxed; `TESSEL_MUTATION=chunk_done` makes
 //! the chunk bit `fetch_or` Relaxed. The matching `mutation_is_caught` test
 //! asserts that loom finds the failure.
 //!

@@ -5,7 +5,7 @@
 //! order and contents. loom's `UnsafeCell` tracking reports any read of a
 //! cell that is not ordered after its write.
 //!
-//! With `--cfg tessel_mutation="spsc_publish"` the publishing store is
+//! With `TESSEL_MUTATION=spsc_publish` the publishing store is
 //! Relaxed, and `mutation_is_caught` asserts that loom finds the race.
 #![cfg(tessel_loom)]
 

@@ -9,7 +9,7 @@
 //! waits for it: the model asserts that this never happens.
 //!
 //! (Not run under the `spmc_claim` mutation, whose weakened claim makes any
-//! steal a race.) With `--cfg tessel_mutation="stealer_mask"` the two SeqCst fences are
+//! steal a race.) With `TESSEL_MUTATION=stealer_mask` the two SeqCst fences are
 //! gone, and `mutation_is_caught` asserts that loom finds the execution
 //! where both look too early.
 #![cfg(tessel_loom)]
