@@ -1,0 +1,14 @@
+//! Mutation testing of the loom models: `TESSEL_MUTATION=NAME` weakens
+//! one memory ordering of the queues (`cfg(tessel_mutation = "NAME")`,
+//! the values the workspace declares), so that the models in
+//! `loom-tests` must catch it. A variable rather than `RUSTFLAGS`: a
+//! change rebuilds this crate and the tests, not every dependency.
+fn main() {
+    println!("cargo:rerun-if-env-changed=TESSEL_MUTATION");
+    if let Some(m) = std::env::var("TESSEL_MUTATION")
+        .ok()
+        .filter(|m| !m.is_empty())
+    {
+        println!("cargo:rustc-cfg=tessel_mutation=\"{m}\"");
+    }
+}
