@@ -423,15 +423,17 @@ macro_rules! alltoallw {
     };
 }
 
+// Counts and displacements as their Rust types (`MPI_Count` is `i64`,
+// `MPI_Aint` `isize`): a macro line names only the functions it defines.
 alltoallw!(MPI_Alltoallw, false, c_int, c_int);
 alltoallw!(MPI_Ialltoallw, false, c_int, c_int; request);
 alltoallw!(MPI_Alltoallw_init, false, c_int, c_int, info; request);
-alltoallw!(MPI_Alltoallw_c, false, MPI_Count, MPI_Aint);
-alltoallw!(MPI_Ialltoallw_c, false, MPI_Count, MPI_Aint; request);
-alltoallw!(MPI_Alltoallw_init_c, false, MPI_Count, MPI_Aint, info; request);
-alltoallw!(MPI_Neighbor_alltoallw, true, c_int, MPI_Aint);
-alltoallw!(MPI_Ineighbor_alltoallw, true, c_int, MPI_Aint; request);
-alltoallw!(MPI_Neighbor_alltoallw_init, true, c_int, MPI_Aint, info; request);
-alltoallw!(MPI_Neighbor_alltoallw_c, true, MPI_Count, MPI_Aint);
-alltoallw!(MPI_Ineighbor_alltoallw_c, true, MPI_Count, MPI_Aint; request);
-alltoallw!(MPI_Neighbor_alltoallw_init_c, true, MPI_Count, MPI_Aint, info; request);
+alltoallw!(MPI_Alltoallw_c, false, i64, isize);
+alltoallw!(MPI_Ialltoallw_c, false, i64, isize; request);
+alltoallw!(MPI_Alltoallw_init_c, false, i64, isize, info; request);
+alltoallw!(MPI_Neighbor_alltoallw, true, c_int, isize);
+alltoallw!(MPI_Ineighbor_alltoallw, true, c_int, isize; request);
+alltoallw!(MPI_Neighbor_alltoallw_init, true, c_int, isize, info; request);
+alltoallw!(MPI_Neighbor_alltoallw_c, true, i64, isize);
+alltoallw!(MPI_Ineighbor_alltoallw_c, true, i64, isize; request);
+alltoallw!(MPI_Neighbor_alltoallw_init_c, true, i64, isize, info; request);
