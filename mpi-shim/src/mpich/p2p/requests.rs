@@ -1,5 +1,6 @@
 //! Request completion (MPI-4.0 §3.7.3-§3.7.6), cancellation (§3.8.4),
-//! persistent request start (§3.9) and generalized requests (§13.2).
+//! persistent request start (§3.9) and generalized requests (§13.2); the
+//! accessors of a status's public fields (MPI-4.1 §3.2.5).
 //!
 //! A completed request's handle becomes `MPI_REQUEST_NULL`, except a
 //! persistent request's, which stays and becomes inactive. Inactive
@@ -31,6 +32,12 @@ pub(in crate::mpich) const PROTOTYPES: &[&str] = &[
     "int MPI_Cancel(MPI_Request *request)",
     "int MPI_Test_cancelled(const MPI_Status *status, int *flag)",
     "int MPI_Status_set_cancelled(MPI_Status *status, int flag)",
+    "int MPI_Status_get_source(const MPI_Status *status, int *source)",
+    "int MPI_Status_set_source(MPI_Status *status, int source)",
+    "int MPI_Status_get_tag(const MPI_Status *status, int *tag)",
+    "int MPI_Status_set_tag(MPI_Status *status, int tag)",
+    "int MPI_Status_get_error(const MPI_Status *status, int *error)",
+    "int MPI_Status_set_error(MPI_Status *status, int error)",
     "int MPI_Start(MPI_Request *request)",
     "int MPI_Startall(int count, MPI_Request array_of_requests[])",
     "int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request)",
@@ -264,6 +271,66 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
         Ok(())
     })
 }
+
+/// The status `MPI_Status_get_*` reads: `MPI_ERR_ARG` for a null
+/// pointer or `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `status` is null, ignored, or points to a status (MPI contract).
+unsafe fn status_to_read<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Status> {
+    if abi::is_status_ignore(status) {
+        return Err(err(abi::MPI_ERR_ARG, "MPI_STATUS_IGNORE has no fields"));
+    }
+    // SAFETY: forwarded from the caller; null is rejected.
+    unsafe { status.as_ref() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null status"))
+}
+
+/// The status `MPI_Status_set_*` writes (as [`status_to_read`]).
+///
+/// # Safety
+/// `status` is null, ignored, or points to a writable status.
+unsafe fn status_to_write<'a>(status: *mut MPI_Status) -> MpiResult<&'a mut MPI_Status> {
+    if abi::is_status_ignore(status) {
+        return Err(err(abi::MPI_ERR_ARG, "MPI_STATUS_IGNORE has no fields"));
+    }
+    // SAFETY: forwarded from the caller; null is rejected.
+    unsafe { status.as_mut() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null status"))
+}
+
+/// Declares the MPI-4.1 accessors of a public field of `MPI_Status`
+/// (§3.2.5): `get` copies it out, `set` stores any value (a generalized
+/// request's query function, for one, fills a status this way).
+macro_rules! status_field {
+    ($get:ident, $set:ident, $field:ident, $what:ident) => {
+        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+        pub unsafe extern "C" fn $get(status: *const MPI_Status, $what: *mut c_int) -> c_int {
+            call(stringify!($get), abi::MPI_COMM_WORLD, |_| {
+                // SAFETY: the caller's status (MPI contract).
+                let st = unsafe { status_to_read(status)? };
+                // SAFETY: output argument.
+                unsafe { out($what, st.$field) }
+            })
+        }
+
+        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+        pub unsafe extern "C" fn $set(status: *mut MPI_Status, $what: c_int) -> c_int {
+            call(stringify!($set), abi::MPI_COMM_WORLD, |_| {
+                // SAFETY: the caller's writable status (MPI contract).
+                unsafe { status_to_write(status)? }.$field = $what;
+                Ok(())
+            })
+        }
+    };
+}
+
+status_field!(
+    MPI_Status_get_source,
+    MPI_Status_set_source,
+    MPI_SOURCE,
+    source
+);
+status_field!(MPI_Status_get_tag, MPI_Status_set_tag, MPI_TAG, tag);
+status_field!(MPI_Status_get_error, MPI_Status_set_error, MPI_ERROR, error);
 
 // ---------------------------------------------------------------------
 // Several requests.
