@@ -58,6 +58,8 @@ fn int_domain(function: &str, name: &str) -> Option<&'static str> {
         "dest" | "source" | "root" | "rank" | "target_rank" => "rank",
         "tag" | "sendtag" | "recvtag" => "tag",
         "errorcode" | "errorclass" if function != "MPI_Abort" => "code",
+        // `MPI_Status_set_error`: the value of a status's `MPI_ERROR`.
+        "error" => "code",
         "keyval" | "comm_keyval" | "type_keyval" | "win_keyval" => "keyval",
         "required" => "thread",
         "split_type" => "split_type",
@@ -76,6 +78,10 @@ fn int_out_domain(function: &str, name: &str) -> Option<&'static str> {
         ("MPI_Cart_shift", _) => "rank",
         (_, "combiner") => "combiner",
         (_, "errorclass" | "errorcode") => "code",
+        // The fields of a status (`MPI_Status_get_source`, `_tag`, `_error`).
+        ("MPI_Status_get_source", "source") => "rank",
+        ("MPI_Status_get_tag", "tag") => "tag",
+        ("MPI_Status_get_error", "error") => "code",
         (_, "comm_keyval" | "type_keyval" | "win_keyval" | "keyval") => "keyval",
         _ => return None,
     })

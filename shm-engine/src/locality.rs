@@ -145,6 +145,14 @@ impl Place {
         }
     }
 
+    /// The calling process's place at this moment in `topo` (an hwloc
+    /// snapshot): where its affinity mask is now, unlike
+    /// [`Place::current`], which the launcher may tell at start-up.
+    /// [`Place::UNKNOWN`] if the mask cannot be read.
+    pub fn now_in(topo: &Topology) -> Place {
+        crate::sys::affinity().map_or(Place::UNKNOWN, |mask| Place::of_mask(topo, &mask))
+    }
+
     /// The place of a process allowed on the CPUs of `mask`, in `topo`.
     pub fn of_mask(topo: &Topology, mask: &[usize]) -> Place {
         let cache = |level| {

@@ -1,5 +1,10 @@
 //! User error handlers and user error classes, codes and strings
-//! (MPI-4.0 §9.3, §9.5).
+//! (MPI-4.0 §9.3, §9.5), and their removal (MPI-4.1 §9.5).
+//!
+//! User classes and codes count up from [`FIRST_USER_CODE`] in the order
+//! they are added. A removed one leaves its value unused for the rest of
+//! the run, so that a stale code never names a newer class or code;
+//! `MPI_LASTUSEDCODE` is the largest one still there.
 
 use std::ffi::c_int;
 
@@ -19,7 +24,8 @@ pub const FIRST_USER_CODE: c_int = abi::MPI_ERR_LASTCODE + 1;
 #[derive(Clone, Debug)]
 struct UserCode {
     class: c_int,
-    text: String,
+    /// The string `MPI_Add_error_string` attached, if any.
+    text: Option<String>,
 }
 
 /// User error handlers and error codes.
@@ -29,8 +35,9 @@ pub struct Errors {
     /// them. A freed handler stays, since the communicators it is set on
     /// keep using it (MPI-4.0 §9.3.4), but cannot be set again.
     handlers: Table<(CommErrhFn, bool)>,
-    /// User classes and codes: code `FIRST_USER_CODE + i` is `codes[i]`.
-    codes: Vec<UserCode>,
+    /// User classes and codes: code `FIRST_USER_CODE + i` is `codes[i]`,
+    /// `None` once removed.
+    codes: Vec<Option<UserCode>>,
 }
 
 impl Default for Errors {
@@ -69,36 +76,48 @@ impl Errors {
     }
 
     fn user(&self, code: c_int) -> Option<&UserCode> {
-        usize::try_from(code.checked_sub(FIRST_USER_CODE)?)
-            .ok()
-            .and_then(|i| self.codes.get(i))
+        self.codes.get(Self::index(code)?)?.as_ref()
+    }
+
+    /// The position of user code `code` in `codes`, if it is in range.
+    fn index(code: c_int) -> Option<usize> {
+        usize::try_from(code.checked_sub(FIRST_USER_CODE)?).ok()
+    }
+
+    fn not_user(code: c_int) -> MpiError {
+        let what = if is_predefined_class(code) {
+            "a predefined error class"
+        } else {
+            "not a user error class or code"
+        };
+        MpiError::new(abi::MPI_ERR_ARG, format!("{code} is {what}"))
+    }
+
+    /// Whether `code` is a user class (rather than a code of a class).
+    fn is_user_class(&self, code: c_int) -> bool {
+        self.user(code).is_some_and(|u| u.class == code)
     }
 
     /// A new error class (its own class).
     pub fn add_class(&mut self) -> MpiResult<c_int> {
         let code = self.next()?;
-        self.codes.push(UserCode {
+        self.codes.push(Some(UserCode {
             class: code,
-            text: String::new(),
-        });
+            text: None,
+        }));
         Ok(code)
     }
 
     /// A new error code of `class` (predefined or added).
     pub fn add_code(&mut self, class: c_int) -> MpiResult<c_int> {
-        let valid =
-            is_predefined_class(class) || self.user(class).is_some_and(|u| u.class == class);
-        if !valid {
+        if !is_predefined_class(class) && !self.is_user_class(class) {
             return Err(MpiError::new(
                 abi::MPI_ERR_ARG,
                 format!("{class} is not an error class"),
             ));
         }
         let code = self.next()?;
-        self.codes.push(UserCode {
-            class,
-            text: String::new(),
-        });
+        self.codes.push(Some(UserCode { class, text: None }));
         Ok(code)
     }
 
@@ -109,24 +128,93 @@ impl Errors {
             .ok_or_else(|| MpiError::new(abi::MPI_ERR_INTERN, "error codes exhausted"))
     }
 
-    /// The largest error code in use (`MPI_LASTUSEDCODE`).
+    /// The largest error class or code in use (`MPI_LASTUSEDCODE`):
+    /// `MPI_ERR_LASTCODE` when the application added none, or removed
+    /// every one it added.
     pub fn last_used(&self) -> c_int {
-        FIRST_USER_CODE - 1 + self.codes.len() as c_int
+        let live = self.codes.iter().rposition(Option::is_some);
+        live.map_or(abi::MPI_ERR_LASTCODE, |i| FIRST_USER_CODE + i as c_int)
     }
 
-    /// Attach `text` to a user class or code.
+    /// Attach `text` to a user class or code (replacing any string it had).
     pub fn set_string(&mut self, code: c_int, text: &str) -> MpiResult<()> {
-        let i = code.wrapping_sub(FIRST_USER_CODE);
-        match usize::try_from(i).ok().and_then(|i| self.codes.get_mut(i)) {
+        match Self::index(code).and_then(|i| self.codes.get_mut(i)?.as_mut()) {
             Some(u) => {
-                u.text = text.to_owned();
+                u.text = Some(text.to_owned());
                 Ok(())
             }
+            None => Err(Self::not_user(code)),
+        }
+    }
+
+    /// Remove the string `MPI_Add_error_string` attached to a user class
+    /// or code (`MPI_Remove_error_string`); `MPI_ERR_ARG` if it has none.
+    pub fn remove_string(&mut self, code: c_int) -> MpiResult<()> {
+        let u = Self::index(code)
+            .and_then(|i| self.codes.get_mut(i)?.as_mut())
+            .ok_or_else(|| Self::not_user(code))?;
+        match u.text.take() {
+            Some(_) => Ok(()),
             None => Err(MpiError::new(
                 abi::MPI_ERR_ARG,
-                format!("{code} is not a user error class or code"),
+                format!("error code {code} has no string to remove"),
             )),
         }
+    }
+
+    /// Remove a code `MPI_Add_error_code` added (`MPI_Remove_error_code`).
+    /// Its string must have been removed first (MPI-4.1 §9.5).
+    pub fn remove_code(&mut self, code: c_int) -> MpiResult<()> {
+        let u = match self.user(code) {
+            Some(u) if u.class != code => u,
+            Some(_) => {
+                return Err(MpiError::new(
+                    abi::MPI_ERR_ARG,
+                    format!("{code} is an error class (MPI_Remove_error_class removes it)"),
+                ));
+            }
+            None => return Err(Self::not_user(code)),
+        };
+        if u.text.is_some() {
+            return Err(MpiError::new(
+                abi::MPI_ERR_ARG,
+                format!("error code {code} still has its string (remove it first)"),
+            ));
+        }
+        self.codes[Self::index(code).expect("a user code")] = None;
+        Ok(())
+    }
+
+    /// Remove a class `MPI_Add_error_class` added, and its string
+    /// (`MPI_Remove_error_class`). Its codes must have been removed first
+    /// (MPI-4.1 §9.5).
+    pub fn remove_class(&mut self, class: c_int) -> MpiResult<()> {
+        if !self.is_user_class(class) {
+            return Err(match self.user(class) {
+                Some(_) => MpiError::new(
+                    abi::MPI_ERR_ARG,
+                    format!("{class} is an error code (MPI_Remove_error_code removes it)"),
+                ),
+                None => Self::not_user(class),
+            });
+        }
+        let codes = self
+            .codes
+            .iter()
+            .flatten()
+            .filter(|u| u.class == class)
+            .count();
+        if codes > 1 {
+            return Err(MpiError::new(
+                abi::MPI_ERR_ARG,
+                format!(
+                    "error class {class} still has {} error code(s) (remove them first)",
+                    codes - 1
+                ),
+            ));
+        }
+        self.codes[Self::index(class).expect("a user class")] = None;
+        Ok(())
     }
 
     /// The class of `code`, predefined or user.
@@ -138,9 +226,10 @@ impl Errors {
         }
     }
 
-    /// The string of a user class or code.
+    /// The string of a user class or code (empty if none was added).
     pub fn string(&self, code: c_int) -> Option<&str> {
-        self.user(code).map(|u| u.text.as_str())
+        self.user(code)
+            .map(|u| u.text.as_deref().unwrap_or_default())
     }
 }
 
@@ -167,5 +256,46 @@ mod tests {
         assert_eq!(e.string(code), Some("mine"));
         assert!(e.set_string(abi::MPI_ERR_ARG, "no").is_err());
         assert_eq!(e.class_of(FIRST_USER_CODE + 3), None);
+    }
+
+    #[test]
+    fn removal_goes_string_then_codes_then_class() {
+        let mut e = Errors::default();
+        let class = e.add_class().unwrap();
+        let code = e.add_code(class).unwrap();
+        let other = e.add_code(abi::MPI_ERR_OTHER).unwrap();
+        e.set_string(code, "mine").unwrap();
+        // Predefined classes and codes stay; a class with codes stays.
+        for c in [abi::MPI_ERR_ARG, abi::MPI_SUCCESS, abi::MPI_ERR_LASTCODE] {
+            assert!(e.remove_class(c).is_err() && e.remove_code(c).is_err());
+            assert!(e.remove_string(c).is_err());
+        }
+        let still = e.remove_class(class).unwrap_err();
+        assert_eq!(still.class, abi::MPI_ERR_ARG);
+        assert_eq!(e.class_of(class), Some(class));
+        // A class is not a code and a code not a class.
+        assert!(e.remove_code(class).is_err());
+        assert!(e.remove_class(code).is_err());
+        // A code keeps its string until that is removed.
+        assert!(e.remove_code(code).is_err());
+        e.remove_string(code).unwrap();
+        assert!(e.remove_string(code).is_err(), "no string left");
+        assert_eq!(e.string(code), Some(""));
+        e.remove_code(code).unwrap();
+        assert_eq!(e.class_of(code), None);
+        assert!(e.remove_code(code).is_err(), "already removed");
+        assert!(e.set_string(code, "late").is_err());
+        // The class goes with its string, then is gone.
+        e.set_string(class, "class").unwrap();
+        e.remove_class(class).unwrap();
+        assert_eq!((e.class_of(class), e.string(class)), (None, None));
+        assert!(e.add_code(class).is_err());
+        // The code of a predefined class is still the largest in use.
+        assert_eq!(e.last_used(), other);
+        e.remove_code(other).unwrap();
+        assert_eq!(e.last_used(), abi::MPI_ERR_LASTCODE);
+        // Values are not used again.
+        assert_eq!(e.add_class().unwrap(), other + 1);
+        assert_eq!(e.last_used(), other + 1);
     }
 }

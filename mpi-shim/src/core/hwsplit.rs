@@ -15,10 +15,20 @@
 //!   hierarchy at which the members are in different instances. Processes
 //!   without an instance at that level, and everyone when no level splits,
 //!   get `MPI_COMM_NULL`.
+//!
+//! `MPI_Get_hw_resource_info` (MPI-4.1, "Inquire Hardware Resource
+//! Information") names the same resources, as `hwloc://` URIs: for each
+//! type the machine has, whether the process is restricted to one instance
+//! of it now ([`resource_info`]). Its keys are values of
+//! `mpi_hw_resource_type` that `MPI_COMM_TYPE_HW_GUIDED` splits by.
+
+use std::sync::OnceLock;
 
 use shm_engine::Place;
 use shm_engine::locality::{Level, UNKNOWN};
+use shm_engine::topo::Topology;
 
+use super::info::Info;
 use super::{MpiResult, Runtime};
 
 /// A hardware resource `MPI_Comm_split_type` splits by.
@@ -75,6 +85,52 @@ impl Resource {
             Resource::Level(Level::Core) => "Core",
         }
     }
+}
+
+/// Whether the machine of `topo` has objects of `level`.
+fn has_level(topo: &Topology, level: Level) -> bool {
+    let cache = |n| {
+        topo.caches
+            .iter()
+            .any(|c| c.level == n && c.kind != "instruction")
+    };
+    match level {
+        Level::Package => !topo.packages.is_empty(),
+        Level::Numa => !topo.numa_nodes.is_empty(),
+        Level::L3 => cache(3),
+        Level::L2 => cache(2),
+        Level::Core => !topo.cores.is_empty(),
+    }
+}
+
+/// What `MPI_Get_hw_resource_info` reports for a process at `place` on
+/// the machine of `topo`: for each level the machine has, coarsest first,
+/// the key `hwloc://TYPE` (the hwloc object type, as
+/// [`Resource::name`] spells it) with the value `true` if the process is
+/// restricted to one instance of it, else `false`.
+pub fn resource_info(topo: &Topology, place: Place) -> Info {
+    let mut info = Info::default();
+    for level in WITHIN_NODE.into_iter().filter(|&l| has_level(topo, l)) {
+        let key = format!("hwloc://{}", Resource::Level(level).name());
+        let bound = place.id(level) != UNKNOWN;
+        info.set(&key, if bound { "true" } else { "false" });
+    }
+    info
+}
+
+/// This machine's topology, discovered once (hwloc takes milliseconds);
+/// `None` if hwloc cannot discover it.
+fn machine() -> Option<&'static Topology> {
+    static TOPOLOGY: OnceLock<Option<Topology>> = OnceLock::new();
+    TOPOLOGY.get_or_init(|| Topology::discover().ok()).as_ref()
+}
+
+/// `MPI_Get_hw_resource_info` for the calling process, where its affinity
+/// mask is at this moment; empty if hwloc cannot tell.
+pub fn my_resource_info() -> Info {
+    machine().map_or_else(Info::default, |topo| {
+        resource_info(topo, Place::now_in(topo))
+    })
 }
 
 /// The number of instances of `level` among `places`, if splitting by it
@@ -178,6 +234,62 @@ mod tests {
         );
         for bad in ["", "GPU", "MPI_SHARED_MEMORY", "hwloc://", "L1Cache", "PU"] {
             assert_eq!(Resource::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn resource_info_names_the_levels_the_machine_has() {
+        let domain = |index, pus: Vec<usize>| shm_engine::topo::Domain { index, pus };
+        let cache = |level, kind: &str, pus: Vec<usize>| shm_engine::topo::Cache {
+            level,
+            kind: kind.into(),
+            size: None,
+            pus,
+        };
+        // Two cores with their own L2, one package and NUMA node, no L3
+        // (only an instruction cache of that level).
+        let topo = Topology {
+            packages: vec![domain(0, vec![0, 1])],
+            numa_nodes: vec![shm_engine::topo::NumaNode {
+                os_index: 0,
+                pus: vec![0, 1],
+                memory: None,
+            }],
+            caches: vec![
+                cache(2, "unified", vec![0]),
+                cache(2, "unified", vec![1]),
+                cache(3, "instruction", vec![0, 1]),
+            ],
+            cores: vec![domain(0, vec![0]), domain(1, vec![1])],
+            pus: vec![0, 1],
+        };
+        let bound = Place::of_mask(&topo, &[1]);
+        let want = |v: [&str; 4]| -> Vec<(String, String)> {
+            ["Package", "NUMANode", "L2Cache", "Core"]
+                .iter()
+                .zip(v)
+                .map(|(k, v)| (format!("hwloc://{k}"), v.to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            resource_info(&topo, bound).entries,
+            want(["true", "true", "true", "true"])
+        );
+        let both = Place::of_mask(&topo, &[0, 1]);
+        assert_eq!(
+            resource_info(&topo, both).entries,
+            want(["true", "true", "false", "false"])
+        );
+        assert_eq!(
+            resource_info(&topo, Place::UNKNOWN).entries,
+            want(["false"; 4])
+        );
+        // Every key is a value of `mpi_hw_resource_type` a split accepts.
+        for (k, _) in resource_info(&topo, bound).entries {
+            assert!(
+                matches!(Resource::parse(&k), Some(Resource::Level(_))),
+                "{k}"
+            );
         }
     }
 

@@ -16,6 +16,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Get_version(int *version, int *subversion)",
     "int MPI_Get_library_version(char *version, int *resultlen)",
     "int MPI_Get_processor_name(char *name, int *resultlen)",
+    "int MPI_Get_hw_resource_info(MPI_Info *hw_info)",
     "double MPI_Wtime(void)",
     "double MPI_Wtick(void)",
 ];
@@ -290,6 +291,21 @@ pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *m
         let cap = abi::MPI_MAX_PROCESSOR_NAME as usize;
         // SAFETY: MPI_MAX_PROCESSOR_NAME bytes at `name`.
         unsafe { write_cstr(name, cap, &host, resultlen) }
+    })
+}
+
+/// A new info object saying, for each hardware resource type this
+/// machine has, whether the process is restricted to one instance of it
+/// at this moment (MPI-4.1, "Inquire Hardware Resource Information";
+/// [`core::hwsplit::resource_info`]). Needs no initialization, like the
+/// info functions.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
+    call_unlocked("MPI_Get_hw_resource_info", abi::MPI_COMM_WORLD, || {
+        nonnull(hw_info, "hw_info")?;
+        let info = super::info::new_info(core::hwsplit::my_resource_info());
+        // SAFETY: output argument, checked non-null.
+        unsafe { out(hw_info, info) }
     })
 }
 

@@ -1,6 +1,7 @@
 //! Error handlers, classes, codes and strings (MPI-4.0 §9.3–§9.5): user
-//! error handlers on communicators and user error classes and codes.
-//! Predefined codes are their own classes.
+//! error handlers on communicators and user error classes and codes, which
+//! the application may remove again (MPI-4.1 §9.5). Predefined codes are
+//! their own classes.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -18,6 +19,9 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Add_error_class(int *errorclass)",
     "int MPI_Add_error_code(int errorclass, int *errorcode)",
     "int MPI_Add_error_string(int errorcode, const char *string)",
+    "int MPI_Remove_error_class(int errorclass)",
+    "int MPI_Remove_error_code(int errorcode)",
+    "int MPI_Remove_error_string(int errorcode)",
     "int MPI_Error_class(int errorcode, int *errorclass)",
     "int MPI_Error_string(int errorcode, char *string, int *resultlen)",
 ];
@@ -112,11 +116,10 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) ->
     })
 }
 
-/// Keep `MPI_LASTUSEDCODE` in step with the codes added.
-fn added(rt: &mut Runtime, code: c_int) -> c_int {
+/// Keep `MPI_LASTUSEDCODE` in step with the codes added and removed.
+fn sync_last_used(rt: &mut Runtime) {
     let last = rt.errors.last_used();
     rt.attrs.predefined.set_last_used_code(last);
-    code
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -124,7 +127,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
     call("MPI_Add_error_class", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errorclass, "errorclass")?;
         let class = rt.errors.add_class()?;
-        let class = added(rt, class);
+        sync_last_used(rt);
         // SAFETY: output argument, checked non-null.
         unsafe { out(errorclass, class) }
     })
@@ -135,7 +138,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
     call("MPI_Add_error_code", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errorcode, "errorcode")?;
         let code = rt.errors.add_code(errorclass)?;
-        let code = added(rt, code);
+        sync_last_used(rt);
         // SAFETY: output argument, checked non-null.
         unsafe { out(errorcode, code) }
     })
@@ -153,6 +156,37 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
             ));
         }
         rt.errors.set_string(errorcode, &text)
+    })
+}
+
+/// Removing an error class the application added: its codes must have
+/// been removed before (MPI-4.1 §9.5); a predefined class is `MPI_ERR_ARG`.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    call("MPI_Remove_error_class", abi::MPI_COMM_WORLD, |rt| {
+        rt.errors.remove_class(errorclass)?;
+        sync_last_used(rt);
+        Ok(())
+    })
+}
+
+/// Removing an error code the application added: its string must have
+/// been removed before (MPI-4.1 §9.5).
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    call("MPI_Remove_error_code", abi::MPI_COMM_WORLD, |rt| {
+        rt.errors.remove_code(errorcode)?;
+        sync_last_used(rt);
+        Ok(())
+    })
+}
+
+/// Removing the string `MPI_Add_error_string` attached to a user class
+/// or code; one without a string is `MPI_ERR_ARG`.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    call("MPI_Remove_error_string", abi::MPI_COMM_WORLD, |rt| {
+        rt.errors.remove_string(errorcode)
     })
 }
 

@@ -180,6 +180,133 @@ pub unsafe extern "C" fn MPI_Testany(
     }
 }
 
+/// Call `f` with the requests as the library's (a copy, which the
+/// `MPI_Request_get_status` family only reads) and room for `count`
+/// statuses; then write back the first `written(rc)` of them, the ones the
+/// call filled (`rc` is the library's error code).
+///
+/// # Safety
+/// As [`with_requests`].
+unsafe fn query_requests(
+    count: c_int,
+    requests: *const Handle,
+    statuses: *mut MPI_Status,
+    f: impl FnOnce(*const c_int, *mut abi::MPI_Status) -> c_int,
+    written: impl FnOnce(c_int) -> usize,
+) -> c_int {
+    // SAFETY: the caller's promise.
+    let reqs = unsafe { handles_in(requests, count) };
+    let reqs_arg = if requests.is_null() {
+        std::ptr::null()
+    } else {
+        reqs.as_ptr()
+    };
+    let mut sts = vec![abi::MPI_Status::default(); if statuses.is_null() { 0 } else { reqs.len() }];
+    let sts_arg = if statuses.is_null() {
+        status_ignore()
+    } else {
+        sts.as_mut_ptr()
+    };
+    let rc = f(reqs_arg, sts_arg);
+    if !statuses.is_null() {
+        for (i, s) in sts.iter().enumerate().take(written(rc)) {
+            // SAFETY: the caller's array of `count` statuses.
+            unsafe { *statuses.add(i) = status_from_mpich(s) };
+        }
+    }
+    code_out(rc)
+}
+
+/// Whether a call that completes requests reported their statuses: it
+/// succeeded, or failed with some of them (`MPI_ERR_IN_STATUS`).
+fn statuses_reported(rc: c_int) -> bool {
+    rc == abi::MPI_SUCCESS || rc == abi::MPI_ERR_IN_STATUS
+}
+
+/// # Safety
+/// `p` is null or points to an `int` the call wrote.
+unsafe fn written_int(p: *const c_int) -> Option<c_int> {
+    // SAFETY: the caller's promise.
+    unsafe { p.as_ref() }.copied()
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Request_get_status_all(
+    count: c_int,
+    array_of_requests: *const Handle,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's arrays of `count` entries, and its flag, which
+    // the call writes when it reports the statuses.
+    unsafe {
+        query_requests(
+            count,
+            array_of_requests,
+            array_of_statuses,
+            |r, s| entries::MPI_Request_get_status_all(count, r, flag, s),
+            |rc| {
+                let all = statuses_reported(rc) && written_int(flag) == Some(1);
+                if all { count.max(0) as usize } else { 0 }
+            },
+        )
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Request_get_status_some(
+    incount: c_int,
+    array_of_requests: *const Handle,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's arrays of `incount` entries, and its outcount,
+    // which the call writes when it reports the statuses.
+    unsafe {
+        query_requests(
+            incount,
+            array_of_requests,
+            array_of_statuses,
+            |r, s| entries::MPI_Request_get_status_some(incount, r, outcount, array_of_indices, s),
+            |rc| match written_int(outcount) {
+                Some(n) if statuses_reported(rc) && n > 0 => n as usize,
+                _ => 0,
+            },
+        )
+    }
+}
+
+/// One status, as for `Testany`.
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Request_get_status_any(
+    count: c_int,
+    array_of_requests: *const Handle,
+    indx: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the caller's array of `count` requests; `status` is one
+    // status or null.
+    unsafe {
+        let mut one = status_in(status);
+        let st = if status.is_null() {
+            status_ignore()
+        } else {
+            &mut one
+        };
+        let rc = query_requests(
+            count,
+            array_of_requests,
+            std::ptr::null_mut(),
+            |r, _| entries::MPI_Request_get_status_any(count, r, indx, flag, st),
+            |_| 0,
+        );
+        status_out(status, &one);
+        rc
+    }
+}
+
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut Handle) -> c_int {
     // SAFETY: the caller's array of `count` requests.
@@ -511,15 +638,17 @@ macro_rules! alltoallw {
     };
 }
 
+// Counts and displacements as their Rust types (`MPI_Count` is `i64`,
+// `MPI_Aint` `isize`): a macro line names only the functions it defines.
 alltoallw!(MPI_Alltoallw, false, c_int, c_int);
 alltoallw!(MPI_Ialltoallw, false, c_int, c_int; request);
 alltoallw!(MPI_Alltoallw_init, false, c_int, c_int, info; request);
-alltoallw!(MPI_Alltoallw_c, false, MPI_Count, MPI_Aint);
-alltoallw!(MPI_Ialltoallw_c, false, MPI_Count, MPI_Aint; request);
-alltoallw!(MPI_Alltoallw_init_c, false, MPI_Count, MPI_Aint, info; request);
-alltoallw!(MPI_Neighbor_alltoallw, true, c_int, MPI_Aint);
-alltoallw!(MPI_Ineighbor_alltoallw, true, c_int, MPI_Aint; request);
-alltoallw!(MPI_Neighbor_alltoallw_init, true, c_int, MPI_Aint, info; request);
-alltoallw!(MPI_Neighbor_alltoallw_c, true, MPI_Count, MPI_Aint);
-alltoallw!(MPI_Ineighbor_alltoallw_c, true, MPI_Count, MPI_Aint; request);
-alltoallw!(MPI_Neighbor_alltoallw_init_c, true, MPI_Count, MPI_Aint, info; request);
+alltoallw!(MPI_Alltoallw_c, false, i64, isize);
+alltoallw!(MPI_Ialltoallw_c, false, i64, isize; request);
+alltoallw!(MPI_Alltoallw_init_c, false, i64, isize, info; request);
+alltoallw!(MPI_Neighbor_alltoallw, true, c_int, isize);
+alltoallw!(MPI_Ineighbor_alltoallw, true, c_int, isize; request);
+alltoallw!(MPI_Neighbor_alltoallw_init, true, c_int, isize, info; request);
+alltoallw!(MPI_Neighbor_alltoallw_c, true, i64, isize);
+alltoallw!(MPI_Ineighbor_alltoallw_c, true, i64, isize; request);
+alltoallw!(MPI_Neighbor_alltoallw_init_c, true, i64, isize, info; request);

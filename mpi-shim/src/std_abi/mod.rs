@@ -315,22 +315,25 @@ domain_fns! {
 /// The first error class or code the application adds, in each ABI.
 const FIRST_USER_CODE: c_int = 0x4000;
 
-/// An error code of the standard ABI as the library's.
+/// An error code of the standard ABI as the library's. `MPI_ERR_LASTCODE`
+/// and the codes the application adds above it keep their distance to it
+/// (`MPI_LASTUSEDCODE` is `MPI_ERR_LASTCODE` until the application adds
+/// one, or once it removed them all).
 pub(crate) fn code_in(v: c_int) -> c_int {
     if v == 0 {
         0
-    } else if v >= FIRST_USER_CODE {
+    } else if v >= FIRST_USER_CODE - 1 {
         v - FIRST_USER_CODE + crate::core::errh::FIRST_USER_CODE
     } else {
         domain_in(Domain::Code, v)
     }
 }
 
-/// An error code of the library as the standard ABI's.
+/// An error code of the library as the standard ABI's (as [`code_in`]).
 pub(crate) fn code_out(v: c_int) -> c_int {
     if v == 0 {
         0
-    } else if v >= crate::core::errh::FIRST_USER_CODE {
+    } else if v >= crate::core::errh::FIRST_USER_CODE - 1 {
         v - crate::core::errh::FIRST_USER_CODE + FIRST_USER_CODE
     } else {
         domain_out(Domain::Code, v)
@@ -465,6 +468,8 @@ mod tests {
             code_out(crate::core::errh::FIRST_USER_CODE + 2),
             FIRST_USER_CODE + 2
         );
+        assert_eq!(code_out(abi::MPI_ERR_LASTCODE), 0x3fff);
+        assert_eq!(code_in(0x3fff), abi::MPI_ERR_LASTCODE);
         assert_eq!(thread_out(abi::MPI_THREAD_MULTIPLE), 4096);
         assert_eq!(compare_out(abi::MPI_UNEQUAL), 204);
     }

@@ -1,12 +1,16 @@
 //! Request completion (MPI-4.0 §3.7.3-§3.7.6), cancellation (§3.8.4),
-//! persistent request start (§3.9) and generalized requests (§13.2).
+//! persistent request start (§3.9) and generalized requests (§13.2); the
+//! accessors of a status's public fields and the status queries of several
+//! requests (MPI-4.1 §3.2.5, §3.7.6).
 //!
 //! A completed request's handle becomes `MPI_REQUEST_NULL`, except a
-//! persistent request's, which stays and becomes inactive. Inactive
-//! persistent and null requests count as complete with the empty status
-//! for `MPI_Wait`/`MPI_Test`, and are ignored by the "any"/"some"/"all"
-//! functions. Every wait goes through the core's progress driver
-//! ([`Runtime::wait_until`]), which also moves nonblocking collectives.
+//! persistent request's, which stays and becomes inactive; the
+//! `MPI_Request_get_status` family only looks, leaving every request as it
+//! was. Inactive persistent and null requests count as complete with the
+//! empty status for `MPI_Wait`/`MPI_Test`, and are ignored by the
+//! "any"/"some"/"all" functions. Every wait goes through the core's
+//! progress driver ([`Runtime::wait_until`]), which also moves nonblocking
+//! collectives.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -27,10 +31,19 @@ pub(in crate::mpich) const PROTOTYPES: &[&str] = &[
     "int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status)",
     "int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[])",
     "int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)",
+    "int MPI_Request_get_status_all(int count, const MPI_Request array_of_requests[], int *flag, MPI_Status *array_of_statuses)",
+    "int MPI_Request_get_status_any(int count, const MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status)",
+    "int MPI_Request_get_status_some(int incount, const MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status *array_of_statuses)",
     "int MPI_Request_free(MPI_Request *request)",
     "int MPI_Cancel(MPI_Request *request)",
     "int MPI_Test_cancelled(const MPI_Status *status, int *flag)",
     "int MPI_Status_set_cancelled(MPI_Status *status, int flag)",
+    "int MPI_Status_get_source(const MPI_Status *status, int *source)",
+    "int MPI_Status_set_source(MPI_Status *status, int source)",
+    "int MPI_Status_get_tag(const MPI_Status *status, int *tag)",
+    "int MPI_Status_set_tag(MPI_Status *status, int tag)",
+    "int MPI_Status_get_error(const MPI_Status *status, int *error)",
+    "int MPI_Status_set_error(MPI_Status *status, int error)",
     "int MPI_Start(MPI_Request *request)",
     "int MPI_Startall(int count, MPI_Request array_of_requests[])",
     "int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request)",
@@ -61,6 +74,18 @@ unsafe fn handle<'a>(request: *mut MPI_Request) -> MpiResult<&'a mut MPI_Request
     unsafe { request.as_mut() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null request pointer"))
 }
 
+/// The length of an array of `count` request handles at `requests`:
+/// `MPI_ERR_COUNT` if negative, `MPI_ERR_ARG` for a null array that is not
+/// empty.
+fn array_len(count: c_int, requests: *const MPI_Request) -> MpiResult<usize> {
+    let n = usize::try_from(count)
+        .map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative count {count}")))?;
+    if n > 0 && requests.is_null() {
+        return Err(err(abi::MPI_ERR_ARG, "null request array"));
+    }
+    Ok(n)
+}
+
 /// The caller's array of `count` request handles.
 ///
 /// # Safety
@@ -69,18 +94,28 @@ unsafe fn handles<'a>(
     count: c_int,
     requests: *mut MPI_Request,
 ) -> MpiResult<&'a mut [MPI_Request]> {
-    if count < 0 {
-        return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
+    match array_len(count, requests)? {
+        0 => Ok(&mut []),
+        // SAFETY: non-null; the caller's array holds `count` handles and
+        // nothing else touches it during the call.
+        n => Ok(unsafe { std::slice::from_raw_parts_mut(requests, n) }),
     }
-    if count == 0 {
-        return Ok(&mut []);
+}
+
+/// The caller's array of `count` request handles, which the call only
+/// reads.
+///
+/// # Safety
+/// `requests` points to `count` handles (MPI contract).
+unsafe fn handles_read<'a>(
+    count: c_int,
+    requests: *const MPI_Request,
+) -> MpiResult<&'a [MPI_Request]> {
+    match array_len(count, requests)? {
+        0 => Ok(&[]),
+        // SAFETY: non-null; the caller's array holds `count` handles.
+        n => Ok(unsafe { std::slice::from_raw_parts(requests, n) }),
     }
-    if requests.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null request array"));
-    }
-    // SAFETY: non-null; the caller's array holds `count` handles and
-    // nothing else touches it during the call.
-    Ok(unsafe { std::slice::from_raw_parts_mut(requests, count as usize) })
 }
 
 /// Entry `k` of a status array (`MPI_STATUSES_IGNORE` stays ignored).
@@ -264,6 +299,66 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
         Ok(())
     })
 }
+
+/// The status `MPI_Status_get_*` reads: `MPI_ERR_ARG` for a null
+/// pointer or `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `status` is null, ignored, or points to a status (MPI contract).
+unsafe fn status_to_read<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Status> {
+    if abi::is_status_ignore(status) {
+        return Err(err(abi::MPI_ERR_ARG, "MPI_STATUS_IGNORE has no fields"));
+    }
+    // SAFETY: forwarded from the caller; null is rejected.
+    unsafe { status.as_ref() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null status"))
+}
+
+/// The status `MPI_Status_set_*` writes (as [`status_to_read`]).
+///
+/// # Safety
+/// `status` is null, ignored, or points to a writable status.
+unsafe fn status_to_write<'a>(status: *mut MPI_Status) -> MpiResult<&'a mut MPI_Status> {
+    if abi::is_status_ignore(status) {
+        return Err(err(abi::MPI_ERR_ARG, "MPI_STATUS_IGNORE has no fields"));
+    }
+    // SAFETY: forwarded from the caller; null is rejected.
+    unsafe { status.as_mut() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null status"))
+}
+
+/// Declares the MPI-4.1 accessors of a public field of `MPI_Status`
+/// (§3.2.5): `get` copies it out, `set` stores any value (a generalized
+/// request's query function, for one, fills a status this way).
+macro_rules! status_field {
+    ($get:ident, $set:ident, $field:ident, $what:ident) => {
+        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+        pub unsafe extern "C" fn $get(status: *const MPI_Status, $what: *mut c_int) -> c_int {
+            call(stringify!($get), abi::MPI_COMM_WORLD, |_| {
+                // SAFETY: the caller's status (MPI contract).
+                let st = unsafe { status_to_read(status)? };
+                // SAFETY: output argument.
+                unsafe { out($what, st.$field) }
+            })
+        }
+
+        #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+        pub unsafe extern "C" fn $set(status: *mut MPI_Status, $what: c_int) -> c_int {
+            call(stringify!($set), abi::MPI_COMM_WORLD, |_| {
+                // SAFETY: the caller's writable status (MPI contract).
+                unsafe { status_to_write(status)? }.$field = $what;
+                Ok(())
+            })
+        }
+    };
+}
+
+status_field!(
+    MPI_Status_get_source,
+    MPI_Status_set_source,
+    MPI_SOURCE,
+    source
+);
+status_field!(MPI_Status_get_tag, MPI_Status_set_tag, MPI_TAG, tag);
+status_field!(MPI_Status_get_error, MPI_Status_set_error, MPI_ERROR, error);
 
 // ---------------------------------------------------------------------
 // Several requests.
@@ -502,6 +597,201 @@ pub unsafe extern "C" fn MPI_Testsome(
             // SAFETY: output argument.
             None => unsafe { out(outcount, 0) },
         }
+    })
+}
+
+// ---------------------------------------------------------------------
+// The status of several requests, leaving them as they are (MPI-4.1
+// §3.7.6): like Testall, Testany and Testsome, but no request is freed or
+// made inactive, so the same requests may be queried again and then
+// completed by a wait or test.
+
+/// What a request has to say, looked at without being freed or made
+/// inactive.
+enum Peek {
+    /// A null or inactive request, which the "any" and "some" queries
+    /// ignore.
+    Inactive,
+    /// An active request not complete yet.
+    Pending,
+    /// A complete request: its status, or the error it failed with.
+    Done(MpiResult<MPI_Status>),
+}
+
+fn peek(rt: &mut Runtime, h: MPI_Request) -> MpiResult<Peek> {
+    let Some(i) = active(rt, h)? else {
+        return Ok(Peek::Inactive);
+    };
+    Ok(match rt.req_status(i) {
+        Ok(Some(st)) => Peek::Done(Ok(st)),
+        Ok(None) => Peek::Pending,
+        Err(e) => Peek::Done(Err(e)),
+    })
+}
+
+/// The status to report for a request's outcome, and whether it failed
+/// (its error class in `MPI_ERROR`, for `MPI_ERR_IN_STATUS`).
+fn outcome(r: MpiResult<MPI_Status>) -> (MPI_Status, bool) {
+    match r {
+        Ok(st) => (st, false),
+        Err(e) => {
+            let mut st = empty_status();
+            st.MPI_ERROR = e.class;
+            (st, true)
+        }
+    }
+}
+
+/// Every request checked before any is queried: an invalid handle is
+/// `MPI_ERR_REQUEST` with no output written.
+fn check_handles(hs: &[MPI_Request]) -> MpiResult<()> {
+    hs.iter().try_for_each(|&h| req_slot(h).map(drop))
+}
+
+/// `flag` is true when every active request is complete; then each status
+/// is written (the empty status for null and inactive requests), failures
+/// in their status with `MPI_ERR_IN_STATUS`. Otherwise nothing is written.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Request_get_status_all(
+    count: c_int,
+    requests: *const MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_all", abi::MPI_COMM_WORLD, |rt| {
+        check_statuses(statuses, count)?;
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles_read(count, requests)? };
+        if flag.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+        }
+        check_handles(hs)?;
+        let mut outcomes = Vec::with_capacity(hs.len());
+        for &h in hs {
+            outcomes.push(match peek(rt, h)? {
+                Peek::Inactive => Ok(empty_status()),
+                Peek::Done(r) => r,
+                // SAFETY: output argument.
+                Peek::Pending => return unsafe { out(flag, 0) },
+            });
+        }
+        let mut failed = false;
+        for (k, r) in outcomes.into_iter().enumerate() {
+            let (st, bad) = outcome(r);
+            failed |= bad;
+            // SAFETY: the caller's status array holds `count` entries (or
+            // is ignored).
+            unsafe { write_status(status_at(statuses, k), st) };
+        }
+        // SAFETY: output argument.
+        unsafe { out(flag, 1)? };
+        in_status(failed)
+    })
+}
+
+/// `flag` is true when one of the active requests is complete (its index
+/// and status are written; a failure is the call's error) or none is
+/// active (index `MPI_UNDEFINED`, the empty status).
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Request_get_status_any(
+    count: c_int,
+    requests: *const MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_any", abi::MPI_COMM_WORLD, |rt| {
+        check_status(status)?;
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles_read(count, requests)? };
+        if index.is_null() || flag.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+        }
+        check_handles(hs)?;
+        let mut any_active = false;
+        for (k, &h) in hs.iter().enumerate() {
+            let r = match peek(rt, h)? {
+                Peek::Inactive => continue,
+                Peek::Pending => {
+                    any_active = true;
+                    continue;
+                }
+                Peek::Done(r) => r,
+            };
+            let (st, _) = outcome(r.clone());
+            // SAFETY: output arguments (status may be ignored).
+            unsafe {
+                out(index, k as c_int)?;
+                out(flag, 1)?;
+                write_status(status, st);
+            }
+            return r.map(drop);
+        }
+        if !any_active {
+            // SAFETY: status is an output argument (or ignored).
+            unsafe { write_status(status, empty_status()) };
+        }
+        // SAFETY: output arguments.
+        unsafe {
+            out(index, abi::MPI_UNDEFINED)?;
+            out(flag, c_int::from(!any_active))
+        }
+    })
+}
+
+/// The indices and statuses of the active requests that are complete
+/// (failures in their status with `MPI_ERR_IN_STATUS`); `outcount` is
+/// `MPI_UNDEFINED` when none is active.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Request_get_status_some(
+    incount: c_int,
+    requests: *const MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_some", abi::MPI_COMM_WORLD, |rt| {
+        check_statuses(statuses, incount)?;
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles_read(incount, requests)? };
+        if outcount.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null outcount"));
+        }
+        check_handles(hs)?;
+        let mut any_active = false;
+        let mut done = Vec::new();
+        for (k, &h) in hs.iter().enumerate() {
+            match peek(rt, h)? {
+                Peek::Inactive => {}
+                Peek::Pending => any_active = true,
+                Peek::Done(r) => {
+                    any_active = true;
+                    done.push((k, r));
+                }
+            }
+        }
+        if !any_active {
+            // SAFETY: output argument.
+            return unsafe { out(outcount, abi::MPI_UNDEFINED) };
+        }
+        if !done.is_empty() && indices.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null index array"));
+        }
+        let mut failed = false;
+        let n = done.len();
+        for (m, (k, r)) in done.into_iter().enumerate() {
+            let (st, bad) = outcome(r);
+            failed |= bad;
+            // SAFETY: the caller's arrays hold `incount >= n` entries (the
+            // statuses may be ignored).
+            unsafe {
+                indices.add(m).write(k as c_int);
+                write_status(status_at(statuses, m), st);
+            }
+        }
+        // SAFETY: output argument.
+        unsafe { out(outcount, n as c_int)? };
+        in_status(failed)
     })
 }
 
