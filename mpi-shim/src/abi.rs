@@ -527,6 +527,33 @@ constants! {
 
 }
 
+/// Error classes MPI-4.1 and 5.0 added that MPICH 4.0's `mpi.h`, which
+/// this ABI's header reproduces, lacks: the library has them at MPICH 5's
+/// values (the standard ABI's header names them), out of the header.
+pub const MPI_T_ERR_NOT_ACCESSIBLE: c_int = 79;
+pub const MPI_ERR_ERRHANDLER: c_int = 80;
+pub const MPI_ERR_ABI: c_int = 81;
+
+/// [`MPI_T_ERR_NOT_ACCESSIBLE`], [`MPI_ERR_ERRHANDLER`], [`MPI_ERR_ABI`]
+/// by name.
+pub const LATER_CLASSES: &[Constant] = &[
+    Constant {
+        name: "MPI_T_ERR_NOT_ACCESSIBLE",
+        kind: CKind::Int,
+        value: MPI_T_ERR_NOT_ACCESSIBLE as i64,
+    },
+    Constant {
+        name: "MPI_ERR_ERRHANDLER",
+        kind: CKind::Int,
+        value: MPI_ERR_ERRHANDLER as i64,
+    },
+    Constant {
+        name: "MPI_ERR_ABI",
+        kind: CKind::Int,
+        value: MPI_ERR_ABI as i64,
+    },
+];
+
 const fn pointer(name: &'static str, ty: &'static str, value: i64) -> Constant {
     Constant {
         name,
@@ -850,7 +877,8 @@ mod tests {
         );
         // MPICH leaves 54 unused; MPI_ERR_LASTCODE is a bound, not a class.
         assert!(!is_predefined_class(54));
-        assert!(!is_predefined_class(MPI_T_ERR_NOT_SUPPORTED + 1));
+        assert!(is_predefined_class(MPI_ERR_ERRHANDLER) && is_predefined_class(MPI_ERR_ABI));
+        assert!(!is_predefined_class(MPI_ERR_ABI + 1));
         assert!(!is_predefined_class(MPI_ERR_LASTCODE));
     }
 

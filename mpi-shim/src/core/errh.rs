@@ -31,10 +31,13 @@ struct UserCode {
 /// User error handlers and error codes.
 #[derive(Debug)]
 pub struct Errors {
-    /// User error handlers by slot, and whether the application freed
-    /// them. A freed handler stays, since the communicators it is set on
-    /// keep using it (MPI-4.0 §9.3.4), but cannot be set again.
-    handlers: Table<(CommErrhFn, bool)>,
+    /// User error handlers by slot, and how many handles to each the
+    /// application holds: one from its creation, one more from each
+    /// `MPI_Comm_get_errhandler` that returned it (MPI-4.1 §9.3: each
+    /// is freed with `MPI_Errhandler_free`). A handler freed by all stays,
+    /// since the communicators it is set on keep using it (§9.3.4), but
+    /// cannot be set again.
+    handlers: Table<(CommErrhFn, usize)>,
     /// User classes and codes: code `FIRST_USER_CODE + i` is `codes[i]`,
     /// `None` once removed.
     codes: Vec<Option<UserCode>>,
@@ -51,7 +54,7 @@ impl Default for Errors {
 
 impl Errors {
     pub fn create_handler(&mut self, f: CommErrhFn) -> usize {
-        self.handlers.insert((f, false))
+        self.handlers.insert((f, 1))
     }
 
     /// The handler in `slot`, freed or not (to call it).
@@ -59,16 +62,23 @@ impl Errors {
         self.handlers.get(slot).map(|h| h.0)
     }
 
-    /// Whether `slot` holds a handler the application has not freed.
+    /// Whether the application holds a handle to the handler in `slot`.
     pub fn is_live(&self, slot: usize) -> bool {
-        self.handlers.get(slot).is_some_and(|h| !h.1)
+        self.handlers.get(slot).is_some_and(|h| h.1 > 0)
     }
 
-    /// Mark the handler in `slot` freed; whether it was live.
+    /// One more handle to the handler in `slot` (a get returned it).
+    pub fn retain_handler(&mut self, slot: usize) {
+        if let Some(h) = self.handlers.get_mut(slot) {
+            h.1 += 1;
+        }
+    }
+
+    /// Free one handle to the handler in `slot`; whether there was one.
     pub fn free_handler(&mut self, slot: usize) -> bool {
         match self.handlers.get_mut(slot) {
-            Some(h) if !h.1 => {
-                h.1 = true;
+            Some(h) if h.1 > 0 => {
+                h.1 -= 1;
                 true
             }
             _ => false,
@@ -185,9 +195,9 @@ impl Errors {
         Ok(())
     }
 
-    /// Remove a class `MPI_Add_error_class` added, and its string
-    /// (`MPI_Remove_error_class`). Its codes must have been removed first
-    /// (MPI-4.1 §9.5).
+    /// Remove a class `MPI_Add_error_class` added
+    /// (`MPI_Remove_error_class`). Its codes and its string must have
+    /// been removed first (MPI-4.1 §9.5), as a code's string before it.
     pub fn remove_class(&mut self, class: c_int) -> MpiResult<()> {
         if !self.is_user_class(class) {
             return Err(match self.user(class) {
@@ -211,6 +221,12 @@ impl Errors {
                     "error class {class} still has {} error code(s) (remove them first)",
                     codes - 1
                 ),
+            ));
+        }
+        if self.user(class).is_some_and(|u| u.text.is_some()) {
+            return Err(MpiError::new(
+                abi::MPI_ERR_ARG,
+                format!("error class {class} still has its string (remove it first)"),
             ));
         }
         self.codes[Self::index(class).expect("a user class")] = None;
@@ -285,8 +301,10 @@ mod tests {
         assert_eq!(e.class_of(code), None);
         assert!(e.remove_code(code).is_err(), "already removed");
         assert!(e.set_string(code, "late").is_err());
-        // The class goes with its string, then is gone.
+        // The class goes once its string went, then is gone.
         e.set_string(class, "class").unwrap();
+        assert!(e.remove_class(class).is_err(), "its string first");
+        e.remove_string(class).unwrap();
         e.remove_class(class).unwrap();
         assert_eq!((e.class_of(class), e.string(class)), (None, None));
         assert!(e.add_code(class).is_err());

@@ -105,10 +105,12 @@ pub fn report(message: &str) {
 }
 
 /// The name of an error class, for messages: from the ABI table, where
-/// every predefined class is (`MPI_SUCCESS`, `MPI_ERR_*`, `MPI_T_ERR_*`).
+/// every predefined class is (`MPI_SUCCESS`, `MPI_ERR_*`, `MPI_T_ERR_*`),
+/// and the later classes beside it.
 pub fn class_name(class: i32) -> &'static str {
     abi::CONSTANTS
         .iter()
+        .chain(abi::LATER_CLASSES)
         .filter(|c| {
             c.name == "MPI_SUCCESS"
                 || c.name.starts_with("MPI_ERR_")

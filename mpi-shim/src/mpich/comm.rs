@@ -382,8 +382,14 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     call("MPI_Comm_get_name", comm, |rt| {
-        let c = rt.comm(comm_slot(comm)?)?;
-        let name = c.name.as_deref().unwrap_or("");
+        // The null handle is predefined, with its name (MPI-4.1 §7.8 names
+        // the predefined objects; Open MPI and mpi4py read it too).
+        let name = if comm == abi::MPI_COMM_NULL {
+            "MPI_COMM_NULL"
+        } else {
+            let c = rt.comm(comm_slot(comm)?)?;
+            c.name.as_deref().unwrap_or("")
+        };
         nonnull(resultlen, "resultlen")?;
         // SAFETY: MPI_MAX_OBJECT_NAME bytes at `comm_name` (MPI contract).
         unsafe {
@@ -452,6 +458,11 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
 ) -> c_int {
     call("MPI_Comm_get_errhandler", comm, |rt| {
         let h = rt.comm(comm_slot(comm)?)?.errhandler;
+        nonnull(errhandler, "errhandler")?;
+        // The application frees what a get returns (MPI-4.1 §9.3.1).
+        if let Some(i) = abi::direct_index(Kind::Errhandler, h) {
+            rt.errors.retain_handler(i);
+        }
         // SAFETY: output argument.
         unsafe { out(errhandler, h) }
     })

@@ -103,8 +103,8 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) ->
         nonnull(errhandler, "errhandler")?;
         // SAFETY: non-null pointer to the caller's handle.
         let h = unsafe { *errhandler };
-        let user =
-            abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.free_handler(i));
+        let user = super::session::count_session_errhandler(h, -1)
+            || abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.free_handler(i));
         if !user && !is_predefined_handler(h) {
             return Err(err(
                 abi::MPI_ERR_ARG,

@@ -102,18 +102,43 @@ type SessionErrhandlerFn = unsafe extern "C" fn(*mut MPI_Session, *mut c_int, ..
 
 /// Handlers made by `MPI_Session_create_errhandler`, by index. Usable
 /// before initialization, so kept outside the runtime.
-static SESSION_ERRHANDLERS: Mutex<Vec<SessionErrhandlerFn>> = Mutex::new(Vec::new());
+/// Each with the number of handles to it the application holds, as for
+/// communicators' handlers (`core::errh::Errors`).
+static SESSION_ERRHANDLERS: Mutex<Vec<(SessionErrhandlerFn, usize)>> = Mutex::new(Vec::new());
 
 /// Session handlers' indices start here, so their handles never name a
 /// communicator's user handler (`MPI_Comm_create_errhandler`).
 const FIRST_SESSION_ERRHANDLER: usize = 1 << 20;
 
 fn user_errhandler(h: MPI_Errhandler) -> Option<SessionErrhandlerFn> {
-    let i = abi::direct_index(Kind::Errhandler, h)?.checked_sub(FIRST_SESSION_ERRHANDLER)?;
+    let i = session_errhandler_index(h)?;
     let table = SESSION_ERRHANDLERS
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    table.get(i).copied()
+    table.get(i).map(|h| h.0)
+}
+
+/// The index in `SESSION_ERRHANDLERS` of handle `h`, if it names one.
+fn session_errhandler_index(h: MPI_Errhandler) -> Option<usize> {
+    abi::direct_index(Kind::Errhandler, h)?.checked_sub(FIRST_SESSION_ERRHANDLER)
+}
+
+/// Add (`by` 1) or free (-1) a handle to session handler `h`; whether `h`
+/// is one (and, freeing, had a handle left).
+pub(super) fn count_session_errhandler(h: MPI_Errhandler, by: isize) -> bool {
+    let Some(i) = session_errhandler_index(h) else {
+        return false;
+    };
+    let mut table = SESSION_ERRHANDLERS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    match table.get_mut(i) {
+        Some(e) if e.1 as isize + by >= 0 => {
+            e.1 = (e.1 as isize + by) as usize;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// A handler a session may have: predefined, or made for sessions.
@@ -532,6 +557,12 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
         false,
         |rt| {
             let h = rt.session(session_of(rt, session)?)?.errhandler;
+            if errhandler.is_null() {
+                return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+            }
+            // The application frees what a get returns (MPI-4.1 §9.3.1);
+            // a session has a predefined handler or one made for sessions.
+            count_session_errhandler(h, 1);
             // SAFETY: output argument.
             unsafe { out(errhandler, h) }
         },
@@ -554,7 +585,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     let mut table = SESSION_ERRHANDLERS
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    table.push(f);
+    table.push((f, 1));
     let h = abi::direct_handle(Kind::Errhandler, FIRST_SESSION_ERRHANDLER + table.len() - 1);
     // SAFETY: non-null output argument.
     unsafe { out(errhandler, h) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)

@@ -152,7 +152,11 @@ const _: () = {
 fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
     TABLES.get_or_init(|| {
-        let mpich: HashMap<&str, i64> = abi::CONSTANTS.iter().map(|c| (c.name, c.value)).collect();
+        let mpich: HashMap<&str, i64> = abi::CONSTANTS
+            .iter()
+            .chain(abi::LATER_CLASSES)
+            .map(|c| (c.name, c.value))
+            .collect();
         let mut handles_in = vec![0; constants::PREDEFINED_LIMIT];
         let mut handles_out = HashMap::new();
         let mut messages_out = HashMap::new();
@@ -229,7 +233,7 @@ pub(crate) fn handle_out(h: c_int) -> Handle {
 }
 
 /// A message handle of the library as the standard ABI's.
-fn message_out(h: c_int) -> Handle {
+pub(crate) fn message_out(h: c_int) -> Handle {
     if (h as u32) >> 30 == 0b10 {
         h as u32 as Handle
     } else {

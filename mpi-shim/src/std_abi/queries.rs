@@ -102,8 +102,23 @@ static FORTRAN_INFO: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 type Booleans = Option<(c_int, Vec<u8>, Vec<u8>)>;
 static FORTRAN_BOOLEANS: Mutex<Booleans> = Mutex::new(None);
 
+/// `MPI_INFO_NULL` until an application or binding set the facts: the
+/// library has no Fortran binding to know them from (MPICH's answer when
+/// built without one).
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut Handle) -> c_int {
+    if info.is_null() {
+        return code_out(abi::MPI_ERR_ARG);
+    }
+    if FORTRAN_INFO
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_empty()
+    {
+        // SAFETY: non-null output argument.
+        unsafe { *info = handle_out(abi::MPI_INFO_NULL) };
+        return abi::MPI_SUCCESS;
+    }
     let pairs: Vec<(&str, String)> = FORTRAN_INFO
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -203,7 +218,7 @@ pub unsafe extern "C" fn MPI_Abi_get_fortran_booleans(
 
 /// `MPI_X_toint` and `MPI_X_fromint` for one kind of handle.
 macro_rules! int_conversions {
-    ($($toint:ident, $fromint:ident;)*) => {$(
+    ($($toint:ident, $fromint:ident, $out:ident;)*) => {$(
         #[doc = concat!("`", stringify!($toint), "`: the library's own handle.")]
         #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
         pub extern "C" fn $toint(handle: Handle) -> c_int {
@@ -213,22 +228,24 @@ macro_rules! int_conversions {
         #[doc = concat!("`", stringify!($fromint), "`: the handle `", stringify!($toint), "` gave.")]
         #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
         pub extern "C" fn $fromint(handle: c_int) -> Handle {
-            handle_out(handle)
+            $out(handle)
         }
     )*};
 }
 
+// Messages cross out through their own table (the library's
+// `MPI_MESSAGE_NULL` is its `MPI_REQUEST_NULL`).
 int_conversions! {
-    MPI_Comm_toint, MPI_Comm_fromint;
-    MPI_Errhandler_toint, MPI_Errhandler_fromint;
-    MPI_Group_toint, MPI_Group_fromint;
-    MPI_Info_toint, MPI_Info_fromint;
-    MPI_Message_toint, MPI_Message_fromint;
-    MPI_Op_toint, MPI_Op_fromint;
-    MPI_Request_toint, MPI_Request_fromint;
-    MPI_Session_toint, MPI_Session_fromint;
-    MPI_Type_toint, MPI_Type_fromint;
-    MPI_Win_toint, MPI_Win_fromint;
+    MPI_Comm_toint, MPI_Comm_fromint, handle_out;
+    MPI_Errhandler_toint, MPI_Errhandler_fromint, handle_out;
+    MPI_Group_toint, MPI_Group_fromint, handle_out;
+    MPI_Info_toint, MPI_Info_fromint, handle_out;
+    MPI_Message_toint, MPI_Message_fromint, message_out;
+    MPI_Op_toint, MPI_Op_fromint, handle_out;
+    MPI_Request_toint, MPI_Request_fromint, handle_out;
+    MPI_Session_toint, MPI_Session_fromint, handle_out;
+    MPI_Type_toint, MPI_Type_fromint, handle_out;
+    MPI_Win_toint, MPI_Win_fromint, handle_out;
 }
 
 /// `MPI_File_toint`: the library has no MPI-IO, so the only file is

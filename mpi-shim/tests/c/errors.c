@@ -2,6 +2,42 @@
  * truncation is reported with the status; the library keeps working. */
 #include "check.h"
 
+static void quiet(MPI_Comm *comm, int *code, ...) {
+    (void)comm, (void)code;
+}
+
+static void quiet_session(MPI_Session *session, int *code, ...) {
+    (void)session, (void)code;
+}
+
+/* Every handle to an error handler is freed once (MPI-4.1 §9.3): the one
+ * its creation returned and each a get returned; a session's too. */
+static void errhandler_handles(void) {
+    MPI_Comm comm;
+    MPI_Errhandler eh, got, fatal;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+    OK(MPI_Comm_create_errhandler(quiet, &eh));
+    OK(MPI_Comm_set_errhandler(comm, eh));
+    OK(MPI_Comm_get_errhandler(comm, &got));
+    CHECK(got == eh, "get gives the handler set");
+    OK(MPI_Errhandler_free(&got));
+    CHECK(got == MPI_ERRHANDLER_NULL, "freed handle is null");
+    OK(MPI_Errhandler_free(&eh));
+    got = eh;
+    OK(MPI_Comm_get_errhandler(comm, &got));
+    OK(MPI_Comm_call_errhandler(comm, MPI_ERR_OTHER)); /* still set, still called */
+    OK(MPI_Errhandler_free(&got));
+    EXPECT(MPI_Errhandler_free(&got), MPI_ERR_ARG); /* null now */
+    OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &fatal));
+    OK(MPI_Errhandler_free(&fatal));
+    OK(MPI_Comm_free(&comm));
+
+    MPI_Errhandler seh;
+    OK(MPI_Session_create_errhandler(quiet_session, &seh));
+    OK(MPI_Errhandler_free(&seh));
+    CHECK(seh == MPI_ERRHANDLER_NULL, "freed session handle is null");
+}
+
 int main(int argc, char **argv) {
     int flag;
     MPI_Initialized(&flag);
@@ -75,6 +111,7 @@ int main(int argc, char **argv) {
 #else
     CHECK(len > 0 && v == MPI_VERSION && sv == MPI_SUBVERSION, "version");
 #endif
+    errhandler_handles();
     CHECK(MPI_Wtick() > 0 && MPI_Wtime() > 0, "clock");
     MPI_Finalize();
     MPI_Finalized(&flag);

@@ -324,6 +324,40 @@ static void buffers(void) {
 }
 #endif
 
+/* Names of the null handles, which are predefined objects. */
+static void null_names(void) {
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0;
+    OK(MPI_Comm_get_name(MPI_COMM_NULL, name, &len));
+    CHECK(strcmp(name, "MPI_COMM_NULL") == 0 && len == 13, "MPI_COMM_NULL is named %s", name);
+    OK(MPI_Type_get_name(MPI_DATATYPE_NULL, name, &len));
+    CHECK(strcmp(name, "MPI_DATATYPE_NULL") == 0, "MPI_DATATYPE_NULL is named %s", name);
+}
+
+#ifdef MPI_ABI_VERSION
+/* The standard ABI's own queries and integer conversions. */
+static void abi_queries(void) {
+    int major = -1, minor = -1;
+    OK(MPI_Abi_get_version(&major, &minor));
+    CHECK(major == MPI_ABI_VERSION, "ABI version %d.%d", major, minor);
+    /* No Fortran binding: nothing known until someone sets it. */
+    MPI_Info info = MPI_INFO_NULL;
+    OK(MPI_Abi_get_fortran_info(&info));
+    CHECK(info == MPI_INFO_NULL, "Fortran info without a Fortran binding");
+    MPI_Message ms[2] = {MPI_MESSAGE_NULL, MPI_MESSAGE_NO_PROC};
+    for (int i = 0; i < 2; i++)
+        CHECK(MPI_Message_fromint(MPI_Message_toint(ms[i])) == ms[i], "message %d round trip", i);
+    CHECK(MPI_Request_fromint(MPI_Request_toint(MPI_REQUEST_NULL)) == MPI_REQUEST_NULL, "request");
+    CHECK(MPI_Comm_fromint(MPI_Comm_toint(MPI_COMM_WORLD)) == MPI_COMM_WORLD, "comm");
+    /* Error classes the standard added after MPICH 4.0 are classes. */
+    int c = -1;
+    OK(MPI_Error_class(MPI_ERR_ERRHANDLER, &c));
+    CHECK(c == MPI_ERR_ERRHANDLER, "class of MPI_ERR_ERRHANDLER: %d", c);
+    OK(MPI_Error_class(MPI_ERR_ABI, &c));
+    CHECK(c == MPI_ERR_ABI, "class of MPI_ERR_ABI: %d", c);
+}
+#endif
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     report_library();
@@ -337,6 +371,10 @@ int main(int argc, char **argv) {
     persistent_colls();
     op_create_c();
     partitioned();
+    null_names();
+#ifdef MPI_ABI_VERSION
+    abi_queries();
+#endif
 #ifdef HAVE_MPI_4_1
     buffers();
 #endif

@@ -1112,8 +1112,15 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     call("MPI_Type_get_name", abi::MPI_COMM_WORLD, |rt| {
-        let t = super::datatype(rt, datatype)?;
-        let name = rt.predefined_type_names.get(&datatype).unwrap_or(&t.name);
+        // The null handle is predefined, with its name (as for communicators).
+        let null = String::from("MPI_DATATYPE_NULL");
+        let t;
+        let name = if datatype == abi::MPI_DATATYPE_NULL {
+            &null
+        } else {
+            t = super::datatype(rt, datatype)?;
+            rt.predefined_type_names.get(&datatype).unwrap_or(&t.name)
+        };
         // SAFETY: the caller's buffer holds MPI_MAX_OBJECT_NAME bytes.
         unsafe {
             write_cstr(
