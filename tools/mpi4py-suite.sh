@@ -76,12 +76,12 @@ for abi in "${abis[@]}"; do
 case $abi in
     # The wheel's loader picks its MPICH-ABI module by this variable; the
     # standard-ABI build has that one module only.
-    mpich) py=$PWD/target/venv/bin/python; lib=libmpi.so.12; select=mpich ;;
-    standard) py=$abi_venv/bin/python; lib=libmpi_abi.so.1; select= ;;
+    mpich) py=$PWD/target/venv/bin/python; lib=libmpi.so.12; select=(MPI4PY_MPIABI=mpich) ;;
+    standard) py=$abi_venv/bin/python; lib=libmpi_abi.so.1; select=() ;;
     *) echo "--abi $abi: expected mpich or standard" >&2; exit 2 ;;
 esac
 # The module must load and run on Tessel's library, not the one it was built with.
-which_lib=$(MPI4PY_MPIABI=$select LD_LIBRARY_PATH=$prefix/lib "$prefix/bin/mpiexec" -n 1 \
+which_lib=$(env "${select[@]}" LD_LIBRARY_PATH=$prefix/lib "$prefix/bin/mpiexec" -n 1 \
     "$py" -c 'from mpi4py import MPI; print(MPI.Get_library_version())' 2>&1) || true
 case $which_lib in
     *Tessel*"$lib"*) ;;
@@ -94,7 +94,7 @@ for n in "${nps[@]}"; do
     set +e
     # Each rank writes its own log (PMI_RANK is the launcher's), so that the
     # ranks' summaries do not interleave.
-    (cd "$src" && MPI4PY_MPIABI=$select LD_LIBRARY_PATH=$prefix/lib \
+    (cd "$src" && env "${select[@]}" LD_LIBRARY_PATH=$prefix/lib \
         timeout "${TESSEL_SUITE_TIMEOUT:-900}" "$prefix/bin/mpiexec" -n "$n" \
         sh -c 'exec "$0" "$@" >"'"$log"'.rank$PMI_RANK.log" 2>&1' \
         "$py" test/main.py -e test_spawn -e test_dynproc -e test_util_pool -e test_comm_inter \

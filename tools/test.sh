@@ -33,7 +33,7 @@ cargo test --workspace --locked
 step "multi-process tests (release)"
 cargo test --release --locked -p tools
 
-step "mpi4py's own test suite on 1, 2 and 3 processes, no worse than tools/mpi4py-suite.baseline"
+step "mpi4py's own test suite, MPICH-ABI and standard-ABI modules, on 1, 2 and 3 processes, no worse than tools/mpi4py-suite.baseline"
 TESSEL_SUITE_TIMEOUT=600 bash tools/mpi4py-suite.sh --check
 
 step "loom models of the production ring and doorbell"
