@@ -425,9 +425,11 @@ static void error_handlers(int size) {
     OK(MPI_Comm_set_errhandler(c, eh));
     OK(MPI_Comm_get_errhandler(c, &got));
     CHECK(got == eh, "handler %x", (unsigned)got);
+    OK(MPI_Errhandler_free(&got)); /* each get's handle is freed too */
 #ifndef MPI_ABI_VERSION /* the standard ABI has no MPI-1 error handler calls */
     OK(MPI_Errhandler_get(c, &got));
     CHECK(got == eh, "MPI-1 get: handler %x", (unsigned)got);
+    OK(MPI_Errhandler_free(&got));
 #endif
     MPI_Errhandler freed = eh;
     OK(MPI_Errhandler_free(&eh));
