@@ -1,11 +1,8 @@
-//! The mutation under test, as in `shm-engine/build.rs`: the models
-//! expect the weakened ordering `TESSEL_MUTATION` names to be caught.
+//! The mutation under test: the same script as `shm-engine`'s, so the
+//! models expect the weakened ordering `TESSEL_MUTATION` names.
+#[path = "../shm-engine/build.rs"]
+mod engine;
+
 fn main() {
-    println!("cargo:rerun-if-env-changed=TESSEL_MUTATION");
-    if let Some(m) = std::env::var("TESSEL_MUTATION")
-        .ok()
-        .filter(|m| !m.is_empty())
-    {
-        println!("cargo:rustc-cfg=tessel_mutation=\"{m}\"");
-    }
+    engine::main();
 }

@@ -3,7 +3,7 @@
 //! the values the workspace declares), so that the models in
 //! `loom-tests` must catch it. A variable rather than `RUSTFLAGS`: a
 //! change rebuilds this crate and the tests, not every dependency.
-fn main() {
+pub fn main() {
     println!("cargo:rerun-if-env-changed=TESSEL_MUTATION");
     if let Some(m) = std::env::var("TESSEL_MUTATION")
         .ok()

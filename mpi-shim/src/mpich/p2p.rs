@@ -229,213 +229,46 @@ unsafe fn nonblocking_send_in(
     })
 }
 
-large_count! {
-    fn MPI_Send / MPI_Send_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                Mode::Standard,
-            )
+/// Define the entry of each send mode for one kind of send (`$via`:
+/// `send_in` blocking, `nonblocking_send_in`, `send_init` persistent; the
+/// last two return a `request`), in both widths.
+macro_rules! send_modes {
+    ($via:ident $req:tt: $($name:ident / $name_c:ident => $mode:ident;)*) => {
+        $(send_modes!(@one $via $req $name $name_c $mode);)*
+    };
+    (@one $via:ident ($($req:ident)?) $name:ident $name_c:ident $mode:ident) => {
+        large_count! {
+            fn $name / $name_c(
+                buf: *const c_void,
+                count: C,
+                datatype: MPI_Datatype,
+                dest: c_int,
+                tag: c_int,
+                comm: MPI_Comm
+                $(, $req: *mut MPI_Request)?
+            ) {
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    $via(NAME, buf, count.get(), datatype, dest, tag, comm, $($req,)? Mode::$mode)
+                }
+            }
         }
-    }
+    };
 }
 
-large_count! {
-    fn MPI_Bsend / MPI_Bsend_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                Mode::Buffered,
-            )
-        }
-    }
-}
+send_modes!(send_in ():
+    MPI_Send / MPI_Send_c => Standard;
+    MPI_Bsend / MPI_Bsend_c => Buffered;
+    MPI_Ssend / MPI_Ssend_c => Synchronous;
+    MPI_Rsend / MPI_Rsend_c => Ready;
+);
 
-large_count! {
-    fn MPI_Ssend / MPI_Ssend_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                Mode::Synchronous,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Rsend / MPI_Rsend_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                Mode::Ready,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Isend / MPI_Isend_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            nonblocking_send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Standard,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Ibsend / MPI_Ibsend_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            nonblocking_send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Buffered,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Issend / MPI_Issend_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            nonblocking_send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Synchronous,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Irsend / MPI_Irsend_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            nonblocking_send_in(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Ready,
-            )
-        }
-    }
-}
+send_modes!(nonblocking_send_in (request):
+    MPI_Isend / MPI_Isend_c => Standard;
+    MPI_Ibsend / MPI_Ibsend_c => Buffered;
+    MPI_Issend / MPI_Issend_c => Synchronous;
+    MPI_Irsend / MPI_Irsend_c => Ready;
+);
 
 // ---------------------------------------------------------------------
 // Receives (MPI-4.0 §3.2.4, §3.7.2).
@@ -1324,113 +1157,12 @@ pub(super) fn persistent(
     unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
 }
 
-large_count! {
-    fn MPI_Send_init / MPI_Send_init_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_init(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Standard,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Bsend_init / MPI_Bsend_init_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_init(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Buffered,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Ssend_init / MPI_Ssend_init_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_init(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Synchronous,
-            )
-        }
-    }
-}
-
-large_count! {
-    fn MPI_Rsend_init / MPI_Rsend_init_c(
-        buf: *const c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        dest: c_int,
-        tag: c_int,
-        comm: MPI_Comm,
-        request: *mut MPI_Request,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            send_init(
-                NAME,
-                buf,
-                count.get(),
-                datatype,
-                dest,
-                tag,
-                comm,
-                request,
-                Mode::Ready,
-            )
-        }
-    }
-}
+send_modes!(send_init (request):
+    MPI_Send_init / MPI_Send_init_c => Standard;
+    MPI_Bsend_init / MPI_Bsend_init_c => Buffered;
+    MPI_Ssend_init / MPI_Ssend_init_c => Synchronous;
+    MPI_Rsend_init / MPI_Rsend_init_c => Ready;
+);
 
 large_count! {
     fn MPI_Recv_init / MPI_Recv_init_c(
