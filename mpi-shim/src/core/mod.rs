@@ -62,10 +62,12 @@ pub mod progress;
 pub mod recvbuf;
 pub mod request;
 pub mod session;
+pub mod status;
 pub mod table;
 pub mod topo;
 
 pub use comm::Comm;
+pub use status::Status;
 
 /// An MPI error: its class and what the application should be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,7 +161,7 @@ pub enum Req {
         /// the engine is done with it.
         staged: Option<Staged>,
     },
-    Done(abi::MPI_Status),
+    Done(Status),
     /// A persistent request (MPI-4.0 §3.9), active or not.
     Persistent(request::Persistent),
     /// A generalized request (MPI-4.0 §13.2).
@@ -408,7 +410,7 @@ impl Runtime {
     /// Wait for request `i` and return its status. The request is freed,
     /// except a persistent one, which becomes inactive (waiting on an
     /// inactive one returns the empty status at once, MPI-4.0 §3.9).
-    pub fn wait_req(&mut self, i: usize) -> MpiResult<abi::MPI_Status> {
+    pub fn wait_req(&mut self, i: usize) -> MpiResult<Status> {
         match self.take_req(i)? {
             Req::Persistent(p) if partitioned::unstarted(&p) => {
                 self.restore_req(i, Req::Persistent(p));
@@ -420,7 +422,7 @@ impl Runtime {
             Req::Persistent(mut p) => {
                 let res = match p.active.take() {
                     Some(round) => self.finish(*round),
-                    None => Ok(request::empty_status()),
+                    None => Ok(Status::empty()),
                 };
                 self.restore_req(i, Req::Persistent(p));
                 res
@@ -433,7 +435,7 @@ impl Runtime {
     /// Wait for a request taken out of the table that is neither
     /// persistent nor generalized (those two live on in their slot): a
     /// plain request, or a round of a persistent one.
-    fn finish(&mut self, r: Req) -> MpiResult<abi::MPI_Status> {
+    fn finish(&mut self, r: Req) -> MpiResult<Status> {
         match r {
             Req::Done(st) => done_result(st),
             Req::Engine { req, comm, staged } => self.finish_engine(req, comm, staged),
@@ -445,7 +447,7 @@ impl Runtime {
             }
             Req::Flush(scope) => {
                 self.flush_buffer(scope)?;
-                Ok(request::empty_status())
+                Ok(Status::empty())
             }
             Req::Part(round) => match round.op {
                 Some(op) => self.finish(*op),
@@ -467,7 +469,7 @@ impl Runtime {
         req: shm_engine::Request,
         comm: usize,
         staged: Option<Staged>,
-    ) -> MpiResult<abi::MPI_Status> {
+    ) -> MpiResult<Status> {
         // Progresses collectives too (see `wait_engine`).
         let res = self.wait_engine(req);
         if let (Ok(done), Some(Staged::Recv(u))) = (&res, &staged) {
@@ -478,20 +480,11 @@ impl Runtime {
         let c = self.comm(comm)?;
         let rank_of = |source: u32| c.rank_of.get(&source).copied();
         let res = match res {
-            Ok(done) if done.status.cancelled => {
-                let mut st = request::empty_status();
-                request::set_cancelled(&mut st, true);
-                Ok(st)
-            }
+            Ok(done) if done.status.cancelled => Ok(Status::cancelled()),
             Ok(done) => {
-                let st = abi::MPI_Status::new(
-                    rank_of(done.status.source).unwrap_or(abi::MPI_ANY_SOURCE),
-                    done.status.tag as u32 as i32,
-                    done.status.len,
-                );
+                let st = c.status_of(&done.status);
                 if let Some(buf) = done.buffer {
-                    self.recv_bufs
-                        .complete(st.MPI_SOURCE, st.MPI_TAG, st.bytes(), buf);
+                    self.recv_bufs.complete(&st, buf);
                 }
                 Ok(st)
             }
@@ -517,11 +510,7 @@ impl Runtime {
     /// (MPI-4.0 §13.2). One the application has not completed cannot be
     /// waited for: no other MPI call can run meanwhile (the library is
     /// `MPI_THREAD_SERIALIZED`), so the wait would never end.
-    fn finish_generalized(
-        &mut self,
-        i: usize,
-        mut g: request::Generalized,
-    ) -> MpiResult<abi::MPI_Status> {
+    fn finish_generalized(&mut self, i: usize, mut g: request::Generalized) -> MpiResult<Status> {
         if !g.complete {
             self.restore_req(i, Req::Generalized(g));
             return Err(MpiError::new(
@@ -529,7 +518,7 @@ impl Runtime {
                 "waiting for a generalized request that is not complete would never return: call MPI_Grequest_complete first",
             ));
         }
-        let mut st = request::empty_status();
+        let mut st = Status::empty();
         let query = run_callback(|| (g.query)(&mut st));
         let free = run_callback(|| (g.free)());
         request::callback_result(query, "query")?;
@@ -539,31 +528,31 @@ impl Runtime {
 
     /// The status of request `i` if it is complete, without freeing it or
     /// making it inactive (`MPI_Request_get_status`, MPI-4.0 §3.7.6).
-    pub fn req_status(&mut self, i: usize) -> MpiResult<Option<abi::MPI_Status>> {
+    pub fn req_status(&mut self, i: usize) -> MpiResult<Option<Status>> {
         self.ep.progress();
         let r = self.take_req(i)?;
         let (r, st) = self.settle(r);
         self.restore_req(i, r);
         match st {
-            Some(st) if st.MPI_ERROR != abi::MPI_SUCCESS => done_result(st).map(Some),
+            Some(st) if st.error != abi::MPI_SUCCESS => done_result(st).map(Some),
             st => Ok(st),
         }
     }
 
     /// A completed request's status, and the request to keep in its place
     /// (a finished engine request becomes `Done` with its status).
-    fn settle(&mut self, r: Req) -> (Req, Option<abi::MPI_Status>) {
+    fn settle(&mut self, r: Req) -> (Req, Option<Status>) {
         match r {
             Req::Done(st) => (r, Some(st)),
             Req::Engine { ref req, .. } if !self.ep.is_complete(req) => (r, None),
             Req::Engine { req, comm, staged } => {
                 let st = self
                     .finish_engine(req, comm, staged)
-                    .unwrap_or_else(|e| error_status(e.class));
+                    .unwrap_or_else(|e| Status::error(e.class));
                 (Req::Done(st), Some(st))
             }
             Req::Persistent(mut p) => match p.active.take() {
-                None => (Req::Persistent(p), Some(request::empty_status())),
+                None => (Req::Persistent(p), Some(Status::empty())),
                 Some(round) => {
                     let (round, st) = self.settle(*round);
                     p.active = Some(Box::new(round));
@@ -571,22 +560,22 @@ impl Runtime {
                 }
             },
             Req::Generalized(mut g) if g.complete => {
-                let mut st = request::empty_status();
+                let mut st = Status::empty();
                 let rc = run_callback(|| (g.query)(&mut st));
                 if rc != abi::MPI_SUCCESS {
-                    st.MPI_ERROR = rc;
+                    st.error = rc;
                 }
                 (Req::Generalized(g), Some(st))
             }
             Req::Generalized(_) => (r, None),
             Req::Coll(ref s) if !s.is_done() => (r, None),
             Req::Coll(s) => {
-                let st = self.wait_coll(s).unwrap_or_else(|e| error_status(e.class));
+                let st = self.wait_coll(s).unwrap_or_else(|e| Status::error(e.class));
                 (Req::Done(st), Some(st))
             }
             Req::Pair { .. } | Req::Flush(_) | Req::Part(_) if !self.is_ready(&r) => (r, None),
             Req::Pair { .. } | Req::Flush(_) | Req::Part(_) => {
-                let st = self.finish(r).unwrap_or_else(|e| error_status(e.class));
+                let st = self.finish(r).unwrap_or_else(|e| Status::error(e.class));
                 (Req::Done(st), Some(st))
             }
         }
@@ -790,7 +779,7 @@ impl Runtime {
             let Some(mut r) = slot.take() else {
                 continue;
             };
-            *slot = Some(Req::Done(request::empty_status()));
+            *slot = Some(Req::Done(Status::empty()));
             if let Some(s) = r.schedule() {
                 did |= s.advance(&mut self.ep);
             }
@@ -828,7 +817,7 @@ impl Runtime {
 
     /// Run schedule `s` to its end, progressing the other outstanding
     /// collectives meanwhile (another process may wait for them first).
-    pub fn wait_coll(&mut self, mut s: Box<crate::coll::Schedule>) -> MpiResult<abi::MPI_Status> {
+    pub fn wait_coll(&mut self, mut s: Box<crate::coll::Schedule>) -> MpiResult<Status> {
         self.wait_until(|rt| {
             let moved = s.advance(&mut rt.ep);
             Ok(if s.is_done() {
@@ -840,9 +829,7 @@ impl Runtime {
             })
         })?;
         let comm = s.comm;
-        s.result()
-            .map(|()| abi::MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0))
-            .map_err(|e| e.on(comm))
+        s.result().map(|()| Status::empty()).map_err(|e| e.on(comm))
     }
 }
 
@@ -868,19 +855,12 @@ impl Runtime {
 }
 
 /// A finished request's result: its error, if its status records one.
-fn done_result(st: abi::MPI_Status) -> MpiResult<abi::MPI_Status> {
-    if st.MPI_ERROR == abi::MPI_SUCCESS {
+fn done_result(st: Status) -> MpiResult<Status> {
+    if st.error == abi::MPI_SUCCESS {
         Ok(st)
     } else {
-        Err(MpiError::new(st.MPI_ERROR, "the request failed"))
+        Err(MpiError::new(st.error, "the request failed"))
     }
-}
-
-/// The empty status with an error class.
-fn error_status(class: i32) -> abi::MPI_Status {
-    let mut st = request::empty_status();
-    st.MPI_ERROR = class;
-    st
 }
 
 /// Where the world model is: `MPI_Initialized` is true from `Running`

@@ -11,27 +11,36 @@ use std::collections::{HashMap, VecDeque};
 
 use shm_engine::RecvBuf;
 
+use super::Status;
+use super::peer::{Rank, Tag};
+
+/// What names a buffer: the source, tag and byte count of the status its
+/// receive completed with.
+type Key = (Rank, Tag, u64);
+
+/// The key of a receive that completed with status `st`.
+fn key(st: &Status) -> Key {
+    (st.source, st.tag, st.bytes)
+}
+
 /// Completed managed receives and the buffers handed out.
 #[derive(Debug, Default)]
 pub struct Store {
-    ready: VecDeque<((i32, i32, u64), RecvBuf)>,
+    ready: VecDeque<(Key, RecvBuf)>,
     out: HashMap<usize, RecvBuf>,
 }
 
 impl Store {
-    /// Keep the buffer of a receive that completed with this source, tag
-    /// and byte count.
-    pub fn complete(&mut self, source: i32, tag: i32, bytes: u64, buf: RecvBuf) {
-        self.ready.push_back(((source, tag, bytes), buf));
+    /// Keep the buffer of a receive that completed with status `st`.
+    pub fn complete(&mut self, st: &Status, buf: RecvBuf) {
+        self.ready.push_back((key(st), buf));
     }
 
-    /// Hand out the oldest buffer of a receive completed with this source,
-    /// tag and byte count; `None` when there is none.
-    pub fn take(&mut self, source: i32, tag: i32, bytes: u64) -> Option<*mut u8> {
-        let i = self
-            .ready
-            .iter()
-            .position(|(key, _)| *key == (source, tag, bytes))?;
+    /// Hand out the oldest buffer of a receive completed with the source,
+    /// tag and byte count of `st`; `None` when there is none.
+    pub fn take(&mut self, st: &Status) -> Option<*mut u8> {
+        let want = key(st);
+        let i = self.ready.iter().position(|(k, _)| *k == want)?;
         let (_, buf) = self.ready.remove(i)?;
         let p = buf.as_ptr();
         self.out.insert(p as usize, buf);

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use super::{MpiError, MpiResult, Req, Runtime};
+use super::{MpiError, MpiResult, Req, Runtime, Status};
 use crate::abi;
 
 /// What starts one round of a persistent request.
@@ -34,8 +34,9 @@ impl fmt::Debug for Persistent {
 /// A generalized request: the application's callbacks (each returns an
 /// MPI error code) and whether it said the operation is complete.
 pub struct Generalized {
-    /// Fills the status of the completed operation.
-    pub query: Box<dyn FnMut(&mut abi::MPI_Status) -> i32>,
+    /// Fills the status of the completed operation (given the empty
+    /// status).
+    pub query: Box<dyn FnMut(&mut Status) -> i32>,
     /// Releases the application's state; called once, when the request
     /// is freed after completion.
     pub free: Box<dyn FnMut() -> i32>,
@@ -73,37 +74,4 @@ pub struct Matched {
     pub msg: shm_engine::Message,
     /// Communicator slot, to translate the source.
     pub comm: usize,
-}
-
-/// Whether the cancelled bit of a status is set (MPICH keeps it in the
-/// lowest bit of `count_hi_and_cancelled`).
-pub fn is_cancelled(st: &abi::MPI_Status) -> bool {
-    st.count_hi_and_cancelled & 1 != 0
-}
-
-/// Set or clear the cancelled bit of a status.
-pub fn set_cancelled(st: &mut abi::MPI_Status, flag: bool) {
-    st.count_hi_and_cancelled = (st.count_hi_and_cancelled & !1) | i32::from(flag);
-}
-
-/// The empty status (MPI-4.0 §3.7.3): what a null or inactive request
-/// reports.
-pub fn empty_status() -> abi::MPI_Status {
-    abi::MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cancelled_bit_leaves_the_count_alone() {
-        let mut st = abi::MPI_Status::new(3, 4, (1 << 33) + 5);
-        set_cancelled(&mut st, true);
-        assert!(is_cancelled(&st));
-        assert_eq!(st.bytes(), (1 << 33) + 5);
-        set_cancelled(&mut st, false);
-        assert!(!is_cancelled(&st));
-        assert_eq!(st.bytes(), (1 << 33) + 5);
-    }
 }

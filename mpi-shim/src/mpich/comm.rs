@@ -100,7 +100,7 @@ fn idup(
         nonnull(request, "request")?;
         let hints = info.map(info_hints).transpose()?;
         let slot = dup(name, comm, hints)?;
-        let req = locked(name, |rt| Ok(rt.add_req(Req::Done(empty_status()))))?;
+        let req = locked(name, |rt| Ok(rt.add_req(Req::Done(Status::empty()))))?;
         // SAFETY: output arguments, checked non-null above.
         unsafe {
             out(newcomm, comm_handle(slot))?;

@@ -36,7 +36,9 @@ use crate::abi::{
 use crate::core::datatype::Datatype;
 use crate::core::errh::CommErrhFn;
 use crate::core::peer::{Rank, Tag};
-use crate::core::{self, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Unpack};
+use crate::core::{
+    self, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Status, Unpack,
+};
 use crate::ops;
 use shm_engine::{Endpoint, Piece};
 
@@ -54,10 +56,13 @@ mod p2p;
 pub mod predefined;
 mod recvbuf;
 mod session;
+mod status;
 mod tool;
 mod topo;
 mod types;
 mod unsupported;
+
+pub(crate) use status::{status_in, status_out, write_status};
 
 /// Every entry function of this layer, by name: what the standard-ABI
 /// layer ([`crate::std_abi`]) calls after translating its arguments.
@@ -603,6 +608,14 @@ pub(crate) fn tag_arg(tag: c_int) -> Tag {
     }
 }
 
+/// A tag the core gives back, as an `int` of this ABI.
+pub(crate) fn tag_out(tag: Tag) -> c_int {
+    match tag {
+        Tag::Value(t) => t,
+        Tag::Any => abi::MPI_ANY_TAG,
+    }
+}
+
 pub(crate) fn check_root(c: &Comm, root: c_int) -> MpiResult<usize> {
     if (0..c.size()).contains(&root) {
         Ok(root as usize)
@@ -636,18 +649,6 @@ pub(crate) fn check_statuses(statuses: *const MPI_Status, count: c_int) -> MpiRe
         ));
     }
     Ok(())
-}
-
-pub(crate) unsafe fn write_status(status: *mut MPI_Status, st: MPI_Status) {
-    if !status.is_null() && !abi::is_status_ignore(status) {
-        // SAFETY: a status pointer other than MPI_STATUS_IGNORE is writable.
-        unsafe { status.write(st) };
-    }
-}
-
-/// The status of a receive from `MPI_PROC_NULL` (and of a null request).
-pub(crate) fn empty_status() -> MPI_Status {
-    MPI_Status::new(abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, 0)
 }
 
 /// The C string at `p`; a null pointer is an error of `class`.

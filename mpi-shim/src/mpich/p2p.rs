@@ -142,7 +142,7 @@ unsafe fn start_send(
         // SAFETY: forwarded from the caller.
         let data = unsafe { ub.data() };
         rt.bsend(comm, to, tag, &data)?;
-        return Ok(Req::Done(empty_status()));
+        return Ok(Req::Done(Status::empty()));
     }
     // SAFETY: forwarded from the caller (a send's buffer is readable).
     let wire = unsafe { ub.wire(&rt.ep, true) };
@@ -180,7 +180,7 @@ unsafe fn isend_in(
     match to {
         // SAFETY: forwarded from the caller.
         Some(to) => unsafe { start_send(rt, to, tag, &ub, comm_slot(comm)?, mode) },
-        None => Ok(Req::Done(empty_status())),
+        None => Ok(Req::Done(Status::empty())),
     }
 }
 
@@ -297,11 +297,6 @@ fn recv_from(rt: &Runtime, slot: usize, source: c_int, tag: c_int) -> MpiResult<
     rt.comm(slot)?.recv_from(rank_arg(source), tag_arg(tag))
 }
 
-/// The status of a receive from `MPI_PROC_NULL` (MPI-4.0 §3.10).
-fn proc_null_status() -> MPI_Status {
-    MPI_Status::new(abi::MPI_PROC_NULL, abi::MPI_ANY_TAG, 0)
-}
-
 /// Start receiving into `ub` with `post`, which hands the engine the
 /// pieces of a buffer: the user's memory when the datatype is contiguous
 /// or worth receiving piece by piece (see [`UserBuf::wire`]), a packed
@@ -338,7 +333,7 @@ unsafe fn start_recv(
     comm: usize,
 ) -> MpiResult<Req> {
     let Some((src, matcher)) = from else {
-        return Ok(Req::Done(proc_null_status()));
+        return Ok(Req::Done(Status::proc_null()));
     };
     recv_into(rt, ub, comm, |ep, pieces| {
         // SAFETY: the caller's promise: the pieces (the user's elements, or
@@ -361,7 +356,7 @@ fn post_managed(
     let slot = comm_slot(comm)?;
     let (_, cap) = committed_bytes(rt, count, dt)?;
     let Some((src, matcher)) = recv_from(rt, slot, source, tag)? else {
-        return Ok(Req::Done(proc_null_status()));
+        return Ok(Req::Done(Status::proc_null()));
     };
     let req = rt.ep.irecv_managed(src, matcher, cap)?;
     Ok(Req::Engine {
@@ -411,10 +406,8 @@ large_count! {
 /// the status too.
 pub(super) fn finish(rt: &mut Runtime, i: usize, status: *mut MPI_Status) -> MpiResult<()> {
     let st = rt.wait_req(i).inspect_err(|e| {
-        let mut st = empty_status();
-        st.MPI_ERROR = e.class;
         // SAFETY: status is an output argument (or ignored).
-        unsafe { write_status(status, st) };
+        unsafe { write_status(status, Status::error(e.class)) };
     })?;
     // SAFETY: status is an output argument (or ignored).
     unsafe { write_status(status, st) };
@@ -483,7 +476,7 @@ unsafe fn isendrecv_in(
     let send = match to {
         // SAFETY: the send buffer stays readable until completion.
         Some(to) => unsafe { start_send(rt, to, tag, &ub, slot, Mode::Standard) },
-        None => Ok(Req::Done(empty_status())),
+        None => Ok(Req::Done(Status::empty())),
     };
     pair(rt, recv, send)
 }
@@ -545,7 +538,7 @@ unsafe fn isendrecv_replace_in(
                 })
                 .map_err(MpiError::from)
         }
-        None => Ok(Req::Done(empty_status())),
+        None => Ok(Req::Done(Status::empty())),
     };
     pair(rt, recv, send)
 }
@@ -886,14 +879,8 @@ fn probe_args(
 }
 
 /// An engine status as the application sees it in communicator `slot`.
-fn probe_status(rt: &Runtime, slot: usize, st: shm_engine::Status) -> MpiResult<MPI_Status> {
-    let c = rt.comm(slot)?;
-    let source = c
-        .rank_of
-        .get(&st.source)
-        .copied()
-        .unwrap_or(abi::MPI_ANY_SOURCE);
-    Ok(MPI_Status::new(source, st.tag as u32 as c_int, st.len))
+fn probe_status(rt: &Runtime, slot: usize, st: shm_engine::Status) -> MpiResult<Status> {
+    Ok(rt.comm(slot)?.status_of(&st))
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -907,7 +894,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     call("MPI_Iprobe", comm, |rt| {
         check_status(status)?;
         let found = match probe_args(rt, source, tag, comm)? {
-            None => Some(proc_null_status()),
+            None => Some(Status::proc_null()),
             Some((src, matcher, slot)) => match rt.ep.iprobe(src, matcher) {
                 Some(st) => Some(probe_status(rt, slot, st)?),
                 None => None,
@@ -932,7 +919,7 @@ pub unsafe extern "C" fn MPI_Probe(
     call("MPI_Probe", comm, |rt| {
         check_status(status)?;
         let st = match probe_args(rt, source, tag, comm)? {
-            None => proc_null_status(),
+            None => Status::proc_null(),
             Some((src, matcher, slot)) => {
                 let st = rt.wait_until(|rt| Ok(rt.ep.iprobe(src, matcher).into()))?;
                 probe_status(rt, slot, st)?
@@ -966,9 +953,9 @@ fn matched_probe(
     tag: c_int,
     comm: MPI_Comm,
     block: bool,
-) -> MpiResult<Option<(MPI_Message, MPI_Status)>> {
+) -> MpiResult<Option<(MPI_Message, Status)>> {
     let Some((src, matcher, slot)) = probe_args(rt, source, tag, comm)? else {
-        return Ok(Some((abi::MPI_MESSAGE_NO_PROC, proc_null_status())));
+        return Ok(Some((abi::MPI_MESSAGE_NO_PROC, Status::proc_null())));
     };
     let found = if block {
         Some(rt.wait_until(|rt| Ok(rt.ep.improbe(src, matcher).into()))?)
@@ -1054,7 +1041,7 @@ unsafe fn start_mrecv(
     if h == abi::MPI_MESSAGE_NO_PROC {
         // SAFETY: as above.
         unsafe { *message = abi::MPI_MESSAGE_NULL };
-        return Ok(Req::Done(proc_null_status()));
+        return Ok(Req::Done(Status::proc_null()));
     }
     let matched = abi::direct_index(Kind::Request, h)
         .filter(|i| i & MESSAGE_BIT != 0)
@@ -1137,7 +1124,7 @@ unsafe fn send_init(
             // SAFETY: MPI forbids touching the buffer while the round is
             // active; it stays valid until the request is freed.
             Some(to) => unsafe { start_send(rt, to, tag, &ub, slot, mode) },
-            None => Ok(Req::Done(empty_status())),
+            None => Ok(Req::Done(Status::empty())),
         };
         persistent(rt, Box::new(start), request)
     })
@@ -1199,11 +1186,12 @@ large_count! {
                 return Err(err(abi::MPI_ERR_ARG, "no status"));
             }
             let size = super::datatype(rt, datatype)?.size;
-            // SAFETY: non-null status written by this library.
-            let bytes = unsafe { (*status).bytes() };
+            // SAFETY: a non-null status the application passes (MPI
+            // contract).
+            let bytes = status_in(unsafe { &*status }).bytes;
             let n = if size == 0 {
                 Some(0)
-            } else if bytes % size as u64 != 0 {
+            } else if !bytes.is_multiple_of(size as u64) {
                 None
             } else {
                 i64::try_from(bytes / size as u64).ok().and_then(C::from_count)

@@ -26,8 +26,9 @@ pub unsafe extern "C" fn MPIX_Get_recv_buf(status: MPI_Status, buf: *mut *mut c_
         if buf.is_null() {
             return Err(err(abi::MPI_ERR_ARG, "null output argument"));
         }
-        let (src, tag, bytes) = (status.MPI_SOURCE, status.MPI_TAG, status.bytes());
-        let p = rt.recv_bufs.take(src, tag, bytes).ok_or_else(|| {
+        let st = status_in(&status);
+        let (src, tag, bytes) = (status.MPI_SOURCE, status.MPI_TAG, st.bytes);
+        let p = rt.recv_bufs.take(&st).ok_or_else(|| {
             err(
                 abi::MPI_ERR_ARG,
                 format!(

@@ -17,7 +17,7 @@ use super::{Mode, persistent, recv_args, send_args, start_recv, start_send};
 use crate::abi::{self, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_Request};
 use crate::core::partitioned::{PARTITIONED, Round};
 use crate::core::peer::{Rank, Tag};
-use crate::core::{Comm, MpiResult, Req, Runtime};
+use crate::core::{Comm, MpiResult, Req, Runtime, Status};
 
 pub(in crate::mpich) const PROTOTYPES: &[&str] = &[
     "int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info, MPI_Request *request)",
@@ -80,7 +80,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
                 Some(to) => unsafe {
                     start_send(rt, to, etag | PARTITIONED, &ub, slot, Mode::Standard)
                 },
-                None => Ok(Req::Done(super::empty_status())),
+                None => Ok(Req::Done(Status::empty())),
             };
             Ok(Req::Part(Round::send(n, Box::new(send))))
         };

@@ -16,10 +16,12 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::super::{call, check_status, check_statuses, empty_status, err, out, write_status};
+use super::super::{
+    call, check_status, check_statuses, err, out, status_in, status_out, write_status,
+};
 use crate::abi::{self, Kind, MPI_Request, MPI_Status};
-use crate::core::request::{self, Generalized};
-use crate::core::{MpiResult, Req, Runtime};
+use crate::core::request::Generalized;
+use crate::core::{MpiResult, Req, Runtime, Status};
 
 pub(in crate::mpich) const PROTOTYPES: &[&str] = &[
     "int MPI_Wait(MPI_Request *request, MPI_Status *status)",
@@ -143,9 +145,9 @@ fn active(rt: &Runtime, h: MPI_Request) -> MpiResult<Option<usize>> {
 /// Complete the request `*h` (waiting if need be) and return its status;
 /// the handle becomes `MPI_REQUEST_NULL` unless the request lives on (a
 /// persistent one, or a generalized one not yet complete).
-fn complete(rt: &mut Runtime, h: &mut MPI_Request) -> MpiResult<MPI_Status> {
+fn complete(rt: &mut Runtime, h: &mut MPI_Request) -> MpiResult<Status> {
     let Some(i) = req_slot(*h)? else {
-        return Ok(empty_status());
+        return Ok(Status::empty());
     };
     let persistent = rt.is_persistent(i);
     let res = rt.wait_req(i);
@@ -159,14 +161,7 @@ fn complete(rt: &mut Runtime, h: &mut MPI_Request) -> MpiResult<MPI_Status> {
 /// Like [`complete`], for an entry of an array: an error goes into the
 /// status (for `MPI_ERR_IN_STATUS`); returns whether it failed.
 fn complete_into(rt: &mut Runtime, h: &mut MPI_Request, status: *mut MPI_Status) -> bool {
-    let (st, failed) = match complete(rt, h) {
-        Ok(st) => (st, false),
-        Err(e) => {
-            let mut st = empty_status();
-            st.MPI_ERROR = e.class;
-            (st, true)
-        }
-    };
+    let (st, failed) = outcome(complete(rt, h));
     // SAFETY: status array entry (or ignored).
     unsafe { write_status(status, st) };
     failed
@@ -193,10 +188,8 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
         // SAFETY: forwarded from the caller.
         let h = unsafe { handle(request)? };
         let st = complete(rt, h).inspect_err(|e| {
-            let mut st = empty_status();
-            st.MPI_ERROR = e.class;
             // SAFETY: status is an output argument (or ignored).
-            unsafe { write_status(status, st) };
+            unsafe { write_status(status, Status::error(e.class)) };
         })?;
         // SAFETY: status is an output argument (or ignored).
         unsafe { write_status(status, st) };
@@ -243,7 +236,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             return Err(err(abi::MPI_ERR_ARG, "null flag"));
         }
         let st = match req_slot(request)? {
-            None => Some(empty_status()),
+            None => Some(Status::empty()),
             Some(i) => rt.req_status(i)?,
         };
         if let Some(st) = st {
@@ -282,7 +275,7 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
             return Err(err(abi::MPI_ERR_ARG, "no status"));
         }
         // SAFETY: a non-null status the application passes (MPI contract).
-        let cancelled = request::is_cancelled(unsafe { &*status });
+        let cancelled = status_in(unsafe { &*status }).cancelled;
         // SAFETY: output argument.
         unsafe { out(flag, c_int::from(cancelled)) }
     })
@@ -295,7 +288,11 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
             return Err(err(abi::MPI_ERR_ARG, "no status"));
         }
         // SAFETY: a non-null, writable status (MPI contract).
-        request::set_cancelled(unsafe { &mut *status }, flag != 0);
+        let st = unsafe { &mut *status };
+        *st = status_out(&Status {
+            cancelled: flag != 0,
+            ..status_in(st)
+        });
         Ok(())
     })
 }
@@ -446,7 +443,7 @@ unsafe fn finish_any(
     let Some(k) = found else {
         // SAFETY: output arguments (status may be ignored).
         unsafe {
-            write_status(status, empty_status());
+            write_status(status, Status::empty());
             return out(index, abi::MPI_UNDEFINED);
         }
     };
@@ -615,7 +612,7 @@ enum Peek {
     /// An active request not complete yet.
     Pending,
     /// A complete request: its status, or the error it failed with.
-    Done(MpiResult<MPI_Status>),
+    Done(MpiResult<Status>),
 }
 
 fn peek(rt: &mut Runtime, h: MPI_Request) -> MpiResult<Peek> {
@@ -631,14 +628,10 @@ fn peek(rt: &mut Runtime, h: MPI_Request) -> MpiResult<Peek> {
 
 /// The status to report for a request's outcome, and whether it failed
 /// (its error class in `MPI_ERROR`, for `MPI_ERR_IN_STATUS`).
-fn outcome(r: MpiResult<MPI_Status>) -> (MPI_Status, bool) {
+fn outcome(r: MpiResult<Status>) -> (Status, bool) {
     match r {
         Ok(st) => (st, false),
-        Err(e) => {
-            let mut st = empty_status();
-            st.MPI_ERROR = e.class;
-            (st, true)
-        }
+        Err(e) => (Status::error(e.class), true),
     }
 }
 
@@ -669,7 +662,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
         let mut outcomes = Vec::with_capacity(hs.len());
         for &h in hs {
             outcomes.push(match peek(rt, h)? {
-                Peek::Inactive => Ok(empty_status()),
+                Peek::Inactive => Ok(Status::empty()),
                 Peek::Done(r) => r,
                 // SAFETY: output argument.
                 Peek::Pending => return unsafe { out(flag, 0) },
@@ -729,7 +722,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
         }
         if !any_active {
             // SAFETY: status is an output argument (or ignored).
-            unsafe { write_status(status, empty_status()) };
+            unsafe { write_status(status, Status::empty()) };
         }
         // SAFETY: output arguments.
         unsafe {
@@ -829,14 +822,28 @@ type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
 type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
+/// Call the application's query function on `st`: it fills an MPICH
+/// status, read back into `st`.
+///
+/// # Safety
+/// `query` is the application's query function for `extra` (MPI-4.0
+/// §13.2), which stays valid until the request's free callback ran.
+unsafe fn run_query(query: QueryFn, extra: *mut c_void, st: &mut Status) -> c_int {
+    let mut m = status_out(st);
+    // SAFETY: forwarded from the caller; the status is the library's own.
+    let rc = unsafe { query(extra, &mut m) };
+    *st = status_in(&m);
+    rc
+}
+
 /// The application's callbacks as the library calls them (through
 /// `core::run_callback`, so that they may make MPI calls).
 fn generalized(query: QueryFn, free: FreeFn, cancel: CancelFn, extra: *mut c_void) -> Generalized {
     // The application registered these functions for `extra` and keeps
     // `extra` valid until its free callback ran (MPI-4.0 §13.2).
     Generalized {
-        // SAFETY: see above; the status is the library's own.
-        query: Box::new(move |st: &mut MPI_Status| unsafe { query(extra, st) }),
+        // SAFETY: see above.
+        query: Box::new(move |st: &mut Status| unsafe { run_query(query, extra, st) }),
         // SAFETY: see above.
         free: Box::new(move || unsafe { free(extra) }),
         // SAFETY: see above.

@@ -18,11 +18,11 @@ unsafe fn elements(
     }
     let t = super::datatype(rt, dt)?;
     // SAFETY: non-null status (MPI contract).
-    let bytes = unsafe { (*status).bytes() };
+    let bytes = status_in(unsafe { &*status }).bytes;
     // MPICH counts its builtin types (not the pair types, which it
     // builds as structs) only in whole elements.
     let builtin = t.predefined.is_some() && abi::direct_index(Kind::Datatype, dt).is_none();
-    if builtin && t.size > 0 && bytes % t.size as u64 != 0 {
+    if builtin && t.size > 0 && !bytes.is_multiple_of(t.size as u64) {
         return Ok(None);
     }
     Ok(usize::try_from(bytes)
@@ -89,9 +89,10 @@ unsafe fn set_elements(
     })?;
     // SAFETY: non-null, writable status (MPI contract).
     let st = unsafe { &mut *status };
-    let counted = MPI_Status::new(0, 0, bytes);
-    st.count_lo = counted.count_lo;
-    st.count_hi_and_cancelled = counted.count_hi_and_cancelled | (st.count_hi_and_cancelled & 1);
+    *st = status_out(&Status {
+        bytes: bytes as u64,
+        ..status_in(st)
+    });
     Ok(())
 }
 
