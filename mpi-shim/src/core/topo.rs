@@ -2,6 +2,7 @@
 //! distributed graphs, kept in the communicator they describe. The library
 //! never reorders ranks: rank `r` of a topology is rank `r` of its parent.
 
+use super::peer::Rank;
 use super::{MpiError, MpiResult};
 use crate::abi;
 
@@ -35,21 +36,23 @@ impl Topology {
 /// one the receiver takes from its source entry with the same channel, so
 /// repeated edges between two processes pair up in order, and a Cartesian
 /// message sent in the positive direction arrives from the negative side.
+/// A neighbour is a rank, or [`Rank::Null`] off a non-periodic edge of a
+/// Cartesian grid (the exchange with it moves nothing).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Neighbors {
-    pub sources: Vec<(i32, u16)>,
-    pub destinations: Vec<(i32, u16)>,
+    pub sources: Vec<(Rank, u16)>,
+    pub destinations: Vec<(Rank, u16)>,
 }
 
 /// Channels numbering the repeated occurrences of each peer in `peers`.
-fn by_occurrence(peers: &[i32]) -> Vec<(i32, u16)> {
+fn by_occurrence(peers: &[i32]) -> Vec<(Rank, u16)> {
     let mut seen = std::collections::HashMap::<i32, u16>::new();
     peers
         .iter()
         .map(|&p| {
             let k = seen.entry(p).or_insert(0);
             *k = k.wrapping_add(1);
-            (p, *k - 1)
+            (Rank::Proc(p), *k - 1)
         })
         .collect()
 }
@@ -158,12 +161,13 @@ impl Cart {
     }
 
     /// `(source, dest)` of a shift by `disp` along `dim` seen from `rank`
-    /// (MPI-4.0 §8.5.6): `MPI_PROC_NULL` off a non-periodic edge.
-    pub fn shift(&self, rank: i32, dim: usize, disp: i32) -> (i32, i32) {
+    /// (MPI-4.0 §8.5.6): [`Rank::Null`] (`MPI_PROC_NULL`) off a
+    /// non-periodic edge.
+    pub fn shift(&self, rank: i32, dim: usize, disp: i32) -> (Rank, Rank) {
         let at = |delta: i32| {
             let mut c = self.coords(rank);
             c[dim] = c[dim].saturating_add(delta);
-            self.rank(&c).unwrap_or(abi::MPI_PROC_NULL)
+            self.rank(&c).map_or(Rank::Null, Rank::Proc)
         };
         (at(disp.saturating_neg()), at(disp))
     }
@@ -272,6 +276,7 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Rank::Proc as P;
 
     #[test]
     fn cartesian_neighbours_pair_directions() {
@@ -279,11 +284,11 @@ mod tests {
         // other rank; what 0 sends up must be what 1 takes from below.
         let ring = Topology::Cart(Cart::new(&[2], vec![true]).unwrap());
         let (n0, n1) = (ring.neighbors(0), ring.neighbors(1));
-        assert_eq!(n0.destinations, vec![(1, 0), (1, 1)]);
-        assert_eq!(n1.sources, vec![(0, 1), (0, 0)]);
+        assert_eq!(n0.destinations, vec![(P(1), 0), (P(1), 1)]);
+        assert_eq!(n1.sources, vec![(P(0), 1), (P(0), 0)]);
         // Off a non-periodic edge there is no neighbour.
         let line = Topology::Cart(Cart::new(&[3], vec![false]).unwrap());
-        assert_eq!(line.neighbors(0).sources[0].0, abi::MPI_PROC_NULL);
+        assert_eq!(line.neighbors(0).sources[0].0, Rank::Null);
     }
 
     #[test]
@@ -294,8 +299,8 @@ mod tests {
             ..DistGraph::default()
         });
         let n = g.neighbors(0);
-        assert_eq!(n.sources, vec![(3, 0), (1, 0), (3, 1)]);
-        assert_eq!(n.destinations, vec![(1, 0), (1, 1)]);
+        assert_eq!(n.sources, vec![(P(3), 0), (P(1), 0), (P(3), 1)]);
+        assert_eq!(n.destinations, vec![(P(1), 0), (P(1), 1)]);
     }
 
     fn dims(n: i32, mut d: Vec<i32>) -> MpiResult<Vec<i32>> {
@@ -340,10 +345,10 @@ mod tests {
     fn cart_shift_gives_proc_null_off_non_periodic_edges() {
         let c = Cart::new(&[2, 3], vec![false, true]).unwrap();
         // Rank 0 is (0, 0).
-        assert_eq!(c.shift(0, 0, 1), (abi::MPI_PROC_NULL, 3));
-        assert_eq!(c.shift(3, 0, 1), (0, abi::MPI_PROC_NULL));
-        assert_eq!(c.shift(0, 1, 1), (2, 1));
-        assert_eq!(c.shift(0, 1, -2), (2, 1));
+        assert_eq!(c.shift(0, 0, 1), (Rank::Null, P(3)));
+        assert_eq!(c.shift(3, 0, 1), (P(0), Rank::Null));
+        assert_eq!(c.shift(0, 1, 1), (P(2), P(1)));
+        assert_eq!(c.shift(0, 1, -2), (P(2), P(1)));
     }
 
     #[test]

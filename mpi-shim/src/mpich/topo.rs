@@ -237,8 +237,8 @@ pub unsafe extern "C" fn MPI_Cart_shift(
         nonnull(rank_source, "rank_source")?;
         // SAFETY: output arguments.
         unsafe {
-            out(rank_source, src)?;
-            out(rank_dest, dst)
+            out(rank_source, rank_out(Some(src)))?;
+            out(rank_dest, rank_out(Some(dst)))
         }
     })
 }

@@ -54,8 +54,11 @@ fn neighborhood(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, Neighbors)> {
 }
 
 /// The communicator rank of a neighbour (`None` for `MPI_PROC_NULL`).
-fn peer(rank: c_int) -> Option<usize> {
-    (rank != abi::MPI_PROC_NULL).then_some(rank as usize)
+fn peer(rank: Rank) -> Option<usize> {
+    match rank {
+        Rank::Proc(r) => Some(r as usize),
+        Rank::Null | Rank::Any => None,
+    }
 }
 
 /// Compile the exchange: block `j` of `outs` goes to destination `j`
