@@ -156,15 +156,10 @@ unsafe fn nonblocking(
     request: *mut MPI_Request,
     build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
 ) -> c_int {
-    call(name, comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+    call_starting(name, comm, request, |rt| {
         let mut s = build(rt)?;
         s.advance(&mut rt.ep);
-        let i = rt.add_coll(Box::new(s));
-        // SAFETY: non-null output argument.
-        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+        Ok(rt.add_coll(Box::new(s)))
     })
 }
 
@@ -185,10 +180,7 @@ unsafe fn persistent<B>(
 where
     B: FnMut(&mut Runtime) -> MpiResult<Schedule> + 'static,
 {
-    call(name, comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+    call_starting(name, comm, request, |rt| {
         info_hints(info)?;
         let mut build = prepare(rt)?;
         let start = move |rt: &mut Runtime| {
@@ -196,7 +188,7 @@ where
             s.advance(&mut rt.ep);
             Ok(Req::Coll(Box::new(s)))
         };
-        super::p2p::persistent(rt, Box::new(start), request)
+        Ok(super::p2p::persistent(rt, Box::new(start)))
     })
 }
 

@@ -169,6 +169,26 @@ pub(crate) fn call(
     }
 }
 
+/// [`call`] for a function that starts an operation and hands its
+/// request to the application: `start` (which stores the request and
+/// returns its slot) runs only once `request` is known to be writable, so
+/// that no operation starts out of the application's reach.
+pub(crate) fn call_starting(
+    name: &str,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    start: impl FnOnce(&mut Runtime) -> MpiResult<usize>,
+) -> c_int {
+    call(name, comm, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
+        let i = start(rt)?;
+        // SAFETY: non-null output argument (MPI contract: writable).
+        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    })
+}
+
 /// The one way into the runtime: inside an application callback, the
 /// runtime the call running it lent (`core::run_callback`); otherwise the
 /// library lock's, through the gate that lends it (`core::in_call`).

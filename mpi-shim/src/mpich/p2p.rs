@@ -217,15 +217,10 @@ unsafe fn nonblocking_send_in(
     request: *mut MPI_Request,
     mode: Mode,
 ) -> c_int {
-    call(name, comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+    call_starting(name, comm, request, |rt| {
         // SAFETY: MPI forbids touching the buffer until completion.
         let r = unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode)? };
-        let i = rt.add_req(r);
-        // SAFETY: output argument.
-        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+        Ok(rt.add_req(r))
     })
 }
 
@@ -424,10 +419,7 @@ large_count! {
         comm: MPI_Comm,
         request: *mut MPI_Request,
     ) {
-        call(NAME, comm, |rt| {
-            if request.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-            }
+        call_starting(NAME, comm, request, |rt| {
             let managed = buf.is_null() && count.get() > 0 && super::datatype(rt, datatype)?.is_contiguous();
             let r = if managed {
                 post_managed(rt, count.get(), datatype, source, tag, comm)?
@@ -435,9 +427,7 @@ large_count! {
                 // SAFETY: forwarded from the caller.
                 unsafe { post_recv(rt, buf, count.get(), datatype, source, tag, comm)? }
             };
-            let i = rt.add_req(r);
-            // SAFETY: output argument.
-            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+            Ok(rt.add_req(r))
         })
     }
 }
@@ -588,10 +578,7 @@ large_count! {
         comm: MPI_Comm,
         request: *mut MPI_Request,
     ) {
-        call(NAME, comm, |rt| {
-            if request.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-            }
+        call_starting(NAME, comm, request, |rt| {
             // SAFETY: MPI forbids touching the buffers until completion.
             let r = unsafe {
                 isendrecv_in(
@@ -599,9 +586,7 @@ large_count! {
                     recvcount.get(), recvtype, source, recvtag, comm,
                 )?
             };
-            let i = rt.add_req(r);
-            // SAFETY: output argument.
-            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+            Ok(rt.add_req(r))
         })
     }
 }
@@ -644,19 +629,14 @@ large_count! {
         comm: MPI_Comm,
         request: *mut MPI_Request,
     ) {
-        call(NAME, comm, |rt| {
-            if request.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-            }
+        call_starting(NAME, comm, request, |rt| {
             // SAFETY: MPI forbids touching the buffer until completion.
             let r = unsafe {
                 isendrecv_replace_in(
                     rt, buf, count.get(), datatype, dest, sendtag, source, recvtag, comm,
                 )?
             };
-            let i = rt.add_req(r);
-            // SAFETY: output argument.
-            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+            Ok(rt.add_req(r))
         })
     }
 }
@@ -816,25 +796,16 @@ pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int
     })
 }
 
-/// Start flushing `scope`'s buffer; the request goes to `request`.
-///
-/// # Safety
-/// `request` is null or writable.
-unsafe fn iflush(rt: &mut Runtime, scope: Scope, request: *mut MPI_Request) -> MpiResult<()> {
-    if request.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-    }
+/// Start flushing `scope`'s buffer; the request's slot.
+fn iflush(rt: &mut Runtime, scope: Scope) -> MpiResult<usize> {
     let r = rt.iflush_buffer(scope)?;
-    let i = rt.add_req(r);
-    // SAFETY: non-null output argument.
-    unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    Ok(rt.add_req(r))
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
-    // SAFETY: the caller's output argument.
-    call("MPI_Buffer_iflush", abi::MPI_COMM_WORLD, |rt| unsafe {
-        iflush(rt, Scope::Process, request)
+    call_starting("MPI_Buffer_iflush", abi::MPI_COMM_WORLD, request, |rt| {
+        iflush(rt, Scope::Process)
     })
 }
 
@@ -843,22 +814,26 @@ pub unsafe extern "C" fn MPI_Comm_iflush_buffer(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    call("MPI_Comm_iflush_buffer", comm, |rt| {
+    call_starting("MPI_Comm_iflush_buffer", comm, request, |rt| {
         let scope = comm_scope(rt, comm)?;
-        // SAFETY: the caller's output argument.
-        unsafe { iflush(rt, scope, request) }
+        iflush(rt, scope)
     })
 }
 
+/// Its errors go to the session's handler, so it checks `request` itself.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_iflush_buffer(
     session: MPI_Session,
     request: *mut MPI_Request,
 ) -> c_int {
     super::session::in_session("MPI_Session_iflush_buffer", session, |rt| {
+        if request.is_null() {
+            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+        }
         let scope = session_scope(rt, session)?;
-        // SAFETY: the caller's output argument.
-        unsafe { iflush(rt, scope, request) }
+        let i = iflush(rt, scope)?;
+        // SAFETY: non-null output argument.
+        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
     })
 }
 
@@ -1083,15 +1058,10 @@ large_count! {
         message: *mut MPI_Message,
         request: *mut MPI_Request,
     ) {
-        call(NAME, abi::MPI_COMM_WORLD, |rt| {
-            if request.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-            }
+        call_starting(NAME, abi::MPI_COMM_WORLD, request, |rt| {
             // SAFETY: forwarded from the caller.
             let r = unsafe { start_mrecv(rt, buf, count.get(), datatype, message)? };
-            let i = rt.add_req(r);
-            // SAFETY: output argument.
-            unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+            Ok(rt.add_req(r))
         })
     }
 }
@@ -1113,10 +1083,7 @@ unsafe fn send_init(
     request: *mut MPI_Request,
     mode: Mode,
 ) -> c_int {
-    call(name, comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+    call_starting(name, comm, request, |rt| {
         // SAFETY: forwarded from the caller.
         let (to, tag, ub) = unsafe { send_args(rt, buf, count, dt, dest, tag, comm)? };
         let slot = comm_slot(comm)?;
@@ -1126,22 +1093,16 @@ unsafe fn send_init(
             Some(to) => unsafe { start_send(rt, to, tag, &ub, slot, mode) },
             None => Ok(Req::Done(Status::empty())),
         };
-        persistent(rt, Box::new(start), request)
+        Ok(persistent(rt, Box::new(start)))
     })
 }
 
-/// Store an inactive persistent request; its handle goes to `request`.
-pub(super) fn persistent(
-    rt: &mut Runtime,
-    start: request::StartFn,
-    request: *mut MPI_Request,
-) -> MpiResult<()> {
-    let i = rt.add_req(Req::Persistent(Persistent {
+/// Store an inactive persistent request; its slot.
+pub(super) fn persistent(rt: &mut Runtime, start: request::StartFn) -> usize {
+    rt.add_req(Req::Persistent(Persistent {
         start,
         active: None,
-    }));
-    // SAFETY: output argument (checked non-null by the caller).
-    unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+    }))
 }
 
 send_modes!(send_init (request):
@@ -1161,16 +1122,13 @@ large_count! {
         comm: MPI_Comm,
         request: *mut MPI_Request,
     ) {
-        call(NAME, comm, |rt| {
-            if request.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-            }
+        call_starting(NAME, comm, request, |rt| {
             // SAFETY: forwarded from the caller.
             let (from, ub, slot) = unsafe { recv_args(rt, buf, count.get(), datatype, source, tag, comm)? };
             // SAFETY: MPI forbids touching the buffer while a round is active;
             // it stays valid until the request is freed.
             let start = move |rt: &mut Runtime| unsafe { start_recv(rt, from, &ub, slot) };
-            persistent(rt, Box::new(start), request)
+            Ok(persistent(rt, Box::new(start)))
         })
     }
 }

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use shm_engine::TagMatch;
 
 use super::super::info::info_hints;
-use super::super::{call, comm_slot, err, out};
+use super::super::{call, call_starting, comm_slot, err, out};
 use super::requests::req_slot;
 use super::{Mode, persistent, recv_args, send_args, start_recv, start_send};
 use crate::abi::{self, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_Request};
@@ -62,10 +62,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    call("MPI_Psend_init", comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+    call_starting("MPI_Psend_init", comm, request, |rt| {
         let (n, total) = shape(partitions, count, info)?;
         // SAFETY: forwarded from the caller.
         let (to, etag, ub) = unsafe { send_args(rt, buf, total, datatype, dest, tag, comm)? };
@@ -84,7 +81,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
             };
             Ok(Req::Part(Round::send(n, Box::new(send))))
         };
-        persistent(rt, Box::new(start), request)
+        Ok(persistent(rt, Box::new(start)))
     })
 }
 
@@ -100,10 +97,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    call("MPI_Precv_init", comm, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+    call_starting("MPI_Precv_init", comm, request, |rt| {
         let (n, total) = shape(partitions, count, info)?;
         // A partitioned receive names its peer and tag (MPI-4.0 §4.2.2).
         let c = rt.comm(comm_slot(comm)?)?;
@@ -129,7 +123,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
             let op = unsafe { start_recv(rt, from, &ub, slot)? };
             Ok(Req::Part(Round::recv(n, op)))
         };
-        persistent(rt, Box::new(start), request)
+        Ok(persistent(rt, Box::new(start)))
     })
 }
 

@@ -17,7 +17,8 @@
 use std::ffi::{c_int, c_void};
 
 use super::super::{
-    call, check_status, check_statuses, err, out, status_in, status_out, write_status,
+    call, call_starting, check_status, check_statuses, err, out, status_in, status_out,
+    write_status,
 };
 use crate::abi::{self, Kind, MPI_Request, MPI_Status};
 use crate::core::request::Generalized;
@@ -861,17 +862,12 @@ pub unsafe extern "C" fn MPI_Grequest_start(
     extra_state: *mut c_void,
     request: *mut MPI_Request,
 ) -> c_int {
-    call("MPI_Grequest_start", abi::MPI_COMM_WORLD, |rt| {
-        if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
-        }
+    call_starting("MPI_Grequest_start", abi::MPI_COMM_WORLD, request, |rt| {
         let (Some(query), Some(free), Some(cancel)) = (query_fn, free_fn, cancel_fn) else {
             return Err(err(abi::MPI_ERR_ARG, "a null callback"));
         };
         let g = generalized(query, free, cancel, extra_state);
-        let i = rt.add_req(Req::Generalized(g));
-        // SAFETY: output argument.
-        unsafe { out(request, abi::direct_handle(Kind::Request, i)) }
+        Ok(rt.add_req(Req::Generalized(g)))
     })
 }
 
