@@ -1,10 +1,11 @@
-//! Collective operations (MPI-4.0 chapter 6), blocking and nonblocking,
-//! and reduction operations (§6.9).
+//! Collective operations (MPI-4.0 chapter 6): blocking, nonblocking and
+//! persistent ([`persistent`]), each in both count widths; the reduction
+//! operations are [`op`]'s, the neighbourhood collectives [`neighbor`]'s.
 //!
 //! Each collective has one function here that checks its arguments,
 //! packs what this process contributes, and compiles the schedule
 //! (`crate::coll`); `MPI_X` runs the schedule to its end, `MPI_IX`
-//! returns it as a request. Arguments are checked before the schedule
+//! returns it as a request, `MPI_X_init` compiles it anew at every start. Arguments are checked before the schedule
 //! takes the communicator's next collective number, so a call that fails
 //! its checks does not count.
 //!
@@ -163,128 +164,6 @@ unsafe fn nonblocking(
     })
 }
 
-/// Initialize a persistent collective (MPI-4.0 §6.13): `prepare` checks
-/// the communicator and keeps copies of the argument arrays (callers
-/// need not keep them: mpi4py does not); each `MPI_Start` compiles the
-/// schedule anew from them and starts it, so every round reads the
-/// buffers as they are then and takes the communicator's next collective
-/// number (processes start their persistent collectives in one order, as
-/// they call the others). The info argument is checked; no hint applies.
-unsafe fn persistent<B>(
-    name: &str,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-    prepare: impl FnOnce(&Runtime) -> MpiResult<B>,
-) -> c_int
-where
-    B: FnMut(&mut Runtime) -> MpiResult<Schedule> + 'static,
-{
-    call_starting(name, comm, request, |rt| {
-        info_hints(info)?;
-        let mut build = prepare(rt)?;
-        let start = move |rt: &mut Runtime| {
-            let mut s = build(rt)?;
-            s.advance(&mut rt.ep);
-            Ok(Req::Coll(Box::new(s)))
-        };
-        Ok(super::p2p::persistent(rt, Box::new(start)))
-    })
-}
-
-/// An argument of a persistent collective as its rounds see it: arrays
-/// (of counts, displacements or datatypes) copied at initialization,
-/// everything else as given.
-trait Kept: Copy {
-    type Copy: 'static;
-    /// The copy to keep; `len` is the array's length where it is
-    /// significant (`None`: not significant here, kept as null).
-    fn keep(self, len: Option<usize>) -> Self::Copy;
-    /// The argument a round passes.
-    fn lend(kept: &Self::Copy) -> Self;
-    /// The value of an integer argument.
-    fn value(self) -> Option<i64> {
-        None
-    }
-}
-
-macro_rules! kept_as_given {
-    ($($t:ty),*) => {$(
-        impl Kept for $t {
-            type Copy = $t;
-            fn keep(self, _: Option<usize>) -> $t {
-                self
-            }
-            fn lend(kept: &$t) -> $t {
-                *kept
-            }
-        }
-    )*};
-}
-kept_as_given!(*const c_void, *mut c_void);
-
-macro_rules! kept_scalar_or_array {
-    ($($t:ty),*) => {$(
-        impl Kept for $t {
-            type Copy = $t;
-            fn keep(self, _: Option<usize>) -> $t {
-                self
-            }
-            fn lend(kept: &$t) -> $t {
-                *kept
-            }
-            fn value(self) -> Option<i64> {
-                Some(self.into())
-            }
-        }
-
-        impl Kept for *const $t {
-            type Copy = Option<Vec<$t>>;
-            fn keep(self, len: Option<usize>) -> Option<Vec<$t>> {
-                match len {
-                    // SAFETY: a significant array has `n` entries (MPI
-                    // contract); read once, here.
-                    Some(n) if !self.is_null() => Some(unsafe { std::slice::from_raw_parts(self, n) }.to_vec()),
-                    _ => None,
-                }
-            }
-            fn lend(kept: &Option<Vec<$t>>) -> *const $t {
-                kept.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
-            }
-        }
-    )*};
-}
-kept_scalar_or_array!(c_int, i64);
-
-/// Where the arrays of a persistent collective on `comm` are significant
-/// and how long they are: `None` at a process other than `root` of a
-/// rooted collective; else (receive side, send side) lengths: the
-/// group's size, or for a neighbourhood collective the in- and
-/// out-degree.
-fn array_lengths(
-    rt: &Runtime,
-    comm: MPI_Comm,
-    root: Option<i64>,
-    neighbors: bool,
-) -> MpiResult<Option<(usize, usize)>> {
-    let c = rt.comm(comm_slot(comm)?)?;
-    if root.is_some_and(|r| r != i64::from(c.rank)) {
-        return Ok(None);
-    }
-    Ok(Some(match (&c.topo, neighbors) {
-        (Some(t), true) => {
-            let nb = t.neighbors(c.rank);
-            (nb.sources.len(), nb.destinations.len())
-        }
-        _ => (c.size() as usize, c.size() as usize),
-    }))
-}
-
-/// Whether an array argument describes the send side.
-fn send_side(name: &str) -> bool {
-    name.starts_with("send") || name.starts_with("sdispl")
-}
-
 /// Define `MPI_X`, `MPI_IX` and `MPI_X_init` (each with its `_c` twin
 /// when named after a `/`) from one schedule compiler taking the listed
 /// arguments and the communicator.
@@ -339,8 +218,13 @@ macro_rules! collective {
     };
 }
 
-// After the macro, which it uses.
+// After the macro, which they use.
 pub(super) mod neighbor;
+pub(crate) mod op;
+mod persistent;
+
+use op::reduction;
+use persistent::{Kept, array_lengths, persistent, send_side};
 
 /// Communicator slot, this process's rank and the size.
 fn comm_info(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize, usize)> {
@@ -426,49 +310,7 @@ fn regular(c: MPI_Count, n: usize) -> (Vec<MPI_Count>, Vec<isize>) {
 }
 
 // ---------------------------------------------------------------------
-// Reductions: operation handles.
-
-/// The predefined operations by handle.
-const PREDEFINED_OPS: [(MPI_Op, Op); 14] = [
-    (abi::MPI_MAX, Op::Max),
-    (abi::MPI_MIN, Op::Min),
-    (abi::MPI_SUM, Op::Sum),
-    (abi::MPI_PROD, Op::Prod),
-    (abi::MPI_LAND, Op::Land),
-    (abi::MPI_BAND, Op::Band),
-    (abi::MPI_LOR, Op::Lor),
-    (abi::MPI_BOR, Op::Bor),
-    (abi::MPI_LXOR, Op::Lxor),
-    (abi::MPI_BXOR, Op::Bxor),
-    (abi::MPI_MINLOC, Op::Minloc),
-    (abi::MPI_MAXLOC, Op::Maxloc),
-    (abi::MPI_REPLACE, Op::Replace),
-    (abi::MPI_NO_OP, Op::NoOp),
-];
-
-/// The predefined operation of handle `op`, if it is one.
-fn predefined_op(op: MPI_Op) -> Option<Op> {
-    PREDEFINED_OPS
-        .iter()
-        .find(|(h, _)| *h == op)
-        .map(|&(_, o)| o)
-}
-
-fn invalid_op(op: MPI_Op) -> MpiError {
-    err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}"))
-}
-
-/// The operation `op` bound to datatype `handle`.
-fn reduction(rt: &Runtime, op: MPI_Op, handle: MPI_Datatype) -> MpiResult<Reduction> {
-    let dt = super::datatype(rt, handle)?;
-    match abi::direct_index(Kind::Op, op) {
-        Some(i) => {
-            let &op = rt.ops.get(i).ok_or_else(|| invalid_op(op))?;
-            Ok(Reduction::User { op, handle, dt })
-        }
-        None => Reduction::predefined(predefined_op(op).ok_or_else(|| invalid_op(op))?, &dt),
-    }
-}
+// Reductions.
 
 /// Checked operands of a reduction over `count` elements: the operation
 /// and this process's packed contribution (from `recvbuf` with
@@ -1297,135 +1139,3 @@ unsafe fn exscan<C: Count>(
     unsafe { scan_any(rt, sendbuf, recvbuf, count, datatype, op, comm, true) }
 }
 collective!(MPI_Exscan / MPI_Exscan_c, MPI_Iexscan / MPI_Iexscan_c, MPI_Exscan_init / MPI_Exscan_init_c: exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
-
-// ---------------------------------------------------------------------
-// Local reduction and operation objects (MPI-4.0 §6.9.5, §6.9.7).
-
-large_count! {
-    fn MPI_Reduce_local / MPI_Reduce_local_c(
-        inbuf: *const c_void,
-        inoutbuf: *mut c_void,
-        count: C,
-        datatype: MPI_Datatype,
-        op: MPI_Op,
-    ) {
-        call(NAME, abi::MPI_COMM_WORLD, |rt| {
-            if abi::is_in_place(inbuf) || abi::is_in_place(inoutbuf.cast_const()) {
-                return Err(in_place_error("in MPI_Reduce_local"));
-            }
-            let red = reduction(rt, op, datatype)?;
-            // SAFETY: both buffers hold `count` elements (MPI contract).
-            let (a, b) = unsafe {
-                (
-                    UserBuf::new(rt, inbuf, count.get(), datatype)?,
-                    UserBuf::new(rt, inoutbuf, count.get(), datatype)?,
-                )
-            };
-            // SAFETY: as above; both are readable.
-            let (input, mut acc) = unsafe { (packed(&a), packed(&b)) };
-            red.apply(&input, &mut acc);
-            // SAFETY: `inoutbuf` is writable.
-            unsafe { b.unpack(&acc) };
-            Ok(())
-        })
-    }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Op_create(
-    user_fn: Option<UserFn>,
-    commute: c_int,
-    op: *mut MPI_Op,
-) -> c_int {
-    // SAFETY: the caller's arguments, forwarded.
-    unsafe {
-        op_create(
-            "MPI_Op_create",
-            user_fn.map(UserFunction::Int),
-            commute,
-            op,
-            ops::DatatypeArg::Int,
-        )
-    }
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Op_create_c(
-    user_fn: Option<UserFnC>,
-    commute: c_int,
-    op: *mut MPI_Op,
-) -> c_int {
-    // SAFETY: the caller's arguments, forwarded.
-    unsafe {
-        op_create(
-            "MPI_Op_create_c",
-            user_fn.map(UserFunction::Large),
-            commute,
-            op,
-            ops::DatatypeArg::Int,
-        )
-    }
-}
-
-/// `MPI_Op_create` for an entry layer whose functions take the datatype
-/// handle as `datatype` says.
-///
-/// # Safety
-/// `op` is null or writable.
-pub(crate) unsafe fn op_create(
-    name: &str,
-    user_fn: Option<UserFunction>,
-    commute: c_int,
-    op: *mut MPI_Op,
-    datatype: ops::DatatypeArg,
-) -> c_int {
-    call(name, abi::MPI_COMM_WORLD, |rt| {
-        let f = user_fn.ok_or_else(|| err(abi::MPI_ERR_ARG, "null user function"))?;
-        if op.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
-        }
-        let i = rt.ops.insert(UserOp {
-            f,
-            commute: commute != 0,
-            datatype,
-        });
-        // SAFETY: non-null output argument.
-        unsafe { out(op, abi::direct_handle(Kind::Op, i)) }
-    })
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
-    call("MPI_Op_free", abi::MPI_COMM_WORLD, |rt| {
-        if op.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null operation pointer"));
-        }
-        // SAFETY: non-null pointer to the caller's handle.
-        let h = unsafe { *op };
-        let freed = abi::direct_index(Kind::Op, h).and_then(|i| rt.ops.remove(i));
-        if freed.is_none() {
-            return Err(err(
-                abi::MPI_ERR_OP,
-                format!("{h:#x} is not an operation MPI_Op_create made"),
-            ));
-        }
-        // SAFETY: as above.
-        unsafe { *op = abi::MPI_OP_NULL };
-        Ok(())
-    })
-}
-
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
-    call("MPI_Op_commutative", abi::MPI_COMM_WORLD, |rt| {
-        let c = match abi::direct_index(Kind::Op, op) {
-            Some(i) => rt.ops.get(i).ok_or_else(|| invalid_op(op))?.commute,
-            None => !matches!(
-                predefined_op(op).ok_or_else(|| invalid_op(op))?,
-                Op::Replace | Op::NoOp
-            ),
-        };
-        // SAFETY: output argument.
-        unsafe { out(commute, c_int::from(c)) }
-    })
-}

@@ -69,7 +69,7 @@ pub(crate) use status::{status_in, status_out, write_status};
 pub(crate) mod entries {
     pub(crate) use super::attr::*;
     pub(crate) use super::coll::neighbor::*;
-    pub(crate) use super::coll::op_create;
+    pub(crate) use super::coll::op::*;
     pub(crate) use super::coll::*;
     pub(crate) use super::comm::*;
     pub(crate) use super::env::*;
@@ -85,6 +85,7 @@ pub(crate) mod entries {
     pub(crate) use super::tool::*;
     pub(crate) use super::topo::*;
     pub(crate) use super::types::elements::*;
+    pub(crate) use super::types::envelope::*;
     pub(crate) use super::types::pack::*;
     pub(crate) use super::types::*;
     pub(crate) use super::unsupported::*;
