@@ -5,8 +5,8 @@
 //!
 //! A [`Builder`] records the steps; a [`Schedule`] runs them a little at a
 //! time ([`Schedule::advance`], never blocking) so that several
-//! nonblocking collectives progress side by side, or to the end
-//! ([`Schedule::block`] between advances).
+//! nonblocking collectives progress side by side, or to the end (the
+//! runtime's progress driver, `Runtime::wait_coll`, between advances).
 //!
 //! Index invariants: a round's receive spans are disjoint from each other
 //! and from its send spans; nothing touches a buffer while a round that

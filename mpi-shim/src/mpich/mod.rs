@@ -7,7 +7,7 @@
 //! the reason and ends the job; a user handler is called, then the code
 //! returned.
 //!
-//! Every function reaches the runtime through one gate, [`gate`]: under
+//! Every function reaches the runtime through one gate, `gate`: under
 //! the library lock, held for one call at a time; or, when the function
 //! is called from application code the library runs inside a call (a
 //! reduction function, a generalized request's callbacks), through the
