@@ -12,10 +12,10 @@
 //! The convention is MPI's: `inout[i] = input[i] op inout[i]`.
 
 use std::cmp::Ordering;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::abi::{self, MPI_Datatype};
+use crate::core::Class;
 use crate::core::datatype::Datatype;
 use crate::core::{MpiError, MpiResult};
 
@@ -409,7 +409,7 @@ mod x87 {
 }
 
 fn bad_op(op: Op, why: &str) -> MpiError {
-    MpiError::new(abi::MPI_ERR_OP, format!("{} {why}", op.name()))
+    MpiError::new(Class::Op, format!("{} {why}", op.name()))
 }
 
 /// Check that predefined `op` applies to `elem`, without computing.
@@ -429,37 +429,27 @@ pub fn apply(op: Op, elem: Elem, input: &[u8], inout: &mut [u8]) -> MpiResult<()
     Ok(())
 }
 
-/// `MPI_User_function`: `(invec, inoutvec, len, datatype)`.
-pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
-/// `MPI_User_function_c`: the same with an `MPI_Count` length
-/// (`MPI_Op_create_c`, MPI-4.0 §6.9.5).
-pub type UserFnC =
-    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut abi::MPI_Count, *mut MPI_Datatype);
-
-/// An application's reduction function, of either length width.
-#[derive(Clone, Copy, Debug)]
-pub enum UserFunction {
-    Int(UserFn),
-    Large(UserFnC),
-}
+/// Calls an application's reduction function: entry-layer code that
+/// knows the function's C type and how its ABI passes the datatype.
+///
+/// # Safety
+/// A caller passes the `f` stored beside this function in a [`UserOp`];
+/// `invec` and `inoutvec` address `len` elements (at most the operation's
+/// `max_len`) of the datatype in its memory layout, and `handle` is the
+/// entry layer's handle of that datatype, as the application named it.
+pub type UserCaller =
+    unsafe fn(f: usize, invec: *mut c_void, inoutvec: *mut c_void, len: usize, handle: u64);
 
 /// An operation made by `MPI_Op_create` (MPI-4.0 §6.9.5).
 #[derive(Clone, Copy, Debug)]
 pub struct UserOp {
-    pub f: UserFunction,
+    /// The application's function, as an address.
+    pub f: usize,
+    pub call: UserCaller,
+    /// The most elements one call takes (a function with an `int` length
+    /// reduces longer runs in slices).
+    pub max_len: usize,
     pub commute: bool,
-    /// How the function receives the datatype handle.
-    pub datatype: DatatypeArg,
-}
-
-/// How an application's reduction function receives the datatype handle:
-/// the entry layer that created the operation decides.
-#[derive(Clone, Copy, Debug)]
-pub enum DatatypeArg {
-    /// As the library's `int` handle (the MPICH ABI).
-    Int,
-    /// Translated to an address-sized handle (the standard ABI).
-    Address(fn(MPI_Datatype) -> usize),
 }
 
 /// An operation bound to the datatype it reduces: what a collective
@@ -469,8 +459,9 @@ pub enum Reduction {
     Predefined(Kernel),
     User {
         op: UserOp,
-        /// The handle the application passed, given back to its function.
-        handle: MPI_Datatype,
+        /// The entry layer's handle of the datatype, given back to the
+        /// function.
+        handle: u64,
         dt: Arc<Datatype>,
     },
 }
@@ -529,7 +520,7 @@ impl Reduction {
 }
 
 /// Call the operation's function on `count` elements, `extent` bytes
-/// apart; a function with an `int` length in slices an `int` holds.
+/// apart, in slices of at most `max_len` elements.
 ///
 /// # Safety
 /// `invec` and `inoutvec` address `count` elements of the datatype
@@ -539,52 +530,36 @@ unsafe fn call_user(
     invec: *mut u8,
     inoutvec: *mut u8,
     count: usize,
-    handle: MPI_Datatype,
+    handle: u64,
     extent: isize,
 ) {
-    let mut dt = handle;
-    let mut wide = 0usize;
-    let dt_arg: *mut MPI_Datatype = match op.datatype {
-        DatatypeArg::Int => &mut dt,
-        DatatypeArg::Address(translate) => {
-            wide = translate(handle);
-            (&raw mut wide).cast()
-        }
-    };
-    // SAFETY: forwarded from the caller; `len` and the handle are live
-    // locals of the width the function was declared with (`datatype`).
     // The function may query the datatype through MPI (`run_callback`).
-    crate::core::run_callback(|| unsafe {
-        match op.f {
-            UserFunction::Int(f) => {
-                let mut done = 0;
-                while done < count {
-                    let n = (count - done).min(c_int::MAX as usize);
-                    let at = done as isize * extent;
-                    let mut len = n as c_int;
-                    f(
-                        invec.wrapping_offset(at).cast(),
-                        inoutvec.wrapping_offset(at).cast(),
-                        &mut len,
-                        dt_arg,
-                    );
-                    done += n;
-                }
-            }
-            UserFunction::Large(f) => {
-                let mut len = count as abi::MPI_Count;
-                f(invec.cast(), inoutvec.cast(), &mut len, dt_arg)
-            }
+    crate::core::run_callback(|| {
+        let mut done = 0;
+        while done < count {
+            let n = (count - done).min(op.max_len);
+            let at = done as isize * extent;
+            // SAFETY: `f` is what the entry layer stored with `call`;
+            // the slice's `n` elements lie inside the caller's buffers.
+            unsafe {
+                (op.call)(
+                    op.f,
+                    invec.wrapping_offset(at).cast(),
+                    inoutvec.wrapping_offset(at).cast(),
+                    n,
+                    handle,
+                )
+            };
+            done += n;
         }
     });
-    let _ = wide;
 }
 
 /// A user function on non-contiguous data: unpack both operands into the
 /// datatype's layout, call, pack the result back.
 fn user_strided(
     op: &UserOp,
-    handle: MPI_Datatype,
+    handle: u64,
     dt: &Datatype,
     count: usize,
     input: &[u8],
@@ -819,8 +794,8 @@ mod tests {
             (Op::Land, Elem::LongDouble),
         ] {
             assert_eq!(
-                check(op, elem).unwrap_err().class,
-                abi::MPI_ERR_OP,
+                check(op, elem).unwrap_err().code,
+                Class::Op,
                 "{op:?} {elem:?}"
             );
         }
@@ -833,23 +808,18 @@ mod tests {
     }
 
     /// A non-commutative user function: `inout = in * 10 + inout`. The
-    /// handle tells the layout: `MPI_INT`, or (standing for a strided
-    /// type) `MPI_BYTE`, one int out of every two.
-    unsafe extern "C" fn concat(
-        a: *mut c_void,
-        b: *mut c_void,
-        len: *mut c_int,
-        dt: *mut MPI_Datatype,
-    ) {
-        // SAFETY: called by `Reduction::apply` with `len` elements of the
-        // layout the handle stands for.
-        unsafe {
-            let stride = match *dt {
-                abi::MPI_INT => 1,
-                abi::MPI_BYTE => 2,
-                h => panic!("unexpected handle {h:#x}"),
-            };
-            for i in 0..*len as usize {
+    /// handle tells the layout: 1 for ints, 2 (standing for a strided
+    /// type) for one int out of every two; `f` is the slice length the
+    /// operation allows, checked.
+    ///
+    /// # Safety
+    /// [`UserCaller`]'s.
+    unsafe fn concat(f: usize, a: *mut c_void, b: *mut c_void, len: usize, stride: u64) {
+        assert!(len <= f);
+        let stride = stride as usize;
+        for i in 0..len {
+            // SAFETY: `len` elements of the layout the handle stands for.
+            unsafe {
                 let (x, y) = (
                     a.cast::<i32>().add(stride * i),
                     b.cast::<i32>().add(stride * i),
@@ -862,16 +832,13 @@ mod tests {
     #[test]
     fn user_functions_see_the_datatype_handle_and_layout() {
         let op = UserOp {
-            f: UserFunction::Int(concat),
+            f: 2,
+            call: concat,
+            max_len: 2,
             commute: false,
-            datatype: DatatypeArg::Int,
         };
         let dt = Arc::new(Datatype::basic(4, Elem::I32));
-        let r = Reduction::User {
-            op,
-            handle: abi::MPI_INT,
-            dt,
-        };
+        let r = Reduction::User { op, handle: 1, dt };
         assert!(!r.commutative());
         let mut acc = bytes(&[2, 3]);
         r.apply(&bytes(&[1, 4]), &mut acc);
@@ -882,7 +849,7 @@ mod tests {
         let strided = Arc::new(strided);
         let r = Reduction::User {
             op,
-            handle: abi::MPI_BYTE,
+            handle: 2,
             dt: strided,
         };
         let mut acc = bytes(&[5, 6, 7]);

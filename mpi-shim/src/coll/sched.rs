@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use shm_engine::{Endpoint, Request, Source, TagMatch};
 
+use crate::core::Class;
 use crate::core::datatype::Datatype;
 use crate::core::{Comm, MpiError, MpiResult};
 use crate::ops::Reduction;
@@ -397,7 +398,7 @@ impl Schedule {
             Err(shm_engine::Error::Truncated {
                 incoming, capacity, ..
             }) => MpiError::new(
-                crate::abi::MPI_ERR_TRUNCATE,
+                Class::Truncate,
                 format!(
                     "a process sent {incoming} bytes where this one expects {capacity}: \
                      the send and receive type signatures differ"

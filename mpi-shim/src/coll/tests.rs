@@ -2,12 +2,11 @@
 //! a virtual communicator in one process (`sched::sim`) for sizes 1-9,
 //! every root, and data on both sides of each algorithm switch.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::sched::{Builder, Schedule, Sink, Span, sim};
 use super::{TUNING, algo};
-use crate::abi::{self, MPI_Datatype};
 use crate::core::datatype::Datatype;
 use crate::ops::{Elem, Reduction, UserOp};
 
@@ -68,11 +67,14 @@ fn sum() -> Reduction {
 }
 
 /// 2x2 integer matrices (wrapping): associative, not commutative.
-unsafe extern "C" fn matmul(a: *mut c_void, b: *mut c_void, len: *mut c_int, _: *mut MPI_Datatype) {
+///
+/// # Safety
+/// [`crate::ops::UserCaller`]'s.
+unsafe fn matmul(_: usize, a: *mut c_void, b: *mut c_void, len: usize, _: u64) {
     // SAFETY: `len` elements of four ints at each address (the test's
     // datatype).
     unsafe {
-        for k in 0..*len as usize {
+        for k in 0..len {
             let x = std::slice::from_raw_parts(a.cast::<i32>().add(4 * k), 4).to_vec();
             let y = std::slice::from_raw_parts_mut(b.cast::<i32>().add(4 * k), 4);
             let m = |i: usize, j: usize| {
@@ -89,11 +91,12 @@ unsafe extern "C" fn matmul(a: *mut c_void, b: *mut c_void, len: *mut c_int, _: 
 fn matmul_op() -> Reduction {
     Reduction::User {
         op: UserOp {
-            f: crate::ops::UserFunction::Int(matmul),
+            f: 0,
+            call: matmul,
+            max_len: usize::MAX,
             commute: false,
-            datatype: crate::ops::DatatypeArg::Int,
         },
-        handle: abi::MPI_INT,
+        handle: 0,
         dt: Arc::new(Datatype::basic(16, Elem::I32)),
     }
 }

@@ -6,13 +6,13 @@
 //! them without the library lock (they may call MPI themselves), so this
 //! module only hands out what is to be called.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
+use super::Class;
+use super::peer::Rank;
 use super::table::Table;
-use super::{MpiError, MpiResult};
-use crate::abi;
+use super::{Code, MpiError, MpiResult, Runtime};
 
 /// `MPI_Comm_copy_attr_function` / `MPI_Type_copy_attr_function` (the
 /// handle is an `int` in the MPICH ABI).
@@ -46,55 +46,47 @@ pub struct Keyval {
 /// pointer-sized word).
 pub type Attr = (usize, usize);
 
-/// The predefined attributes of `MPI_COMM_WORLD` (MPI-4.0 §9.1.1), each
-/// behind a stable address: `MPI_Comm_get_attr` hands out pointers to
-/// them, which stay valid (cells) when `MPI_LASTUSEDCODE` changes.
-#[derive(Debug)]
-pub struct Predefined {
-    values: Box<[Cell<c_int>; 7]>,
+/// The predefined attributes of `MPI_COMM_WORLD` (MPI-4.1 §9.1.1),
+/// which every communicator serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Predefined {
+    TagUb,
+    Host,
+    Io,
+    WtimeIsGlobal,
+    UniverseSize,
+    LastUsedCode,
+    Appnum,
 }
 
-const PREDEFINED_KEYS: [c_int; 7] = [
-    abi::MPI_TAG_UB,
-    abi::MPI_HOST,
-    abi::MPI_IO,
-    abi::MPI_WTIME_IS_GLOBAL,
-    abi::MPI_UNIVERSE_SIZE,
-    abi::MPI_LASTUSEDCODE,
-    abi::MPI_APPNUM,
-];
+/// The value of a predefined attribute, for the entry layer to spell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value {
+    Int(i32),
+    /// `MPI_HOST` and `MPI_IO` name a rank, or a special one.
+    Rank(Rank),
+    /// `MPI_LASTUSEDCODE`: the largest code the application added, `None`
+    /// for the ABI's `MPI_ERR_LASTCODE` (see [`super::errh::Errors::last_used`]).
+    LastCode(Option<Code>),
+}
 
-impl Predefined {
-    pub fn new(job_size: c_int) -> Self {
-        Self {
-            values: Box::new(
-                [
-                    0x7fff_ffff, // the lower 32 bits of an engine tag
-                    abi::MPI_PROC_NULL,
-                    abi::MPI_ANY_SOURCE,
-                    0,
-                    job_size,
-                    abi::MPI_ERR_LASTCODE,
-                    0,
-                ]
-                .map(Cell::new),
-            ),
+/// The largest tag: the lower 31 bits of the engine tag's MPI half
+/// (bit 31 marks partitioned messages).
+pub const TAG_UB: i32 = 0x7fff_ffff;
+
+impl Runtime {
+    /// The value of predefined attribute `key`: no host, every process
+    /// may do I/O, clocks are not synchronized, and the universe is the
+    /// job.
+    pub fn predefined_attr(&self, key: Predefined) -> Value {
+        match key {
+            Predefined::TagUb => Value::Int(TAG_UB),
+            Predefined::Host => Value::Rank(Rank::Null),
+            Predefined::Io => Value::Rank(Rank::Any),
+            Predefined::WtimeIsGlobal | Predefined::Appnum => Value::Int(0),
+            Predefined::UniverseSize => Value::Int(self.ep.size() as i32),
+            Predefined::LastUsedCode => Value::LastCode(self.errors.last_used()),
         }
-    }
-
-    /// Whether `keyval` is a predefined attribute key.
-    pub fn is_predefined(keyval: c_int) -> bool {
-        PREDEFINED_KEYS.contains(&keyval)
-    }
-
-    /// The address of the value of predefined key `keyval`.
-    pub fn get(&self, keyval: c_int) -> Option<*const c_int> {
-        let i = PREDEFINED_KEYS.iter().position(|&k| k == keyval)?;
-        Some(self.values[i].as_ptr().cast_const())
-    }
-
-    pub fn set_last_used_code(&self, code: c_int) {
-        self.values[5].set(code);
     }
 }
 
@@ -105,18 +97,18 @@ pub struct Attrs {
     /// Attributes of each datatype, by datatype handle: the datatype code
     /// drops a handle's entry when the datatype is freed.
     pub types: HashMap<c_int, Vec<Attr>>,
-    pub predefined: Predefined,
 }
 
-impl Attrs {
-    pub fn new(job_size: c_int) -> Self {
+impl Default for Attrs {
+    fn default() -> Self {
         Self {
             keyvals: Table::new(0),
             types: HashMap::new(),
-            predefined: Predefined::new(job_size),
         }
     }
+}
 
+impl Attrs {
     pub fn create_keyval(&mut self, kv: Keyval) -> usize {
         self.keyvals.insert(kv)
     }
@@ -128,10 +120,10 @@ impl Attrs {
         match self.keyvals.get(slot) {
             Some(kv) if kv.object == object && (allow_freed || !kv.freed) => Ok(*kv),
             Some(kv) if kv.object != object => Err(MpiError::new(
-                abi::MPI_ERR_KEYVAL,
+                Class::Keyval,
                 format!("keyval is for {:?} attributes, not {object:?}", kv.object),
             )),
-            _ => Err(MpiError::new(abi::MPI_ERR_KEYVAL, "invalid keyval")),
+            _ => Err(MpiError::new(Class::Keyval, "invalid keyval")),
         }
     }
 
@@ -195,33 +187,16 @@ mod tests {
 
     #[test]
     fn a_freed_keyval_serves_existing_attributes_only() {
-        let mut attrs = Attrs::new(4);
+        let mut attrs = Attrs::default();
         let k = attrs.create_keyval(keyval(Object::Comm));
         assert!(attrs.keyval(k, Object::Comm, false).is_ok());
         let wrong = attrs.keyval(k, Object::Datatype, true).unwrap_err();
-        assert_eq!(wrong.class, abi::MPI_ERR_KEYVAL);
+        assert_eq!(wrong.code, Class::Keyval);
         attrs.free_keyval(k, Object::Comm).unwrap();
         assert!(attrs.keyval(k, Object::Comm, false).is_err());
         assert!(attrs.keyval(k, Object::Comm, true).is_ok());
         assert!(attrs.free_keyval(k, Object::Comm).is_err(), "freed twice");
         let other = attrs.create_keyval(keyval(Object::Datatype));
         assert_ne!(other, k, "a freed keyval's slot is not reused");
-    }
-
-    #[test]
-    fn predefined_attributes_have_stable_addresses() {
-        let p = Predefined::new(8);
-        let tag_ub = p.get(abi::MPI_TAG_UB).unwrap();
-        let last = p.get(abi::MPI_LASTUSEDCODE).unwrap();
-        p.set_last_used_code(abi::MPI_ERR_LASTCODE + 3);
-        assert_eq!(p.get(abi::MPI_LASTUSEDCODE), Some(last));
-        // SAFETY: the pointers address `p`'s boxed values, alive here.
-        unsafe {
-            assert_eq!(*tag_ub, 0x7fff_ffff);
-            assert_eq!(*last, abi::MPI_ERR_LASTCODE + 3);
-            assert_eq!(*p.get(abi::MPI_UNIVERSE_SIZE).unwrap(), 8);
-        }
-        assert!(Predefined::is_predefined(abi::MPI_APPNUM));
-        assert!(p.get(abi::MPI_KEYVAL_INVALID).is_none());
     }
 }

@@ -13,11 +13,12 @@ use std::collections::HashMap;
 
 use shm_engine::{Source, TagMatch};
 
+use super::Class;
 use super::attr::Attr;
+use super::errh::Errhandler;
 use super::info::Info;
 use super::topo::Topology;
 use super::{MpiError, MpiResult, Runtime, SELF};
-use crate::abi::{self, MPI_Errhandler};
 
 /// Tag of the exchange in `MPI_Comm_split`, on the parent's collective
 /// context (the collectives of `coll` use small tags).
@@ -44,7 +45,7 @@ pub struct Comm {
     pub rank: i32,
     /// Even context id: point-to-point; `ctx + 1`: collectives.
     pub ctx: u32,
-    pub errhandler: MPI_Errhandler,
+    pub errhandler: Errhandler,
     /// Set by `MPI_Comm_set_name` (MPI-4.0 §7.8).
     pub name: Option<String>,
     /// Info hints given at creation or by `MPI_Comm_set_info`.
@@ -74,7 +75,7 @@ impl Comm {
             members,
             rank_of,
             ctx,
-            errhandler: abi::MPI_ERRORS_ARE_FATAL,
+            errhandler: Errhandler::Fatal,
             name: None,
             info: Info::default(),
             attrs: Vec::new(),
@@ -157,7 +158,7 @@ impl Runtime {
     fn take_ctx(&mut self, ctx: u32) -> MpiResult<u32> {
         // Ids from `BOOT_CTX_BASE` on are the sessions' agreement contexts.
         if ctx >= super::session::BOOT_CTX_BASE - 2 {
-            return Err(MpiError::new(abi::MPI_ERR_INTERN, "context ids exhausted"));
+            return Err(MpiError::new(Class::Intern, "context ids exhausted"));
         }
         self.next_ctx = ctx + 2;
         Ok(ctx)
@@ -166,7 +167,7 @@ impl Runtime {
     pub fn comm_free(&mut self, slot: usize) -> MpiResult<()> {
         if slot <= SELF {
             return Err(MpiError::new(
-                abi::MPI_ERR_COMM,
+                Class::Comm,
                 "predefined communicators cannot be freed",
             ));
         }
@@ -251,12 +252,19 @@ impl Runtime {
     }
 
     /// `MPI_Comm_split` (MPI-4.0 §7.4.2): collective over `parent`; the
-    /// members of this process's `color` ordered by `(key, parent rank)`,
-    /// or `None` for `MPI_UNDEFINED`.
-    pub fn comm_split(&mut self, parent: usize, color: i32, key: i32) -> MpiResult<Option<usize>> {
+    /// members of this process's `color` ordered by `(key, parent rank)`;
+    /// `None` where `color` is `None` (`MPI_UNDEFINED`).
+    pub fn comm_split(
+        &mut self,
+        parent: usize,
+        color: Option<u32>,
+        key: i32,
+    ) -> MpiResult<Option<usize>> {
         let p = self.comm(parent)?;
         let (members, me, ctx) = (p.members.clone(), p.rank as usize, p.ctx + 1);
-        let mine: Vec<u8> = [color as u32, key as u32, self.ep.rank(), self.next_ctx]
+        // On the wire, no colour is a value no colour (an `int` >= 0) has.
+        let wire = color.unwrap_or(u32::MAX);
+        let mine: Vec<u8> = [wire, key as u32, self.ep.rank(), self.next_ctx]
             .iter()
             .flat_map(|v| v.to_ne_bytes())
             .collect();
@@ -267,13 +275,13 @@ impl Runtime {
             .collect();
         let agreed = rows.iter().map(|r| r[3]).max().unwrap_or(self.next_ctx);
         let new_ctx = self.take_ctx(agreed)?;
-        if color == abi::MPI_UNDEFINED {
+        if color.is_none() {
             return Ok(None);
         }
         let mut mates: Vec<(i32, usize, u32)> = rows
             .iter()
             .enumerate()
-            .filter(|(_, r)| r[0] as i32 == color)
+            .filter(|(_, r)| r[0] == wire)
             .map(|(i, r)| (r[1] as i32, i, r[2]))
             .collect();
         mates.sort_unstable();
@@ -301,9 +309,10 @@ impl Runtime {
             .into_iter()
             .filter(|&pid| boot.node_of(pid) == node)
             .collect();
-        let idx = local.iter().position(|&p| p == me).ok_or_else(|| {
-            MpiError::new(abi::MPI_ERR_INTERN, "this process is not on its own node")
-        })?;
+        let idx = local
+            .iter()
+            .position(|&p| p == me)
+            .ok_or_else(|| MpiError::new(Class::Intern, "this process is not on its own node"))?;
         let take_part = u32::from(color.is_some());
         let mine: Vec<u8> = [take_part, key as u32, self.next_ctx, color.unwrap_or(0)]
             .iter()
@@ -356,7 +365,7 @@ impl Runtime {
         let idx = members
             .iter()
             .position(|&p| p == me)
-            .ok_or_else(|| MpiError::new(abi::MPI_ERR_GROUP, "the caller is not in the group"))?;
+            .ok_or_else(|| MpiError::new(Class::Group, "the caller is not in the group"))?;
         let ctx = self.comm(parent)?.ctx + 1;
         let next = self.next_ctx.to_ne_bytes();
         let all = self.allgather_among(&members, idx, ctx, CREATE_GROUP | tag as u32, &next)?;

@@ -25,8 +25,8 @@
 
 use std::sync::Arc;
 
+use super::Class;
 use super::{MpiError, MpiResult};
-use crate::abi;
 use crate::ops::Elem;
 
 /// A basic element kind, as element counting (`MPI_Get_elements`) and the
@@ -180,7 +180,7 @@ pub enum Distrib {
 }
 
 fn overflow() -> MpiError {
-    MpiError::new(abi::MPI_ERR_ARG, "datatype size or bounds overflow")
+    MpiError::new(Class::Arg, "datatype size or bounds overflow")
 }
 
 fn mul(a: usize, b: usize) -> MpiResult<usize> {
@@ -300,7 +300,7 @@ pub fn compose(pieces: &[Piece<'_>], pad: bool, envelope: Envelope) -> MpiResult
 fn check_growth(len: usize, more: usize, count: usize) -> MpiResult<()> {
     if mul(more, count)? > MAX_BLOCKS.saturating_sub(len) {
         return Err(MpiError::new(
-            abi::MPI_ERR_NO_MEM,
+            Class::NoMem,
             "datatype has too many non-contiguous blocks",
         ));
     }
@@ -350,7 +350,7 @@ pub fn darray_runs(
     psize: usize,
     coord: usize,
 ) -> MpiResult<Vec<(usize, usize)>> {
-    let bad = |m: &str| Err(MpiError::new(abi::MPI_ERR_ARG, m.to_string()));
+    let bad = |m: &str| Err(MpiError::new(Class::Arg, m.to_string()));
     match distrib {
         Distrib::None => {
             if psize != 1 {
@@ -461,7 +461,7 @@ impl Datatype {
             dims.reverse();
         }
         let Some(&(_, inner)) = dims.last() else {
-            return Err(MpiError::new(abi::MPI_ERR_ARG, "an array of no dimension"));
+            return Err(MpiError::new(Class::Arg, "an array of no dimension"));
         };
         let pieces: Vec<Piece<'_>> = inner
             .iter()
@@ -773,7 +773,7 @@ fn narrow(src: &[u8], dst: &mut [u8], signed: bool) -> MpiResult<()> {
     };
     if !fits {
         return Err(MpiError::new(
-            abi::MPI_ERR_CONVERSION,
+            Class::Conversion,
             "value does not fit its external32 representation",
         ));
     }
@@ -981,8 +981,8 @@ mod tests {
         assert_eq!(
             darray_runs(5, Distrib::Block(Some(1)), 2, 0)
                 .unwrap_err()
-                .class,
-            abi::MPI_ERR_ARG
+                .code,
+            Class::Arg
         );
         assert!(darray_runs(5, Distrib::None, 2, 0).is_err());
         let runs = [
@@ -1059,8 +1059,8 @@ mod tests {
         let big = (1i64 << 40).to_ne_bytes();
         let mut out = [0; 4];
         assert_eq!(
-            l.to_external(&big, 1, &mut out).unwrap_err().class,
-            abi::MPI_ERR_CONVERSION
+            l.to_external(&big, 1, &mut out).unwrap_err().code,
+            Class::Conversion
         );
     }
 

@@ -1,29 +1,42 @@
 //! User error handlers and user error classes, codes and strings
 //! (MPI-4.0 §9.3, §9.5), and their removal (MPI-4.1 §9.5).
 //!
-//! User classes and codes count up from [`FIRST_USER_CODE`] in the order
-//! they are added. A removed one leaves its value unused for the rest of
-//! the run, so that a stale code never names a newer class or code;
-//! `MPI_LASTUSEDCODE` is the largest one still there.
+//! User classes and codes are [`Code::User`]`(n)`, numbered from 0 in the
+//! order they are added; each entry layer places them above its own
+//! `MPI_ERR_LASTCODE`. A removed one leaves its number unused for the
+//! rest of the run, so that a stale code never names a newer class or
+//! code; `MPI_LASTUSEDCODE` is the largest one still there.
 
 use std::ffi::c_int;
 
 use super::table::Table;
-use super::{MpiError, MpiResult, is_predefined_class};
-use crate::abi;
+use super::{Class, Code, MpiError, MpiResult};
 
 /// `MPI_Comm_errhandler_function`: called with pointers to the
 /// communicator handle and the error code.
 pub type CommErrhFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
 
-/// The first user error class or code: above `MPI_ERR_LASTCODE`, the last
-/// predefined code.
-pub const FIRST_USER_CODE: c_int = abi::MPI_ERR_LASTCODE + 1;
+/// An error handler as communicators and sessions hold it (MPI-4.1
+/// §9.3): a predefined one, or one the application created, by the
+/// number its entry layer gave it (the slot of a communicator handler in
+/// [`Errors`], or of a session handler in the entry layer's table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Errhandler {
+    /// `MPI_ERRORS_ARE_FATAL`: the job ends.
+    Fatal,
+    /// `MPI_ERRORS_ABORT`: the processes of the object end (here, the job).
+    Abort,
+    /// `MPI_ERRORS_RETURN`: the call returns the error code.
+    Return,
+    /// A handler the application created.
+    User(usize),
+}
 
 /// A user error class or code.
 #[derive(Clone, Debug)]
 struct UserCode {
-    class: c_int,
+    /// Its class: itself for a class.
+    class: Code,
     /// The string `MPI_Add_error_string` attached, if any.
     text: Option<String>,
 }
@@ -38,8 +51,8 @@ pub struct Errors {
     /// since the communicators it is set on keep using it (§9.3.4), but
     /// cannot be set again.
     handlers: Table<(CommErrhFn, usize)>,
-    /// User classes and codes: code `FIRST_USER_CODE + i` is `codes[i]`,
-    /// `None` once removed.
+    /// User classes and codes: [`Code::User`]`(n)` is `codes[n]`, `None`
+    /// once removed.
     codes: Vec<Option<UserCode>>,
 }
 
@@ -85,31 +98,35 @@ impl Errors {
         }
     }
 
-    fn user(&self, code: c_int) -> Option<&UserCode> {
-        self.codes.get(Self::index(code)?)?.as_ref()
+    fn user(&self, code: Code) -> Option<&UserCode> {
+        match code {
+            Code::User(n) => self.codes.get(n as usize)?.as_ref(),
+            _ => None,
+        }
     }
 
-    /// The position of user code `code` in `codes`, if it is in range.
-    fn index(code: c_int) -> Option<usize> {
-        usize::try_from(code.checked_sub(FIRST_USER_CODE)?).ok()
+    fn user_mut(&mut self, code: Code) -> Option<&mut UserCode> {
+        match code {
+            Code::User(n) => self.codes.get_mut(n as usize)?.as_mut(),
+            _ => None,
+        }
     }
 
-    fn not_user(code: c_int) -> MpiError {
-        let what = if is_predefined_class(code) {
-            "a predefined error class"
-        } else {
-            "not a user error class or code"
+    fn not_user(code: Code) -> MpiError {
+        let what = match code {
+            Code::Class(c) => format!("{} is a predefined error class", c.name()),
+            _ => format!("{code:?} is not a user error class or code"),
         };
-        MpiError::new(abi::MPI_ERR_ARG, format!("{code} is {what}"))
+        MpiError::new(Class::Arg, what)
     }
 
     /// Whether `code` is a user class (rather than a code of a class).
-    fn is_user_class(&self, code: c_int) -> bool {
+    fn is_user_class(&self, code: Code) -> bool {
         self.user(code).is_some_and(|u| u.class == code)
     }
 
     /// A new error class (its own class).
-    pub fn add_class(&mut self) -> MpiResult<c_int> {
+    pub fn add_class(&mut self) -> MpiResult<Code> {
         let code = self.next()?;
         self.codes.push(Some(UserCode {
             class: code,
@@ -119,11 +136,11 @@ impl Errors {
     }
 
     /// A new error code of `class` (predefined or added).
-    pub fn add_code(&mut self, class: c_int) -> MpiResult<c_int> {
-        if !is_predefined_class(class) && !self.is_user_class(class) {
+    pub fn add_code(&mut self, class: Code) -> MpiResult<Code> {
+        if !matches!(class, Code::Class(_)) && !self.is_user_class(class) {
             return Err(MpiError::new(
-                abi::MPI_ERR_ARG,
-                format!("{class} is not an error class"),
+                Class::Arg,
+                format!("{class:?} is not an error class"),
             ));
         }
         let code = self.next()?;
@@ -131,24 +148,25 @@ impl Errors {
         Ok(code)
     }
 
-    fn next(&self) -> MpiResult<c_int> {
-        c_int::try_from(self.codes.len())
+    fn next(&self) -> MpiResult<Code> {
+        u32::try_from(self.codes.len())
             .ok()
-            .and_then(|n| FIRST_USER_CODE.checked_add(n))
-            .ok_or_else(|| MpiError::new(abi::MPI_ERR_INTERN, "error codes exhausted"))
+            .filter(|&n| n < MAX_USER_CODES)
+            .map(Code::User)
+            .ok_or_else(|| MpiError::new(Class::Intern, "error codes exhausted"))
     }
 
     /// The largest error class or code in use (`MPI_LASTUSEDCODE`):
-    /// `MPI_ERR_LASTCODE` when the application added none, or removed
-    /// every one it added.
-    pub fn last_used(&self) -> c_int {
-        let live = self.codes.iter().rposition(Option::is_some);
-        live.map_or(abi::MPI_ERR_LASTCODE, |i| FIRST_USER_CODE + i as c_int)
+    /// `None`, which stands for `MPI_ERR_LASTCODE`, when the application
+    /// added none, or removed every one it added.
+    pub fn last_used(&self) -> Option<Code> {
+        let live = self.codes.iter().rposition(Option::is_some)?;
+        Some(Code::User(live as u32))
     }
 
     /// Attach `text` to a user class or code (replacing any string it had).
-    pub fn set_string(&mut self, code: c_int, text: &str) -> MpiResult<()> {
-        match Self::index(code).and_then(|i| self.codes.get_mut(i)?.as_mut()) {
+    pub fn set_string(&mut self, code: Code, text: &str) -> MpiResult<()> {
+        match self.user_mut(code) {
             Some(u) => {
                 u.text = Some(text.to_owned());
                 Ok(())
@@ -159,51 +177,49 @@ impl Errors {
 
     /// Remove the string `MPI_Add_error_string` attached to a user class
     /// or code (`MPI_Remove_error_string`); `MPI_ERR_ARG` if it has none.
-    pub fn remove_string(&mut self, code: c_int) -> MpiResult<()> {
-        let u = Self::index(code)
-            .and_then(|i| self.codes.get_mut(i)?.as_mut())
-            .ok_or_else(|| Self::not_user(code))?;
+    pub fn remove_string(&mut self, code: Code) -> MpiResult<()> {
+        let u = self.user_mut(code).ok_or_else(|| Self::not_user(code))?;
         match u.text.take() {
             Some(_) => Ok(()),
             None => Err(MpiError::new(
-                abi::MPI_ERR_ARG,
-                format!("error code {code} has no string to remove"),
+                Class::Arg,
+                format!("error code {code:?} has no string to remove"),
             )),
         }
     }
 
     /// Remove a code `MPI_Add_error_code` added (`MPI_Remove_error_code`).
     /// Its string must have been removed first (MPI-4.1 §9.5).
-    pub fn remove_code(&mut self, code: c_int) -> MpiResult<()> {
+    pub fn remove_code(&mut self, code: Code) -> MpiResult<()> {
         let u = match self.user(code) {
             Some(u) if u.class != code => u,
             Some(_) => {
                 return Err(MpiError::new(
-                    abi::MPI_ERR_ARG,
-                    format!("{code} is an error class (MPI_Remove_error_class removes it)"),
+                    Class::Arg,
+                    format!("{code:?} is an error class (MPI_Remove_error_class removes it)"),
                 ));
             }
             None => return Err(Self::not_user(code)),
         };
         if u.text.is_some() {
             return Err(MpiError::new(
-                abi::MPI_ERR_ARG,
-                format!("error code {code} still has its string (remove it first)"),
+                Class::Arg,
+                format!("error code {code:?} still has its string (remove it first)"),
             ));
         }
-        self.codes[Self::index(code).expect("a user code")] = None;
+        self.remove(code);
         Ok(())
     }
 
     /// Remove a class `MPI_Add_error_class` added
     /// (`MPI_Remove_error_class`). Its codes and its string must have
     /// been removed first (MPI-4.1 §9.5), as a code's string before it.
-    pub fn remove_class(&mut self, class: c_int) -> MpiResult<()> {
+    pub fn remove_class(&mut self, class: Code) -> MpiResult<()> {
         if !self.is_user_class(class) {
             return Err(match self.user(class) {
                 Some(_) => MpiError::new(
-                    abi::MPI_ERR_ARG,
-                    format!("{class} is an error code (MPI_Remove_error_code removes it)"),
+                    Class::Arg,
+                    format!("{class:?} is an error code (MPI_Remove_error_code removes it)"),
                 ),
                 None => Self::not_user(class),
             });
@@ -216,62 +232,78 @@ impl Errors {
             .count();
         if codes > 1 {
             return Err(MpiError::new(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!(
-                    "error class {class} still has {} error code(s) (remove them first)",
+                    "error class {class:?} still has {} error code(s) (remove them first)",
                     codes - 1
                 ),
             ));
         }
         if self.user(class).is_some_and(|u| u.text.is_some()) {
             return Err(MpiError::new(
-                abi::MPI_ERR_ARG,
-                format!("error class {class} still has its string (remove it first)"),
+                Class::Arg,
+                format!("error class {class:?} still has its string (remove it first)"),
             ));
         }
-        self.codes[Self::index(class).expect("a user class")] = None;
+        self.remove(class);
         Ok(())
     }
 
-    /// The class of `code`, predefined or user.
-    pub fn class_of(&self, code: c_int) -> Option<c_int> {
-        if is_predefined_class(code) {
-            Some(code)
-        } else {
-            self.user(code).map(|u| u.class)
+    /// Forget user class or code `code`; its number is never used again.
+    fn remove(&mut self, code: Code) {
+        if let Code::User(n) = code {
+            self.codes[n as usize] = None;
+        }
+    }
+
+    /// The class of `code`, predefined or user; `None` for a value that
+    /// names no class or code.
+    pub fn class_of(&self, code: Code) -> Option<Code> {
+        match code {
+            Code::Class(_) => Some(code),
+            _ => self.user(code).map(|u| u.class),
         }
     }
 
     /// The string of a user class or code (empty if none was added).
-    pub fn string(&self, code: c_int) -> Option<&str> {
+    pub fn string(&self, code: Code) -> Option<&str> {
         self.user(code)
             .map(|u| u.text.as_deref().unwrap_or_default())
     }
 }
 
+/// How many classes and codes the application may add: as many as every
+/// ABI can number with positive `int`s above its `MPI_ERR_LASTCODE`
+/// (MPICH's, `2^30 - 1`, leaves the fewest).
+pub const MAX_USER_CODES: u32 = 0x3fff_0000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const ARG: Code = Code::Class(Class::Arg);
+
     #[test]
-    fn user_classes_and_codes_count_up_from_above_the_last_predefined_code() {
+    fn user_classes_and_codes_count_up_from_0() {
         let mut e = Errors::default();
-        assert_eq!(e.last_used(), abi::MPI_ERR_LASTCODE);
+        assert_eq!(e.last_used(), None);
         let class = e.add_class().unwrap();
         let code = e.add_code(class).unwrap();
-        let code2 = e.add_code(abi::MPI_ERR_ARG).unwrap();
+        let code2 = e.add_code(ARG).unwrap();
         assert_eq!(
             (class, code, code2),
-            (FIRST_USER_CODE, FIRST_USER_CODE + 1, FIRST_USER_CODE + 2)
+            (Code::User(0), Code::User(1), Code::User(2))
         );
         assert_eq!(e.class_of(code), Some(class));
-        assert_eq!(e.class_of(code2), Some(abi::MPI_ERR_ARG));
-        assert_eq!(e.last_used(), code2);
+        assert_eq!(e.class_of(code2), Some(ARG));
+        assert_eq!(e.last_used(), Some(code2));
         assert!(e.add_code(code).is_err(), "a code is not a class");
+        assert!(e.add_code(Code::Foreign(7)).is_err(), "nor a foreign value");
         e.set_string(code, "mine").unwrap();
         assert_eq!(e.string(code), Some("mine"));
-        assert!(e.set_string(abi::MPI_ERR_ARG, "no").is_err());
-        assert_eq!(e.class_of(FIRST_USER_CODE + 3), None);
+        assert!(e.set_string(ARG, "no").is_err());
+        assert_eq!(e.class_of(Code::User(3)), None);
+        assert_eq!(e.class_of(Code::Foreign(-5)), None);
     }
 
     #[test]
@@ -279,15 +311,15 @@ mod tests {
         let mut e = Errors::default();
         let class = e.add_class().unwrap();
         let code = e.add_code(class).unwrap();
-        let other = e.add_code(abi::MPI_ERR_OTHER).unwrap();
+        let other = e.add_code(Class::Other.into()).unwrap();
         e.set_string(code, "mine").unwrap();
         // Predefined classes and codes stay; a class with codes stays.
-        for c in [abi::MPI_ERR_ARG, abi::MPI_SUCCESS, abi::MPI_ERR_LASTCODE] {
+        for c in [ARG, Code::SUCCESS, Code::Foreign(0x3fff_ffff)] {
             assert!(e.remove_class(c).is_err() && e.remove_code(c).is_err());
             assert!(e.remove_string(c).is_err());
         }
         let still = e.remove_class(class).unwrap_err();
-        assert_eq!(still.class, abi::MPI_ERR_ARG);
+        assert_eq!(still.code, ARG);
         assert_eq!(e.class_of(class), Some(class));
         // A class is not a code and a code not a class.
         assert!(e.remove_code(class).is_err());
@@ -309,11 +341,11 @@ mod tests {
         assert_eq!((e.class_of(class), e.string(class)), (None, None));
         assert!(e.add_code(class).is_err());
         // The code of a predefined class is still the largest in use.
-        assert_eq!(e.last_used(), other);
+        assert_eq!(e.last_used(), Some(other));
         e.remove_code(other).unwrap();
-        assert_eq!(e.last_used(), abi::MPI_ERR_LASTCODE);
-        // Values are not used again.
-        assert_eq!(e.add_class().unwrap(), other + 1);
-        assert_eq!(e.last_used(), other + 1);
+        assert_eq!(e.last_used(), None);
+        // Numbers are not used again.
+        assert_eq!(e.add_class().unwrap(), Code::User(3));
+        assert_eq!(e.last_used(), Some(Code::User(3)));
     }
 }

@@ -1,9 +1,9 @@
 //! Groups: ordered sets of processes, named by their engine process id
 //! (MPI-4.0 §7.3). Every operation here is local.
 
+use super::Class;
 use super::peer::Rank;
 use super::{MpiError, MpiResult};
-use crate::abi;
 
 /// An MPI group: member `i` has rank `i`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -107,7 +107,7 @@ impl Group {
                 Rank::Null => Ok(Some(Rank::Null)),
                 Rank::Proc(r) => Ok(other.rank_of(self.member(r)?).map(Rank::Proc)),
                 Rank::Any => Err(MpiError::new(
-                    abi::MPI_ERR_RANK,
+                    Class::Rank,
                     "MPI_ANY_SOURCE is not a rank of a group",
                 )),
             })
@@ -120,7 +120,7 @@ impl Group {
             .and_then(|r| self.members.get(r).copied())
             .ok_or_else(|| {
                 MpiError::new(
-                    abi::MPI_ERR_RANK,
+                    Class::Rank,
                     format!("rank {rank} is not in a group of size {}", self.size()),
                 )
             })
@@ -133,7 +133,7 @@ impl Group {
             self.member(r)?;
             if std::mem::replace(&mut seen[r as usize], true) {
                 return Err(MpiError::new(
-                    abi::MPI_ERR_RANK,
+                    Class::Rank,
                     format!("rank {r} appears twice"),
                 ));
             }
@@ -165,7 +165,7 @@ impl Group {
         let mut ranks = Vec::new();
         for &[first, last, stride] in ranges {
             if stride == 0 {
-                return Err(MpiError::new(abi::MPI_ERR_ARG, "range with stride 0"));
+                return Err(MpiError::new(Class::Arg, "range with stride 0"));
             }
             self.member(first)?;
             self.member(last)?;
@@ -215,7 +215,7 @@ mod tests {
             ]
         );
         for bad in [Rank::Proc(3), Rank::Any] {
-            assert_eq!(a.translate([bad], &b).unwrap_err().class, abi::MPI_ERR_RANK);
+            assert_eq!(a.translate([bad], &b).unwrap_err().code, Class::Rank);
         }
     }
 
@@ -232,9 +232,9 @@ mod tests {
         let a = g(&[10, 11, 12, 13]);
         assert_eq!(a.incl(&[3, 0]).unwrap(), g(&[13, 10]));
         assert_eq!(a.excl(&[3, 0]).unwrap(), g(&[11, 12]));
-        assert_eq!(a.incl(&[1, 1]).unwrap_err().class, abi::MPI_ERR_RANK);
-        assert_eq!(a.excl(&[4]).unwrap_err().class, abi::MPI_ERR_RANK);
-        assert_eq!(a.incl(&[-1]).unwrap_err().class, abi::MPI_ERR_RANK);
+        assert_eq!(a.incl(&[1, 1]).unwrap_err().code, Class::Rank);
+        assert_eq!(a.excl(&[4]).unwrap_err().code, Class::Rank);
+        assert_eq!(a.incl(&[-1]).unwrap_err().code, Class::Rank);
     }
 
     #[test]
@@ -245,13 +245,7 @@ mod tests {
             vec![0, 3, 6, 7, 5]
         );
         assert_eq!(a.expand_ranges(&[[2, 1, 1]]).unwrap(), Vec::<i32>::new());
-        assert_eq!(
-            a.expand_ranges(&[[0, 1, 0]]).unwrap_err().class,
-            abi::MPI_ERR_ARG
-        );
-        assert_eq!(
-            a.expand_ranges(&[[0, 8, 1]]).unwrap_err().class,
-            abi::MPI_ERR_RANK
-        );
+        assert_eq!(a.expand_ranges(&[[0, 1, 0]]).unwrap_err().code, Class::Arg);
+        assert_eq!(a.expand_ranges(&[[0, 8, 1]]).unwrap_err().code, Class::Rank);
     }
 }

@@ -1,9 +1,13 @@
 //! The MPI library's state, independent of any ABI: communicators (member
 //! lists and context ids), requests, error handlers, and the engine.
 //!
-//! An ABI entry layer (today `mpich`, the MPICH ABI with `int` handles)
-//! turns handles into indices here and results into its error codes, so a
-//! second entry layer (the MPI-5 standard ABI) can share all of this.
+//! The core speaks its own types, never an ABI's numbers: error classes and
+//! codes ([`error`]), ranks and tags with their wildcards ([`peer`]), a
+//! status ([`status`]), error handlers, thread levels, topology kinds and
+//! predefined attributes as enums, objects by slot. An entry layer (`mpich`,
+//! the MPICH ABI with `int` handles; `std_abi`, the MPI-5 standard ABI,
+//! which translates into it) turns its handles and constants into these
+//! and back.
 //!
 //! Every engine tag carries the communicator's context id in its upper 32
 //! bits and the MPI tag below; a communicator owns two context ids, the
@@ -40,12 +44,11 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::fmt;
+
 use std::sync::{Mutex, MutexGuard};
 
 use shm_engine::{Endpoint, bootstrap};
 
-use crate::abi;
 use progress::Poll;
 
 pub mod attr;
@@ -53,6 +56,7 @@ pub mod bsend;
 pub mod comm;
 pub mod datatype;
 pub mod errh;
+pub mod error;
 pub mod group;
 pub mod hwsplit;
 pub mod info;
@@ -67,35 +71,8 @@ pub mod table;
 pub mod topo;
 
 pub use comm::Comm;
+pub use error::{Class, Code, MpiError, MpiResult};
 pub use status::Status;
-
-/// An MPI error: its class and what the application should be told.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MpiError {
-    pub class: i32,
-    pub message: String,
-    /// The communicator slot whose error handler applies, when it is not
-    /// the one the call names (a request's communicator).
-    pub comm: Option<usize>,
-}
-
-impl MpiError {
-    pub fn new(class: i32, message: impl Into<String>) -> Self {
-        Self {
-            class,
-            message: message.into(),
-            comm: None,
-        }
-    }
-}
-
-impl fmt::Display for MpiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.message, class_name(self.class))
-    }
-}
-
-pub type MpiResult<T> = Result<T, MpiError>;
 
 /// Tell the user something on standard error, as one line written at
 /// once, so that the lines of several processes sharing the launcher's
@@ -104,45 +81,6 @@ pub fn report(message: &str) {
     use std::io::Write;
     let line = format!("Tessel MPI: {message}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
-}
-
-/// The name of an error class, for messages: from the ABI table, where
-/// every predefined class is (`MPI_SUCCESS`, `MPI_ERR_*`, `MPI_T_ERR_*`),
-/// and the later classes beside it.
-pub fn class_name(class: i32) -> &'static str {
-    abi::CONSTANTS
-        .iter()
-        .chain(abi::LATER_CLASSES)
-        .filter(|c| {
-            c.name == "MPI_SUCCESS"
-                || c.name.starts_with("MPI_ERR_")
-                || c.name.starts_with("MPI_T_ERR_")
-        })
-        .find(|c| c.value == i64::from(class) && c.name != "MPI_ERR_LASTCODE")
-        .map_or("unknown error class", |c| c.name)
-}
-
-/// Whether `class` is one of the predefined error classes.
-pub fn is_predefined_class(class: i32) -> bool {
-    class_name(class) != "unknown error class"
-}
-
-impl From<shm_engine::Error> for MpiError {
-    fn from(e: shm_engine::Error) -> Self {
-        let class = match e {
-            shm_engine::Error::InvalidPeer { .. } => abi::MPI_ERR_RANK,
-            shm_engine::Error::Truncated { .. } => abi::MPI_ERR_TRUNCATE,
-            _ => abi::MPI_ERR_OTHER,
-        };
-        MpiError::new(class, e.to_string())
-    }
-}
-
-impl MpiError {
-    fn on(mut self, comm: usize) -> Self {
-        self.comm = Some(comm);
-        self
-    }
 }
 
 /// A request in flight, or one that completed at once (`MPI_PROC_NULL`).
@@ -265,7 +203,7 @@ pub struct Runtime {
     /// User error handlers and error codes.
     pub errors: errh::Errors,
     /// The world model's thread level (`MPI_Query_thread`).
-    pub thread_level: i32,
+    pub thread_level: session::ThreadLevel,
     /// The thread that initialized the world model (`MPI_Is_thread_main`).
     pub main_thread: std::thread::ThreadId,
     /// Open sessions, the world model's hidden one included.
@@ -286,11 +224,10 @@ impl Runtime {
     /// every process of the job.
     pub fn new() -> MpiResult<Self> {
         let boot = bootstrap::from_env()
-            .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("bootstrap: {e}")))?;
+            .map_err(|e| MpiError::new(Class::Other, format!("bootstrap: {e}")))?;
         let mut ep = Endpoint::new(boot)
-            .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("engine start-up: {e}")))?;
+            .map_err(|e| MpiError::new(Class::Other, format!("engine start-up: {e}")))?;
         let psets = session::job_psets(&mut ep)?;
-        let job_size = ep.size() as i32;
         Ok(Self {
             ep,
             comms: vec![None, None],
@@ -310,9 +247,9 @@ impl Runtime {
             types: table::Table::new(FIRST_DERIVED_TYPE),
             predefined_type_names: HashMap::new(),
             next_ctx: session::FIRST_AGREED_CTX,
-            attrs: attr::Attrs::new(job_size),
+            attrs: attr::Attrs::default(),
             errors: errh::Errors::default(),
-            thread_level: abi::MPI_THREAD_SINGLE,
+            thread_level: session::ThreadLevel::Single,
             main_thread: std::thread::current().id(),
             sessions: table::Table::new(0),
             psets,
@@ -337,13 +274,13 @@ impl Runtime {
         let what = match slot {
             WORLD => "MPI_COMM_WORLD",
             SELF => "MPI_COMM_SELF",
-            _ => return MpiError::new(abi::MPI_ERR_COMM, "invalid communicator"),
+            _ => return MpiError::new(Class::Comm, "invalid communicator"),
         };
         let why = match self.world {
             Phase::After => "after MPI_Finalize",
             _ => "without MPI_Init: a process using only sessions has no world communicator",
         };
-        MpiError::new(abi::MPI_ERR_COMM, format!("{what} used {why}"))
+        MpiError::new(Class::Comm, format!("{what} used {why}"))
     }
 
     pub fn add_req(&mut self, r: Req) -> usize {
@@ -415,7 +352,7 @@ impl Runtime {
             Req::Persistent(p) if partitioned::unstarted(&p) => {
                 self.restore_req(i, Req::Persistent(p));
                 Err(MpiError::new(
-                    abi::MPI_ERR_REQUEST,
+                    Class::Request,
                     "waiting for a partitioned send before every partition is ready (MPI_Pready) would never return",
                 ))
             }
@@ -452,12 +389,12 @@ impl Runtime {
             Req::Part(round) => match round.op {
                 Some(op) => self.finish(*op),
                 None => Err(MpiError::new(
-                    abi::MPI_ERR_INTERN,
+                    Class::Intern,
                     "a partitioned send finished before it started",
                 )),
             },
             Req::Persistent(_) | Req::Generalized(_) => Err(MpiError::new(
-                abi::MPI_ERR_INTERN,
+                Class::Intern,
                 format!("a request finished out of its slot: {r:?}"),
             )),
         }
@@ -494,7 +431,7 @@ impl Runtime {
                 incoming,
                 capacity,
             }) => Err(MpiError::new(
-                abi::MPI_ERR_TRUNCATE,
+                Class::Truncate,
                 format!(
                     "message of {incoming} bytes from rank {} (tag {}) truncated to the {capacity}-byte receive buffer",
                     rank_of(source).unwrap_or(-1),
@@ -514,7 +451,7 @@ impl Runtime {
         if !g.complete {
             self.restore_req(i, Req::Generalized(g));
             return Err(MpiError::new(
-                abi::MPI_ERR_REQUEST,
+                Class::Request,
                 "waiting for a generalized request that is not complete would never return: call MPI_Grequest_complete first",
             ));
         }
@@ -534,7 +471,7 @@ impl Runtime {
         let (r, st) = self.settle(r);
         self.restore_req(i, r);
         match st {
-            Some(st) if st.error != abi::MPI_SUCCESS => done_result(st).map(Some),
+            Some(st) if !st.error.is_success() => done_result(st).map(Some),
             st => Ok(st),
         }
     }
@@ -548,7 +485,7 @@ impl Runtime {
             Req::Engine { req, comm, staged } => {
                 let st = self
                     .finish_engine(req, comm, staged)
-                    .unwrap_or_else(|e| Status::error(e.class));
+                    .unwrap_or_else(|e| Status::error(e.code));
                 (Req::Done(st), Some(st))
             }
             Req::Persistent(mut p) => match p.active.take() {
@@ -562,7 +499,7 @@ impl Runtime {
             Req::Generalized(mut g) if g.complete => {
                 let mut st = Status::empty();
                 let rc = run_callback(|| (g.query)(&mut st));
-                if rc != abi::MPI_SUCCESS {
+                if !rc.is_success() {
                     st.error = rc;
                 }
                 (Req::Generalized(g), Some(st))
@@ -570,12 +507,12 @@ impl Runtime {
             Req::Generalized(_) => (r, None),
             Req::Coll(ref s) if !s.is_done() => (r, None),
             Req::Coll(s) => {
-                let st = self.wait_coll(s).unwrap_or_else(|e| Status::error(e.class));
+                let st = self.wait_coll(s).unwrap_or_else(|e| Status::error(e.code));
                 (Req::Done(st), Some(st))
             }
             Req::Pair { .. } | Req::Flush(_) | Req::Part(_) if !self.is_ready(&r) => (r, None),
             Req::Pair { .. } | Req::Flush(_) | Req::Part(_) => {
-                let st = self.finish(r).unwrap_or_else(|e| Status::error(e.class));
+                let st = self.finish(r).unwrap_or_else(|e| Status::error(e.code));
                 (Req::Done(st), Some(st))
             }
         }
@@ -592,7 +529,7 @@ impl Runtime {
                     "not a persistent request"
                 };
                 self.restore_req(i, other);
-                return Err(MpiError::new(abi::MPI_ERR_REQUEST, why));
+                return Err(MpiError::new(Class::Request, why));
             }
         };
         let res = (p.start)(self).map(|round| p.active = Some(Box::new(round)));
@@ -623,7 +560,7 @@ impl Runtime {
                 Ok(())
             }
             Some(Req::Coll(_)) => Err(MpiError::new(
-                abi::MPI_ERR_REQUEST,
+                Class::Request,
                 "a nonblocking collective cannot be cancelled (MPI-4.0 §6.12)",
             )),
             Some(Req::Persistent(p)) => match p.active.as_deref() {
@@ -633,7 +570,7 @@ impl Runtime {
                 }
                 Some(_) => Ok(()),
                 None => Err(MpiError::new(
-                    abi::MPI_ERR_REQUEST,
+                    Class::Request,
                     "cannot cancel an inactive persistent request",
                 )),
             },
@@ -684,15 +621,12 @@ impl Runtime {
             }
             Some(Req::Generalized(_)) => {
                 return Err(MpiError::new(
-                    abi::MPI_ERR_REQUEST,
+                    Class::Request,
                     "the generalized request is already complete",
                 ));
             }
             _ => {
-                return Err(MpiError::new(
-                    abi::MPI_ERR_REQUEST,
-                    "not a generalized request",
-                ));
+                return Err(MpiError::new(Class::Request, "not a generalized request"));
             }
         };
         match freed.then(|| self.take_req(i)).transpose()? {
@@ -834,7 +768,7 @@ impl Runtime {
 }
 
 fn invalid_request() -> MpiError {
-    MpiError::new(abi::MPI_ERR_REQUEST, "invalid request")
+    MpiError::new(Class::Request, "invalid request")
 }
 
 impl Runtime {
@@ -856,7 +790,7 @@ impl Runtime {
 
 /// A finished request's result: its error, if its status records one.
 fn done_result(st: Status) -> MpiResult<Status> {
-    if st.error == abi::MPI_SUCCESS {
+    if st.error.is_success() {
         Ok(st)
     } else {
         Err(MpiError::new(st.error, "the request failed"))

@@ -13,9 +13,9 @@
 
 use std::fmt;
 
+use super::Class;
 use super::request::StartFn;
 use super::{MpiError, MpiResult, Req, Runtime};
-use crate::abi;
 
 /// The bit of the engine tag that marks a partitioned message.
 pub const PARTITIONED: u64 = 1 << 31;
@@ -74,7 +74,7 @@ impl Round {
             Ok(())
         } else {
             Err(MpiError::new(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!(
                     "partition {partition} of a request of {} partitions",
                     self.partitions
@@ -92,7 +92,7 @@ pub fn unstarted(p: &super::request::Persistent) -> bool {
 
 fn not_partitioned(what: &str) -> MpiError {
     MpiError::new(
-        abi::MPI_ERR_REQUEST,
+        Class::Request,
         format!("not an active partitioned {what} request"),
     )
 }
@@ -123,7 +123,7 @@ impl Runtime {
         for &k in partitions {
             if std::mem::replace(&mut round.ready[k], true) {
                 return Err(MpiError::new(
-                    abi::MPI_ERR_ARG,
+                    Class::Arg,
                     format!("partition {k} is already ready in this round"),
                 ));
             }

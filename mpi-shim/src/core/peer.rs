@@ -7,8 +7,8 @@
 
 use shm_engine::{Source, TagMatch};
 
+use super::Class;
 use super::{Comm, MpiError, MpiResult};
-use crate::abi;
 
 /// A rank argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl Comm {
     pub fn check_rank(&self, rank: Rank, what: &str, wildcard: bool) -> MpiResult<()> {
         let invalid = |r: &dyn std::fmt::Display| {
             MpiError::new(
-                abi::MPI_ERR_RANK,
+                Class::Rank,
                 format!(
                     "invalid {what} rank {r} in a communicator of size {}",
                     self.size()
@@ -96,9 +96,9 @@ pub fn check_tag(tag: Tag, wildcard: bool) -> MpiResult<Option<i32>> {
     match tag {
         Tag::Value(t) if t >= 0 => Ok(Some(t)),
         Tag::Any if wildcard => Ok(None),
-        Tag::Value(t) => Err(MpiError::new(abi::MPI_ERR_TAG, format!("invalid tag {t}"))),
+        Tag::Value(t) => Err(MpiError::new(Class::Tag, format!("invalid tag {t}"))),
         Tag::Any => Err(MpiError::new(
-            abi::MPI_ERR_TAG,
+            Class::Tag,
             "MPI_ANY_TAG is not a tag to send with",
         )),
     }

@@ -9,8 +9,7 @@
 
 use std::fmt;
 
-use super::{MpiError, MpiResult, Req, Runtime, Status};
-use crate::abi;
+use super::{Code, MpiError, MpiResult, Req, Runtime, Status};
 
 /// What starts one round of a persistent request.
 pub type StartFn = Box<dyn FnMut(&mut Runtime) -> MpiResult<Req>>;
@@ -36,12 +35,12 @@ impl fmt::Debug for Persistent {
 pub struct Generalized {
     /// Fills the status of the completed operation (given the empty
     /// status).
-    pub query: Box<dyn FnMut(&mut Status) -> i32>,
+    pub query: Box<dyn FnMut(&mut Status) -> Code>,
     /// Releases the application's state; called once, when the request
     /// is freed after completion.
-    pub free: Box<dyn FnMut() -> i32>,
+    pub free: Box<dyn FnMut() -> Code>,
     /// Told whether the operation already completed.
-    pub cancel: Box<dyn FnMut(bool) -> i32>,
+    pub cancel: Box<dyn FnMut(bool) -> Code>,
     pub complete: bool,
     /// `MPI_Request_free` came before completion: free at completion.
     pub freed: bool,
@@ -57,14 +56,11 @@ impl fmt::Debug for Generalized {
 }
 
 /// An application callback's error code as an error.
-pub fn callback_result(rc: i32, what: &str) -> MpiResult<()> {
-    if rc == abi::MPI_SUCCESS {
+pub fn callback_result(rc: Code, what: &str) -> MpiResult<()> {
+    if rc.is_success() {
         Ok(())
     } else {
-        Err(MpiError::new(
-            rc,
-            format!("the {what} callback returned {rc}"),
-        ))
+        Err(MpiError::new(rc, format!("the {what} callback failed")))
     }
 }
 

@@ -51,9 +51,10 @@ use std::collections::BTreeMap;
 
 use shm_engine::Endpoint;
 
+use super::Class;
+use super::errh::Errhandler;
 use super::group::Group;
 use super::{Comm, MpiError, MpiResult, Phase, Runtime, SELF, WORLD};
-use crate::abi::{self, MPI_Errhandler};
 
 /// Context ids from here up are bootstrap contexts of
 /// `MPI_Comm_create_from_group`; the ids agreed for communicators stay
@@ -74,6 +75,46 @@ pub const NODE_PSET: &str = "mpix://node";
 /// Prefix of the NUMA node sets, followed by the node's number.
 pub const NUMA_PSET: &str = "mpix://numa/";
 
+/// A thread support level (MPI-4.1 §11.6), in the standard's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThreadLevel {
+    Single,
+    Funneled,
+    Serialized,
+    Multiple,
+}
+
+impl ThreadLevel {
+    /// The most this library provides: one call at a time, under the
+    /// library lock.
+    pub const PROVIDED: ThreadLevel = ThreadLevel::Serialized;
+
+    /// What the library provides when `asked` for a level: that level, at
+    /// most [`Self::PROVIDED`].
+    pub fn provided(asked: ThreadLevel) -> ThreadLevel {
+        asked.min(Self::PROVIDED)
+    }
+
+    /// The level's name, as the `thread_level` info key spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadLevel::Single => "MPI_THREAD_SINGLE",
+            ThreadLevel::Funneled => "MPI_THREAD_FUNNELED",
+            ThreadLevel::Serialized => "MPI_THREAD_SERIALIZED",
+            ThreadLevel::Multiple => "MPI_THREAD_MULTIPLE",
+        }
+    }
+
+    /// The level a `thread_level` info value names (any case, MPI-4.1
+    /// §11.3.1); `MPI_THREAD_SINGLE` for anything else.
+    pub fn from_name(name: &str) -> ThreadLevel {
+        [Self::Multiple, Self::Serialized, Self::Funneled]
+            .into_iter()
+            .find(|l| l.name().eq_ignore_ascii_case(name))
+            .unwrap_or(Self::Single)
+    }
+}
+
 /// A named process set: engine process ids, in the rank order of the
 /// group made from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,9 +127,9 @@ pub struct Pset {
 #[derive(Debug)]
 pub struct Session {
     /// Its error handler (an entry-layer handle).
-    pub errhandler: MPI_Errhandler,
+    pub errhandler: Errhandler,
     /// The thread level it provides.
-    pub thread_level: i32,
+    pub thread_level: ThreadLevel,
     /// The world model's session, which applications have no handle to.
     pub hidden: bool,
     /// Its buffer for buffered sends (`MPI_Session_attach_buffer`).
@@ -102,7 +143,7 @@ pub(super) fn job_psets(ep: &mut Endpoint) -> MpiResult<Vec<Pset>> {
         .filter(|&r| ep.bootstrap().node_of(r) == node)
         .collect();
     let named = shm_engine::bootstrap::pset::read(ep.bootstrap())
-        .map_err(|e| MpiError::new(abi::MPI_ERR_OTHER, format!("process sets: {e}")))?;
+        .map_err(|e| MpiError::new(Class::Other, format!("process sets: {e}")))?;
     let mut psets = vec![
         Pset {
             name: WORLD_PSET.into(),
@@ -176,12 +217,7 @@ impl Runtime {
         self.psets
             .iter()
             .find(|p| p.name.eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                MpiError::new(
-                    abi::MPI_ERR_ARG,
-                    format!("no process set is named {name:?}"),
-                )
-            })
+            .ok_or_else(|| MpiError::new(Class::Arg, format!("no process set is named {name:?}")))
     }
 
     /// Open a session; returns its slot.
@@ -194,7 +230,7 @@ impl Runtime {
         self.sessions
             .get(slot)
             .filter(|s| !s.hidden)
-            .ok_or_else(|| MpiError::new(abi::MPI_ERR_SESSION, "invalid session"))
+            .ok_or_else(|| MpiError::new(Class::Session, "invalid session"))
     }
 
     pub fn session_mut(&mut self, slot: usize) -> MpiResult<&mut Session> {
@@ -229,7 +265,7 @@ impl Runtime {
         &mut self,
         group: &Group,
         tag: &str,
-        errhandler: MPI_Errhandler,
+        errhandler: Errhandler,
     ) -> MpiResult<usize> {
         let slot = self.make_comm(group.members.clone(), tag, errhandler, None)?;
         self.comm_mut(slot)?.session = group.session;
@@ -242,13 +278,13 @@ impl Runtime {
         &mut self,
         members: Vec<u32>,
         tag: &str,
-        errhandler: MPI_Errhandler,
+        errhandler: Errhandler,
         reserved: Option<usize>,
     ) -> MpiResult<usize> {
         let me = self.ep.rank();
         if !members.contains(&me) {
             return Err(MpiError::new(
-                abi::MPI_ERR_GROUP,
+                Class::Group,
                 "the calling process is not a member of the group",
             ));
         }
@@ -276,16 +312,16 @@ impl Runtime {
     /// `MPI_Init`: open the world's hidden session and make
     /// `MPI_COMM_WORLD` and `MPI_COMM_SELF` from `mpi://WORLD` and
     /// `mpi://SELF` (local: their context ids are reserved).
-    pub fn world_init(&mut self, thread_level: i32) -> MpiResult<()> {
+    pub fn world_init(&mut self, thread_level: ThreadLevel) -> MpiResult<()> {
         let session = self.session_open(Session {
-            errhandler: abi::MPI_ERRORS_ARE_FATAL,
+            errhandler: Errhandler::Fatal,
             thread_level,
             hidden: true,
             bsend: None,
         });
         for (slot, name) in [(WORLD, WORLD_PSET), (SELF, SELF_PSET)] {
             let members = self.pset(name)?.members.clone();
-            self.make_comm(members, name, abi::MPI_ERRORS_ARE_FATAL, Some(slot))?;
+            self.make_comm(members, name, Errhandler::Fatal, Some(slot))?;
         }
         self.thread_level = thread_level;
         self.main_thread = std::thread::current().id();
@@ -299,7 +335,7 @@ impl Runtime {
     pub fn world_finalize(&mut self) -> MpiResult<()> {
         let Phase::Running { session } = self.world else {
             return Err(MpiError::new(
-                abi::MPI_ERR_OTHER,
+                Class::Other,
                 "the world model is not initialized",
             ));
         };

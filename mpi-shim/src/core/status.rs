@@ -4,9 +4,8 @@
 //! (MPICH splits the count in two words and keeps the cancelled flag in
 //! one of their bits); entry layers translate at their edge.
 
-use super::Comm;
 use super::peer::{Rank, Tag};
-use crate::abi;
+use super::{Code, Comm};
 
 /// A status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,7 +16,7 @@ pub struct Status {
     /// The message's tag; [`Tag::Any`] in the empty status.
     pub tag: Tag,
     /// An error code (`MPI_SUCCESS` unless the operation failed).
-    pub error: i32,
+    pub error: Code,
     /// The bytes received (or sent).
     pub bytes: u64,
     /// The operation was cancelled (`MPI_Test_cancelled`).
@@ -31,7 +30,7 @@ impl Status {
         Self {
             source: Rank::Any,
             tag: Tag::Any,
-            error: abi::MPI_SUCCESS,
+            error: Code::SUCCESS,
             bytes: 0,
             cancelled: false,
         }
@@ -57,7 +56,7 @@ impl Status {
 
     /// The empty status recording error `code`, as a request that failed
     /// reports it (for `MPI_ERR_IN_STATUS`).
-    pub const fn error(code: i32) -> Self {
+    pub const fn error(code: Code) -> Self {
         Self {
             error: code,
             ..Self::empty()
@@ -91,12 +90,13 @@ impl Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::Class;
 
     #[test]
     fn special_statuses_differ_from_the_empty_one_in_one_field() {
         let empty = Status::empty();
         assert_eq!((empty.source, empty.tag), (Rank::Any, Tag::Any));
-        assert_eq!((empty.error, empty.bytes), (abi::MPI_SUCCESS, 0));
+        assert_eq!((empty.error, empty.bytes), (Code::SUCCESS, 0));
         assert!(!empty.cancelled);
         assert_eq!(
             Status::proc_null(),
@@ -113,9 +113,9 @@ mod tests {
             }
         );
         assert_eq!(
-            Status::error(abi::MPI_ERR_TRUNCATE),
+            Status::error(Class::Truncate.into()),
             Status {
-                error: abi::MPI_ERR_TRUNCATE,
+                error: Class::Truncate.into(),
                 ..empty
             }
         );

@@ -2,9 +2,9 @@
 //! distributed graphs, kept in the communicator they describe. The library
 //! never reorders ranks: rank `r` of a topology is rank `r` of its parent.
 
+use super::Class;
 use super::peer::Rank;
 use super::{MpiError, MpiResult};
-use crate::abi;
 
 /// A communicator's virtual topology.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,13 +18,21 @@ pub enum Topology {
     DistGraph(DistGraph),
 }
 
+/// What kind of topology a communicator has (`MPI_Topo_test`, MPI-4.1
+/// §8.5.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Cart,
+    Graph,
+    DistGraph,
+}
+
 impl Topology {
-    /// `MPI_CART`, `MPI_GRAPH` or `MPI_DIST_GRAPH`.
-    pub fn kind(&self) -> i32 {
+    pub fn kind(&self) -> Kind {
         match self {
-            Topology::Cart(_) => abi::MPI_CART,
-            Topology::Graph { .. } => abi::MPI_GRAPH,
-            Topology::DistGraph(_) => abi::MPI_DIST_GRAPH,
+            Topology::Cart(_) => Kind::Cart,
+            Topology::Graph { .. } => Kind::Graph,
+            Topology::DistGraph(_) => Kind::DistGraph,
         }
     }
 }
@@ -110,7 +118,7 @@ pub struct Cart {
 }
 
 fn dims_error(msg: impl Into<String>) -> MpiError {
-    MpiError::new(abi::MPI_ERR_DIMS, msg)
+    MpiError::new(Class::Dims, msg)
 }
 
 impl Cart {
@@ -214,7 +222,7 @@ impl Cart {
 pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
     if nnodes < 0 {
         return Err(MpiError::new(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             format!("negative number of nodes {nnodes}"),
         ));
     }
@@ -317,11 +325,11 @@ mod tests {
         assert_eq!(dims(6, vec![0, 3, 0]).unwrap(), [2, 3, 1]);
         assert_eq!(dims(1, vec![0, 0]).unwrap(), [1, 1]);
         assert_eq!(dims(4, vec![2, 2]).unwrap(), [2, 2]);
-        assert_eq!(dims(7, vec![0, 3]).unwrap_err().class, abi::MPI_ERR_DIMS);
-        assert_eq!(dims(4, vec![-1, 0]).unwrap_err().class, abi::MPI_ERR_DIMS);
-        assert_eq!(dims(4, vec![2, 3]).unwrap_err().class, abi::MPI_ERR_DIMS);
+        assert_eq!(dims(7, vec![0, 3]).unwrap_err().code, Class::Dims);
+        assert_eq!(dims(4, vec![-1, 0]).unwrap_err().code, Class::Dims);
+        assert_eq!(dims(4, vec![2, 3]).unwrap_err().code, Class::Dims);
         let huge = vec![i32::MAX, i32::MAX, i32::MAX, 0];
-        assert_eq!(dims(8, huge).unwrap_err().class, abi::MPI_ERR_DIMS);
+        assert_eq!(dims(8, huge).unwrap_err().code, Class::Dims);
     }
 
     #[test]
@@ -336,8 +344,8 @@ mod tests {
         assert_eq!(c.rank(&[1, 3]), Some(3));
         assert_eq!(c.rank(&[2, 0]), None);
         assert_eq!(
-            Cart::new(&[2, 0], vec![false; 2]).unwrap_err().class,
-            abi::MPI_ERR_DIMS
+            Cart::new(&[2, 0], vec![false; 2]).unwrap_err().code,
+            Class::Dims
         );
     }
 

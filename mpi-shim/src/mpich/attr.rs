@@ -10,7 +10,50 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use super::*;
-use crate::core::attr::{self, Attr, CopyFn, DeleteFn, Keyval, Object, Predefined};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use crate::core::attr::{self, Attr, CopyFn, DeleteFn, Keyval, Object, Predefined, Value};
+
+/// The predefined attribute keys, in the order of [`PREDEFINED_VALUES`].
+const PREDEFINED_KEYS: [(c_int, Predefined); 7] = [
+    (abi::MPI_TAG_UB, Predefined::TagUb),
+    (abi::MPI_HOST, Predefined::Host),
+    (abi::MPI_IO, Predefined::Io),
+    (abi::MPI_WTIME_IS_GLOBAL, Predefined::WtimeIsGlobal),
+    (abi::MPI_UNIVERSE_SIZE, Predefined::UniverseSize),
+    (abi::MPI_LASTUSEDCODE, Predefined::LastUsedCode),
+    (abi::MPI_APPNUM, Predefined::Appnum),
+];
+
+/// The predefined attributes' values in MPICH's numbers, each behind a
+/// stable address: `MPI_Comm_get_attr` hands out pointers to them (an
+/// `AtomicI32` is laid out as the `int` the application reads), and
+/// [`refresh_last_used`] keeps `MPI_LASTUSEDCODE` current behind its
+/// pointer.
+static PREDEFINED_VALUES: [AtomicI32; 7] = [const { AtomicI32::new(0) }; 7];
+
+fn predefined_index(keyval: c_int) -> Option<usize> {
+    PREDEFINED_KEYS.iter().position(|&(k, _)| k == keyval)
+}
+
+/// The address of the value of predefined key `keyval`, refreshed from
+/// the runtime.
+fn predefined_value(rt: &Runtime, keyval: c_int) -> Option<*const c_int> {
+    let i = predefined_index(keyval)?;
+    let v = match rt.predefined_attr(PREDEFINED_KEYS[i].1) {
+        Value::Int(v) => v,
+        Value::Rank(r) => rank_out(Some(r)),
+        Value::LastCode(c) => codes::last_used_out(c),
+    };
+    PREDEFINED_VALUES[i].store(v, Ordering::Relaxed);
+    Some(PREDEFINED_VALUES[i].as_ptr().cast_const())
+}
+
+/// Keep `MPI_LASTUSEDCODE` behind the pointer the application may hold
+/// in step with the codes added and removed.
+pub(super) fn refresh_last_used(rt: &Runtime) {
+    predefined_value(rt, abi::MPI_LASTUSEDCODE);
+}
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state)",
@@ -73,14 +116,14 @@ fn keyval_handle(slot: usize) -> c_int {
 
 /// The keyval slot of a user keyval handle.
 fn keyval_slot(h: c_int) -> MpiResult<usize> {
-    if Predefined::is_predefined(h) {
+    if predefined_index(h).is_some() {
         return Err(err(
-            abi::MPI_ERR_KEYVAL,
+            Class::Keyval,
             format!("predefined keyval {h:#x} cannot be changed"),
         ));
     }
     abi::direct_index(Kind::Keyval, h)
-        .ok_or_else(|| err(abi::MPI_ERR_KEYVAL, format!("invalid keyval {h:#x}")))
+        .ok_or_else(|| err(Class::Keyval, format!("invalid keyval {h:#x}")))
 }
 
 /// Call the delete callback of `kv` (if any) for `value` on `target`.
@@ -101,7 +144,10 @@ fn run_delete(target: Target, kv_slot: usize, kv: &Keyval, value: usize) -> MpiR
     if rc == abi::MPI_SUCCESS {
         Ok(())
     } else {
-        Err(err(rc, format!("attribute delete callback returned {rc}")))
+        Err(MpiError::new(
+            codes::code_in(rc),
+            format!("attribute delete callback returned {rc}"),
+        ))
     }
 }
 
@@ -149,7 +195,10 @@ fn copy_all(name: &str, from: Target, to: Target) -> MpiResult<()> {
             )
         };
         if rc != abi::MPI_SUCCESS {
-            return Err(err(rc, format!("attribute copy callback returned {rc}")));
+            return Err(MpiError::new(
+                codes::code_in(rc),
+                format!("attribute copy callback returned {rc}"),
+            ));
         }
         if flag != 0 {
             copies.push((slot, new as usize));
@@ -259,12 +308,11 @@ fn get_attr(
     call(name, err_comm, |rt| {
         let target = target(rt)?;
         nonnull(flag, "flag")?;
-        let found = match (target, rt.attrs.predefined.get(keyval)) {
+        let found = match (target, predefined_value(rt, keyval)) {
             (Target::Comm(_), Some(p)) => Some(p as usize),
             _ => {
-                let slot = abi::direct_index(Kind::Keyval, keyval).ok_or_else(|| {
-                    err(abi::MPI_ERR_KEYVAL, format!("invalid keyval {keyval:#x}"))
-                })?;
+                let slot = abi::direct_index(Kind::Keyval, keyval)
+                    .ok_or_else(|| err(Class::Keyval, format!("invalid keyval {keyval:#x}")))?;
                 rt.attrs.keyval(slot, target.object(), true)?;
                 attr::lookup(target.attrs(rt)?, slot)
             }

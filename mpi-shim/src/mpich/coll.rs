@@ -24,7 +24,7 @@ use super::info::info_hints;
 use super::*;
 use crate::abi::MPI_Count;
 use crate::coll::{Builder, Schedule, Sink, algo};
-use crate::ops::{Op, Reduction, UserFn, UserFnC, UserFunction, UserOp};
+use crate::ops::{Op, Reduction, UserOp};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Barrier(MPI_Comm comm)",
@@ -287,17 +287,14 @@ fn sink(ub: &UserBuf) -> Sink {
 /// `n` datatype handles from an argument array.
 unsafe fn types(p: *const MPI_Datatype, n: usize) -> MpiResult<Vec<MPI_Datatype>> {
     if p.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null datatype array"));
+        return Err(err(Class::Arg, "null datatype array"));
     }
     // SAFETY: the array has one entry per rank (MPI contract).
     Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
 }
 
 fn in_place_error(what: &str) -> MpiError {
-    err(
-        abi::MPI_ERR_BUFFER,
-        format!("MPI_IN_PLACE is not valid {what}"),
-    )
+    err(Class::Buffer, format!("MPI_IN_PLACE is not valid {what}"))
 }
 
 /// `n` counts of `c`, displaced by `c` each (the regular collectives as
@@ -335,7 +332,7 @@ unsafe fn reduction_input(
     } else {
         if receives && count > 0 && sendbuf == recvbuf.cast_const() {
             return Err(err(
-                abi::MPI_ERR_BUFFER,
+                Class::Buffer,
                 "send and receive buffers alias (use MPI_IN_PLACE)",
             ));
         }
@@ -356,10 +353,10 @@ fn elem_size(rt: &Runtime, datatype: MPI_Datatype) -> MpiResult<usize> {
 fn total(counts: &[MPI_Count]) -> MpiResult<MPI_Count> {
     counts.iter().try_fold(0 as MPI_Count, |acc, &c| {
         if c < 0 {
-            return Err(err(abi::MPI_ERR_COUNT, format!("negative count {c}")));
+            return Err(err(Class::Count, format!("negative count {c}")));
         }
         acc.checked_add(c)
-            .ok_or_else(|| err(abi::MPI_ERR_COUNT, "count overflows"))
+            .ok_or_else(|| err(Class::Count, "count overflows"))
     })
 }
 
@@ -748,7 +745,7 @@ unsafe fn allgather_any(
     };
     if own.len() > outs[me].len {
         return Err(err(
-            abi::MPI_ERR_TRUNCATE,
+            Class::Truncate,
             "the send data is longer than this process's receive block",
         ));
     }

@@ -168,7 +168,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         return fail(
             name,
             abi::MPI_COMM_WORLD,
-            err(abi::MPI_ERR_ARG, "null communicator pointer"),
+            err(Class::Arg, "null communicator pointer"),
         );
     }
     // SAFETY: non-null pointer to the caller's handle.
@@ -178,10 +178,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
             let slot = comm_slot(h)?;
             rt.comm(slot)?;
             if slot <= core::SELF {
-                return Err(err(
-                    abi::MPI_ERR_COMM,
-                    "predefined communicators cannot be freed",
-                ));
+                return Err(err(Class::Comm, "predefined communicators cannot be freed"));
             }
             Ok(slot)
         })?;
@@ -203,9 +200,12 @@ pub unsafe extern "C" fn MPI_Comm_split(
         let parent = comm_slot(comm)?;
         rt.comm(parent)?;
         nonnull(newcomm, "newcomm")?;
-        if color < 0 && color != abi::MPI_UNDEFINED {
-            return Err(err(abi::MPI_ERR_ARG, format!("invalid color {color}")));
-        }
+        let color = match color {
+            abi::MPI_UNDEFINED => None,
+            c => Some(
+                u32::try_from(c).map_err(|_| err(Class::Arg, format!("invalid color {color}")))?,
+            ),
+        };
         let slot = rt.comm_split(parent, color, key)?;
         // SAFETY: output argument.
         unsafe { out(newcomm, opt_handle(slot)) }
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
                 split.map(|(slot, _)| slot)
             }
             abi::MPI_UNDEFINED => rt.comm_split_hw(parent, key, None)?,
-            t => return Err(err(abi::MPI_ERR_ARG, format!("invalid split type {t}"))),
+            t => return Err(err(Class::Arg, format!("invalid split type {t}"))),
         };
         // SAFETY: output argument.
         unsafe { out(newcomm, opt_handle(slot)) }
@@ -265,7 +265,7 @@ fn subset(rt: &Runtime, parent: usize, group: MPI_Group) -> MpiResult<Vec<u32>> 
     let p = rt.comm(parent)?;
     if let Some(pid) = members.iter().find(|pid| !p.rank_of.contains_key(pid)) {
         return Err(err(
-            abi::MPI_ERR_GROUP,
+            Class::Group,
             format!("process {pid} of the group is not in the communicator"),
         ));
     }
@@ -361,7 +361,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
         let slot = comm_slot(comm)?;
         rt.comm(slot)?;
         // SAFETY: a NUL-terminated name (MPI contract).
-        let mut name = unsafe { read_cstr(comm_name, abi::MPI_ERR_ARG, "name") }?;
+        let mut name = unsafe { read_cstr(comm_name, Class::Arg, "name") }?;
         let max = abi::MPI_MAX_OBJECT_NAME as usize - 1;
         if name.len() > max {
             let mut end = max;
@@ -415,7 +415,7 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -
 fn not_inter(rt: &Runtime, comm: MPI_Comm) -> MpiResult<()> {
     rt.comm(comm_slot(comm)?)?;
     Err(err(
-        abi::MPI_ERR_COMM,
+        Class::Comm,
         "not an intercommunicator (this library has none)",
     ))
 }
@@ -442,11 +442,11 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhan
         };
         if !valid {
             return Err(err(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!("invalid error handler {errhandler:#x}"),
             ));
         }
-        rt.comm_mut(slot)?.errhandler = errhandler;
+        rt.comm_mut(slot)?.errhandler = checked_errhandler(errhandler)?;
         Ok(())
     })
 }
@@ -457,7 +457,7 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     call("MPI_Comm_get_errhandler", comm, |rt| {
-        let h = rt.comm(comm_slot(comm)?)?.errhandler;
+        let h = errhandler_out(rt.comm(comm_slot(comm)?)?.errhandler);
         nonnull(errhandler, "errhandler")?;
         // The application frees what a get returns (MPI-4.1 §9.3.1).
         if let Some(i) = abi::direct_index(Kind::Errhandler, h) {

@@ -6,6 +6,7 @@
 //! implementation, generic over [`Count`] and [`Displ`]; inside the
 //! library a count is always an `MPI_Count`.
 
+use crate::core::Class;
 use std::ffi::c_int;
 
 use super::err;
@@ -92,7 +93,7 @@ pub(crate) unsafe fn counts<C: Count>(
         return Ok(Vec::new());
     }
     if p.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, format!("null {what} array")));
+        return Err(err(Class::Arg, format!("null {what} array")));
     }
     // SAFETY: `n` readable entries (the caller's promise).
     Ok(unsafe { std::slice::from_raw_parts(p, n) }
@@ -110,7 +111,7 @@ pub(crate) unsafe fn displs<D: Displ>(p: *const D, n: usize) -> MpiResult<Vec<is
         return Ok(Vec::new());
     }
     if p.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null displacement array"));
+        return Err(err(Class::Arg, "null displacement array"));
     }
     // SAFETY: `n` readable entries (the caller's promise).
     Ok(unsafe { std::slice::from_raw_parts(p, n) }

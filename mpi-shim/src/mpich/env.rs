@@ -3,6 +3,31 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use super::*;
+use crate::core::session::ThreadLevel;
+
+const THREAD_LEVELS: [(c_int, ThreadLevel); 4] = [
+    (abi::MPI_THREAD_SINGLE, ThreadLevel::Single),
+    (abi::MPI_THREAD_FUNNELED, ThreadLevel::Funneled),
+    (abi::MPI_THREAD_SERIALIZED, ThreadLevel::Serialized),
+    (abi::MPI_THREAD_MULTIPLE, ThreadLevel::Multiple),
+];
+
+/// A required thread level; a value beyond the ends counts as the end.
+fn thread_level_in(v: c_int) -> ThreadLevel {
+    THREAD_LEVELS
+        .iter()
+        .rev()
+        .find(|(c, _)| v >= *c)
+        .map_or(ThreadLevel::Single, |&(_, l)| l)
+}
+
+fn thread_level_out(level: ThreadLevel) -> c_int {
+    THREAD_LEVELS
+        .iter()
+        .find(|(_, l)| *l == level)
+        .map(|&(c, _)| c)
+        .expect("every level has its value")
+}
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Init(int *argc, char ***argv)",
@@ -42,7 +67,7 @@ pub(crate) fn start(state: &mut Library) -> MpiResult<&mut Runtime> {
         }
         Library::Exited => {
             return Err(err(
-                abi::MPI_ERR_OTHER,
+                Class::Other,
                 "the library already left the job (the process is exiting)",
             ));
         }
@@ -130,7 +155,7 @@ fn init(name: &str, required: c_int) -> c_int {
         // inside it cannot be right (nor wait for it).
         return call(name, abi::MPI_COMM_WORLD, |_| {
             Err(err(
-                abi::MPI_ERR_OTHER,
+                Class::Other,
                 "MPI_Init called from an application callback inside an MPI call",
             ))
         });
@@ -146,7 +171,7 @@ fn init(name: &str, required: c_int) -> c_int {
             drop(state);
             return call(name, abi::MPI_COMM_WORLD, |_| {
                 Err(err(
-                    abi::MPI_ERR_OTHER,
+                    Class::Other,
                     "MPI was already initialized (MPI_Init and MPI_Init_thread may be called \
                      once, MPI-4.0 §11.2.1)",
                 ))
@@ -155,9 +180,7 @@ fn init(name: &str, required: c_int) -> c_int {
         Phase::After => fail("MPI_Init after MPI_Finalize is erroneous (MPI-4.0 §11.2.2)".into()),
     }
     let rt = start(&mut state).unwrap_or_else(|e| fail(e.to_string()));
-    // One call at a time under the library lock: SERIALIZED is the most
-    // this library supports.
-    let level = required.clamp(abi::MPI_THREAD_SINGLE, abi::MPI_THREAD_SERIALIZED);
+    let level = ThreadLevel::provided(thread_level_in(required));
     match rt.world_init(level) {
         Ok(()) => abi::MPI_SUCCESS,
         Err(e) => raise_on(rt, name, abi::MPI_ERRORS_ARE_FATAL, abi::MPI_COMM_WORLD, e).finish(),
@@ -182,7 +205,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     }
     call("MPI_Init_thread", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: `provided` is an output argument.
-        unsafe { out(provided, rt.thread_level) }
+        unsafe { out(provided, thread_level_out(rt.thread_level)) }
     })
 }
 
@@ -222,7 +245,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
     call("MPI_Query_thread", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: output argument.
-        unsafe { out(provided, rt.thread_level) }
+        unsafe { out(provided, thread_level_out(rt.thread_level)) }
     })
 }
 

@@ -5,9 +5,11 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+use super::attr::refresh_last_used;
+use super::codes::{code_in, code_out};
 use super::*;
-use crate::core::errh::CommErrhFn;
-use crate::core::is_predefined_class;
+use crate::core::Code;
+use crate::core::errh::{CommErrhFn, Errhandler};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)",
@@ -26,6 +28,33 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Error_string(int errorcode, char *string, int *resultlen)",
 ];
 
+/// An error handler handle as the core's; `None` for a value that is
+/// no error handler handle (whether a user handle is live is the caller's
+/// check).
+pub(crate) fn errhandler_in(h: MPI_Errhandler) -> Option<Errhandler> {
+    match h {
+        abi::MPI_ERRORS_ARE_FATAL => Some(Errhandler::Fatal),
+        abi::MPI_ERRORS_ABORT => Some(Errhandler::Abort),
+        abi::MPI_ERRORS_RETURN => Some(Errhandler::Return),
+        h => abi::direct_index(Kind::Errhandler, h).map(Errhandler::User),
+    }
+}
+
+/// The handle of a core error handler.
+pub(crate) fn errhandler_out(e: Errhandler) -> MPI_Errhandler {
+    match e {
+        Errhandler::Fatal => abi::MPI_ERRORS_ARE_FATAL,
+        Errhandler::Abort => abi::MPI_ERRORS_ABORT,
+        Errhandler::Return => abi::MPI_ERRORS_RETURN,
+        Errhandler::User(i) => abi::direct_handle(Kind::Errhandler, i),
+    }
+}
+
+/// [`errhandler_in`] of a handle the caller checked.
+pub(crate) fn checked_errhandler(h: MPI_Errhandler) -> MpiResult<Errhandler> {
+    errhandler_in(h).ok_or_else(|| err(Class::Arg, format!("invalid error handler {h:#x}")))
+}
+
 fn is_predefined_handler(h: MPI_Errhandler) -> bool {
     matches!(
         h,
@@ -39,8 +68,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     call("MPI_Comm_create_errhandler", abi::MPI_COMM_WORLD, |rt| {
-        let f = comm_errhandler_fn
-            .ok_or_else(|| err(abi::MPI_ERR_ARG, "null error handler function"))?;
+        let f = comm_errhandler_fn.ok_or_else(|| err(Class::Arg, "null error handler function"))?;
         nonnull(errhandler, "errhandler")?;
         let slot = rt.errors.create_handler(f);
         // SAFETY: output argument, checked non-null.
@@ -83,12 +111,12 @@ pub extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> 
         rt.comm(comm_slot(comm)?)?;
         Ok(rt
             .errors
-            .string(errorcode)
+            .string(code_in(errorcode))
             .map_or_else(|| format!("error code {errorcode}"), str::to_owned))
     });
     match text {
         Ok(text) => {
-            let _ = fail(name, comm, err(errorcode, text));
+            let _ = fail(name, comm, MpiError::new(code_in(errorcode), text));
             abi::MPI_SUCCESS
         }
         Err(e) => fail(name, comm, e),
@@ -106,20 +134,11 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) ->
         let user = super::session::count_session_errhandler(h, -1)
             || abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.free_handler(i));
         if !user && !is_predefined_handler(h) {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                format!("invalid error handler {h:#x}"),
-            ));
+            return Err(err(Class::Arg, format!("invalid error handler {h:#x}")));
         }
         // SAFETY: as above.
         unsafe { out(errhandler, abi::MPI_ERRHANDLER_NULL) }
     })
-}
-
-/// Keep `MPI_LASTUSEDCODE` in step with the codes added and removed.
-fn sync_last_used(rt: &mut Runtime) {
-    let last = rt.errors.last_used();
-    rt.attrs.predefined.set_last_used_code(last);
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -127,9 +146,9 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
     call("MPI_Add_error_class", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errorclass, "errorclass")?;
         let class = rt.errors.add_class()?;
-        sync_last_used(rt);
+        refresh_last_used(rt);
         // SAFETY: output argument, checked non-null.
-        unsafe { out(errorclass, class) }
+        unsafe { out(errorclass, code_out(class)) }
     })
 }
 
@@ -137,10 +156,10 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
 pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
     call("MPI_Add_error_code", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errorcode, "errorcode")?;
-        let code = rt.errors.add_code(errorclass)?;
-        sync_last_used(rt);
+        let code = rt.errors.add_code(code_in(errorclass))?;
+        refresh_last_used(rt);
         // SAFETY: output argument, checked non-null.
-        unsafe { out(errorcode, code) }
+        unsafe { out(errorcode, code_out(code)) }
     })
 }
 
@@ -148,14 +167,14 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
 pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
     call("MPI_Add_error_string", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: a NUL-terminated string (MPI contract).
-        let text = unsafe { read_cstr(string, abi::MPI_ERR_ARG, "string") }?;
+        let text = unsafe { read_cstr(string, Class::Arg, "string") }?;
         if text.len() >= abi::MPI_MAX_ERROR_STRING as usize {
             return Err(err(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!("error string of {} characters", text.len()),
             ));
         }
-        rt.errors.set_string(errorcode, &text)
+        rt.errors.set_string(code_in(errorcode), &text)
     })
 }
 
@@ -164,8 +183,8 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
     call("MPI_Remove_error_class", abi::MPI_COMM_WORLD, |rt| {
-        rt.errors.remove_class(errorclass)?;
-        sync_last_used(rt);
+        rt.errors.remove_class(code_in(errorclass))?;
+        refresh_last_used(rt);
         Ok(())
     })
 }
@@ -175,8 +194,8 @@ pub extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
     call("MPI_Remove_error_code", abi::MPI_COMM_WORLD, |rt| {
-        rt.errors.remove_code(errorcode)?;
-        sync_last_used(rt);
+        rt.errors.remove_code(code_in(errorcode))?;
+        refresh_last_used(rt);
         Ok(())
     })
 }
@@ -186,7 +205,7 @@ pub extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
     call("MPI_Remove_error_string", abi::MPI_COMM_WORLD, |rt| {
-        rt.errors.remove_string(errorcode)
+        rt.errors.remove_string(code_in(errorcode))
     })
 }
 
@@ -207,20 +226,19 @@ fn user_code<T>(f: impl FnOnce(&core::errh::Errors) -> Option<T>) -> Option<T> {
 /// Callable at any time, like `MPI_Error_string`.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    let class = if is_predefined_class(errorcode) {
-        Some(errorcode)
-    } else {
-        user_code(|e| e.class_of(errorcode))
+    let class = match code_in(errorcode) {
+        code @ Code::Class(_) => Some(code),
+        code => user_code(|e| e.class_of(code)),
     };
     let Some(class) = class else {
         return fail(
             "MPI_Error_class",
             abi::MPI_COMM_WORLD,
-            err(abi::MPI_ERR_ARG, format!("invalid error code {errorcode}")),
+            err(Class::Arg, format!("invalid error code {errorcode}")),
         );
     };
     // SAFETY: output argument.
-    match unsafe { out(errorclass, class) } {
+    match unsafe { out(errorclass, code_out(class)) } {
         Ok(()) => abi::MPI_SUCCESS,
         Err(e) => fail("MPI_Error_class", abi::MPI_COMM_WORLD, e),
     }
@@ -232,11 +250,10 @@ pub unsafe extern "C" fn MPI_Error_string(
     string: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    let text = if is_predefined_class(errorcode) {
-        core::class_name(errorcode).to_owned()
-    } else {
-        user_code(|e| e.string(errorcode).map(str::to_owned))
-            .unwrap_or_else(|| format!("unknown error code {errorcode}"))
+    let text = match code_in(errorcode) {
+        Code::Class(c) => c.name().to_owned(),
+        code => user_code(|e| e.string(code).map(str::to_owned))
+            .unwrap_or_else(|| format!("unknown error code {errorcode}")),
     };
     let cap = abi::MPI_MAX_ERROR_STRING as usize;
     // SAFETY: MPI_MAX_ERROR_STRING bytes at `string`.

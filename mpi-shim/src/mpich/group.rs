@@ -29,7 +29,7 @@ pub(crate) fn group_slot(h: MPI_Group) -> MpiResult<usize> {
         abi::MPI_GROUP_EMPTY => Ok(0),
         h => abi::direct_index(Kind::Group, h)
             .filter(|&i| i > 0)
-            .ok_or_else(|| err(abi::MPI_ERR_GROUP, format!("invalid group {h:#x}"))),
+            .ok_or_else(|| err(Class::Group, format!("invalid group {h:#x}"))),
     }
 }
 
@@ -45,7 +45,7 @@ pub(crate) fn group_handle(slot: usize) -> MPI_Group {
 pub(crate) fn group_ref(rt: &Runtime, h: MPI_Group) -> MpiResult<&Group> {
     rt.groups
         .get(group_slot(h)?)
-        .ok_or_else(|| err(abi::MPI_ERR_GROUP, format!("invalid group {h:#x}")))
+        .ok_or_else(|| err(Class::Group, format!("invalid group {h:#x}")))
 }
 
 /// The members (engine process ids) of group `h`.
@@ -71,13 +71,13 @@ unsafe fn new_group(rt: &mut Runtime, g: Group, newgroup: *mut MPI_Group) -> Mpi
 /// A non-null `p` addresses `n` ints (MPI contract).
 pub(crate) unsafe fn ints<'a>(p: *const c_int, n: c_int, what: &str) -> MpiResult<&'a [c_int]> {
     if n < 0 {
-        return Err(err(abi::MPI_ERR_ARG, format!("negative {what} count {n}")));
+        return Err(err(Class::Arg, format!("negative {what} count {n}")));
     }
     if n == 0 {
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, format!("null {what} array")));
+        return Err(err(Class::Arg, format!("null {what} array")));
     }
     // SAFETY: `n` readable ints (the caller's promise).
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })

@@ -28,7 +28,7 @@ fn info_slot(h: MPI_Info) -> MpiResult<usize> {
         abi::MPI_INFO_ENV => Ok(info::ENV),
         h => abi::direct_index(Kind::Info, h)
             .filter(|&i| i != info::ENV)
-            .ok_or_else(|| err(abi::MPI_ERR_INFO, format!("invalid info object {h:#x}"))),
+            .ok_or_else(|| err(Class::Info, format!("invalid info object {h:#x}"))),
     }
 }
 
@@ -78,13 +78,13 @@ fn get(t: &mut InfoTable, h: MPI_Info) -> MpiResult<&mut Info> {
         t.set(info::ENV, environment());
     }
     t.get_mut(slot)
-        .ok_or_else(|| err(abi::MPI_ERR_INFO, format!("invalid info object {h:#x}")))
+        .ok_or_else(|| err(Class::Info, format!("invalid info object {h:#x}")))
 }
 
 /// The info object behind `h`, which the application may change.
 fn get_mutable(t: &mut InfoTable, h: MPI_Info) -> MpiResult<&mut Info> {
     if h == abi::MPI_INFO_ENV {
-        return Err(err(abi::MPI_ERR_INFO, "MPI_INFO_ENV is read-only"));
+        return Err(err(Class::Info, "MPI_INFO_ENV is read-only"));
     }
     get(t, h)
 }
@@ -124,10 +124,10 @@ fn info_call(name: &str, f: impl FnOnce(&mut InfoTable) -> MpiResult<()>) -> c_i
 /// A non-null `key` is NUL-terminated (MPI contract).
 unsafe fn key_of(key: *const c_char) -> MpiResult<String> {
     // SAFETY: forwarded.
-    let k = unsafe { read_cstr(key, abi::MPI_ERR_INFO_KEY, "key") }?;
+    let k = unsafe { read_cstr(key, Class::InfoKey, "key") }?;
     if k.is_empty() || k.len() > abi::MPI_MAX_INFO_KEY as usize {
         return Err(err(
-            abi::MPI_ERR_INFO_KEY,
+            Class::InfoKey,
             format!("info key of {} characters", k.len()),
         ));
     }
@@ -169,15 +169,10 @@ pub unsafe extern "C" fn MPI_Info_set(
     info_call("MPI_Info_set", |t| {
         let i = get_mutable(t, info)?;
         // SAFETY: NUL-terminated strings (MPI contract).
-        let (k, v) = unsafe {
-            (
-                key_of(key)?,
-                read_cstr(value, abi::MPI_ERR_INFO_VALUE, "value")?,
-            )
-        };
+        let (k, v) = unsafe { (key_of(key)?, read_cstr(value, Class::InfoValue, "value")?) };
         if v.len() > abi::MPI_MAX_INFO_VAL as usize {
             return Err(err(
-                abi::MPI_ERR_INFO_VALUE,
+                Class::InfoValue,
                 format!("info value of {} characters", v.len()),
             ));
         }
@@ -199,10 +194,7 @@ pub unsafe extern "C" fn MPI_Info_get(
         // SAFETY: NUL-terminated key (MPI contract).
         let k = unsafe { key_of(key) }?;
         if valuelen < 0 {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                format!("negative valuelen {valuelen}"),
-            ));
+            return Err(err(Class::Arg, format!("negative valuelen {valuelen}")));
         }
         nonnull(flag, "flag")?;
         let found = i.get(&k);
@@ -256,7 +248,7 @@ pub unsafe extern "C" fn MPI_Info_get_string(
         // SAFETY: non-null in/out argument.
         let cap = unsafe { *buflen };
         if cap < 0 {
-            return Err(err(abi::MPI_ERR_ARG, format!("negative buflen {cap}")));
+            return Err(err(Class::Arg, format!("negative buflen {cap}")));
         }
         let found = i.get(&k);
         if let Some(v) = found {
@@ -281,7 +273,7 @@ pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> 
         if i.delete(&k) {
             Ok(())
         } else {
-            Err(err(abi::MPI_ERR_INFO_NOKEY, format!("no info key {k:?}")))
+            Err(err(Class::InfoNokey, format!("no info key {k:?}")))
         }
     })
 }
@@ -304,7 +296,7 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut
             .and_then(|n| i.entries.get(n))
             .ok_or_else(|| {
                 err(
-                    abi::MPI_ERR_ARG,
+                    Class::Arg,
                     format!(
                         "key number {n} of an info object with {} keys",
                         i.entries.len()

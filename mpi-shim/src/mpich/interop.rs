@@ -32,7 +32,7 @@ const _: () = assert!(std::mem::offset_of!(MPI_Status, MPI_ERROR) == 4 * abi::MP
 /// Non-null arguments address a status of either form (MPI contract).
 unsafe fn copy_status(from: *const MPI_Fint, to: *mut MPI_Fint) -> MpiResult<()> {
     if from.is_null() || to.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null status"));
+        return Err(err(Class::Arg, "null status"));
     }
     // SAFETY: both address WORDS integers (a status of either form), and
     // a caller's input and output statuses are distinct objects.
@@ -47,10 +47,7 @@ pub unsafe extern "C" fn MPI_Status_c2f(
 ) -> c_int {
     call("MPI_Status_c2f", abi::MPI_COMM_WORLD, |_| {
         if abi::is_status_ignore(c_status) {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                "MPI_STATUS_IGNORE has no Fortran form",
-            ));
+            return Err(err(Class::Arg, "MPI_STATUS_IGNORE has no Fortran form"));
         }
         // SAFETY: a C status and a Fortran status (MPI contract).
         unsafe { copy_status(c_status.cast(), f_status) }
@@ -66,10 +63,7 @@ pub unsafe extern "C" fn MPI_Status_f2c(
 ) -> c_int {
     call("MPI_Status_f2c", abi::MPI_COMM_WORLD, |_| {
         if abi::is_status_ignore(c_status) {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                "cannot convert into MPI_STATUS_IGNORE",
-            ));
+            return Err(err(Class::Arg, "cannot convert into MPI_STATUS_IGNORE"));
         }
         // SAFETY: a Fortran status and a C status (MPI contract).
         unsafe { copy_status(f_status, c_status.cast()) }
@@ -84,10 +78,7 @@ pub unsafe extern "C" fn MPI_Status_f082c(
 ) -> c_int {
     call("MPI_Status_f082c", abi::MPI_COMM_WORLD, |_| {
         if abi::is_status_ignore(c_status) {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                "cannot convert into MPI_STATUS_IGNORE",
-            ));
+            return Err(err(Class::Arg, "cannot convert into MPI_STATUS_IGNORE"));
         }
         // SAFETY: an `mpi_f08` status and a C status (MPI contract).
         unsafe { copy_status(f08_status, c_status.cast()) }
@@ -102,10 +93,7 @@ pub unsafe extern "C" fn MPI_Status_c2f08(
 ) -> c_int {
     call("MPI_Status_c2f08", abi::MPI_COMM_WORLD, |_| {
         if abi::is_status_ignore(c_status) {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                "MPI_STATUS_IGNORE has no mpi_f08 form",
-            ));
+            return Err(err(Class::Arg, "MPI_STATUS_IGNORE has no mpi_f08 form"));
         }
         // SAFETY: a C status and an `mpi_f08` status (MPI contract).
         unsafe { copy_status(c_status.cast(), f08_status) }

@@ -26,7 +26,7 @@ fn check_info(h: MPI_Info) -> MpiResult<()> {
     if known {
         Ok(())
     } else {
-        Err(err(abi::MPI_ERR_INFO, format!("invalid info {h:#x}")))
+        Err(err(Class::Info, format!("invalid info {h:#x}")))
     }
 }
 
@@ -42,18 +42,14 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
 ) -> c_int {
     call("MPI_Alloc_mem", abi::MPI_COMM_WORLD, |_| {
         let Ok(bytes) = usize::try_from(size) else {
-            return Err(err(abi::MPI_ERR_SIZE, format!("negative size {size}")));
+            return Err(err(Class::Size, format!("negative size {size}")));
         };
         check_info(info)?;
         if baseptr.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+            return Err(err(Class::Arg, "null output argument"));
         }
-        let p = heap::alloc(bytes).map_err(|e| {
-            err(
-                abi::MPI_ERR_NO_MEM,
-                format!("cannot allocate {size} bytes: {e}"),
-            )
-        })?;
+        let p = heap::alloc(bytes)
+            .map_err(|e| err(Class::NoMem, format!("cannot allocate {size} bytes: {e}")))?;
         // SAFETY: `baseptr` is the non-null address of a `void *` (MPI
         // contract: C passes `&ptr` as `void *`).
         unsafe { out(baseptr.cast::<*mut c_void>(), p.as_ptr().cast()) }
@@ -73,10 +69,10 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
         // a pointer that is not a live block is rejected by the heap.
         unsafe { heap::free(block) }.map_err(|e| match e {
             HeapError::NotAllocated { .. } => err(
-                abi::MPI_ERR_BASE,
+                Class::Base,
                 format!("{base:p} was not allocated by MPI_Alloc_mem or was already freed"),
             ),
-            other => err(abi::MPI_ERR_OTHER, other.to_string()),
+            other => err(Class::Other, other.to_string()),
         })
     })
 }

@@ -37,12 +37,12 @@ use crate::core::datatype::Datatype;
 use crate::core::errh::CommErrhFn;
 use crate::core::peer::{Rank, Tag};
 use crate::core::{
-    self, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Status, Unpack,
+    self, Class, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Status, Unpack,
 };
-use crate::ops;
 use shm_engine::{Endpoint, Piece};
 
 mod attr;
+pub(crate) mod codes;
 mod coll;
 mod comm;
 pub(crate) mod counts;
@@ -62,6 +62,7 @@ mod topo;
 mod types;
 mod unsupported;
 
+pub(crate) use errh::{checked_errhandler, errhandler_out};
 pub(crate) use status::{status_in, status_out, write_status};
 
 /// Every entry function of this layer, by name: what the standard-ABI
@@ -124,6 +125,10 @@ pub fn prototypes() -> impl Iterator<Item = &'static str> {
     PROTOTYPES.iter().flat_map(|area| area.iter().copied())
 }
 
+// A buffered message occupies no more of the application's buffer than
+// the header promises.
+const _: () = assert!(core::bsend::BSEND_OVERHEAD <= abi::MPI_BSEND_OVERHEAD as usize);
+
 /// The communicator slot of a handle.
 pub(crate) fn comm_slot(comm: MPI_Comm) -> MpiResult<usize> {
     match comm {
@@ -131,9 +136,7 @@ pub(crate) fn comm_slot(comm: MPI_Comm) -> MpiResult<usize> {
         abi::MPI_COMM_SELF => Ok(core::SELF),
         h => abi::direct_index(Kind::Comm, h)
             .filter(|&i| i > core::SELF)
-            .ok_or_else(|| {
-                MpiError::new(abi::MPI_ERR_COMM, format!("invalid communicator {h:#x}"))
-            }),
+            .ok_or_else(|| MpiError::new(Class::Comm, format!("invalid communicator {h:#x}"))),
     }
 }
 
@@ -145,7 +148,7 @@ pub(crate) fn comm_handle(slot: usize) -> MPI_Comm {
     }
 }
 
-pub(crate) fn err(class: c_int, message: impl Into<String>) -> MpiError {
+pub(crate) fn err(class: Class, message: impl Into<String>) -> MpiError {
     MpiError::new(class, message)
 }
 
@@ -182,7 +185,7 @@ pub(crate) fn call_starting(
 ) -> c_int {
     call(name, comm, |rt| {
         if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+            return Err(err(Class::Arg, "null request pointer"));
         }
         let i = start(rt)?;
         // SAFETY: non-null output argument (MPI contract: writable).
@@ -311,7 +314,7 @@ pub(crate) fn raise(rt: &mut Runtime, name: &str, comm: MPI_Comm, e: MpiError) -
         Some(s) => {
             let handler = rt
                 .comm(s)
-                .map_or(abi::MPI_ERRORS_ARE_FATAL, |c| c.errhandler);
+                .map_or(abi::MPI_ERRORS_ARE_FATAL, |c| errhandler_out(c.errhandler));
             raise_on(rt, name, handler, comm_handle(s), e)
         }
         None => {
@@ -327,12 +330,12 @@ pub(crate) fn raise(rt: &mut Runtime, name: &str, comm: MPI_Comm, e: MpiError) -
 /// slot when it is predefined, otherwise `MPI_ERRORS_ARE_FATAL`.
 pub(crate) fn default_errhandler(rt: &Runtime) -> MPI_Errhandler {
     if let Ok(world) = rt.comm(core::WORLD) {
-        return world.errhandler;
+        return errhandler_out(world.errhandler);
     }
     rt.sessions
         .iter()
         .find(|(_, s)| !s.hidden)
-        .map(|(_, s)| s.errhandler)
+        .map(|(_, s)| errhandler_out(s.errhandler))
         .filter(|&h| is_predefined_errhandler(h))
         .unwrap_or(abi::MPI_ERRORS_ARE_FATAL)
 }
@@ -354,27 +357,24 @@ pub(crate) fn raise_on(
     comm: MPI_Comm,
     e: MpiError,
 ) -> Handled {
+    let code = codes::code_out(e.code);
     if handler == abi::MPI_ERRORS_RETURN {
-        return Handled::Return(e.class);
+        return Handled::Return(code);
     }
     let user = abi::direct_index(Kind::Errhandler, handler).and_then(|i| rt.errors.handler(i));
     if let Some(f) = user {
-        return Handled::User {
-            f,
-            comm,
-            code: e.class,
-        };
+        return Handled::User { f, comm, code };
     }
     let message = format!("{name}: {e}");
     core::report(&message);
-    rt.ep.bootstrap().abort(e.class, &message);
-    Handled::Return(e.class)
+    rt.ep.bootstrap().abort(code, &message);
+    Handled::Return(code)
 }
 
 /// Write `value` through an output pointer, or fail with `MPI_ERR_ARG`.
 pub(crate) unsafe fn out<T>(ptr: *mut T, value: T) -> MpiResult<()> {
     if ptr.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+        return Err(err(Class::Arg, "null output argument"));
     }
     // SAFETY: non-null; the caller passes a writable `T` (MPI contract).
     unsafe { ptr.write(value) };
@@ -391,7 +391,7 @@ pub(crate) fn datatype(rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype
         .filter(|&i| i >= core::FIRST_DERIVED_TYPE)
         .and_then(|i| rt.types.get(i))
         .cloned()
-        .ok_or_else(|| err(abi::MPI_ERR_TYPE, format!("invalid datatype {dt:#x}")))
+        .ok_or_else(|| err(Class::Type, format!("invalid datatype {dt:#x}")))
 }
 
 /// Addresses below this are never mapped (Linux's `vm.mmap_min_addr` is
@@ -459,11 +459,11 @@ pub(crate) fn committed_bytes(
 ) -> MpiResult<(Arc<Datatype>, usize)> {
     let dt = datatype(rt, dt)?;
     if !dt.committed {
-        return Err(err(abi::MPI_ERR_TYPE, "datatype not committed"));
+        return Err(err(Class::Type, "datatype not committed"));
     }
     let len = dt
         .bytes(count as usize)
-        .ok_or_else(|| err(abi::MPI_ERR_COUNT, "message size overflows"))?;
+        .ok_or_else(|| err(Class::Count, "message size overflows"))?;
     Ok((dt, len))
 }
 
@@ -490,17 +490,17 @@ impl UserBuf {
         dt: MPI_Datatype,
     ) -> MpiResult<Self> {
         if count < 0 {
-            return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
+            return Err(err(Class::Count, format!("negative count {count}")));
         }
         if abi::is_in_place(buf) {
-            return Err(err(abi::MPI_ERR_BUFFER, "MPI_IN_PLACE is not valid here"));
+            return Err(err(Class::Buffer, "MPI_IN_PLACE is not valid here"));
         }
         let (dt, len) = committed_bytes(rt, count, dt)?;
         // A null buffer is `MPI_BOTTOM`: the type's displacements must
         // then be absolute addresses (MPI-4.0 §5.1.12).
         let lowest = dt.lowest_offset(count as usize);
         if buf.is_null() && lowest.is_some_and(|a| a < LOWEST_VALID_ADDRESS) {
-            return Err(err(abi::MPI_ERR_BUFFER, "null buffer"));
+            return Err(err(Class::Buffer, "null buffer"));
         }
         Ok(Self {
             ptr: buf.cast_mut().cast(),
@@ -642,7 +642,7 @@ pub(crate) fn check_root(c: &Comm, root: c_int) -> MpiResult<usize> {
         Ok(root as usize)
     } else {
         Err(err(
-            abi::MPI_ERR_ROOT,
+            Class::Root,
             format!("invalid root {root} in a communicator of size {}", c.size()),
         ))
     }
@@ -653,7 +653,7 @@ pub(crate) fn check_root(c: &Comm, root: c_int) -> MpiResult<usize> {
 pub(crate) fn check_status(status: *const MPI_Status) -> MpiResult<()> {
     if status.is_null() {
         return Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             "null status (MPI_STATUS_IGNORE ignores the status)",
         ));
     }
@@ -665,7 +665,7 @@ pub(crate) fn check_status(status: *const MPI_Status) -> MpiResult<()> {
 pub(crate) fn check_statuses(statuses: *const MPI_Status, count: c_int) -> MpiResult<()> {
     if statuses.is_null() && count > 0 {
         return Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             "null array of statuses (MPI_STATUSES_IGNORE ignores them)",
         ));
     }
@@ -676,7 +676,7 @@ pub(crate) fn check_statuses(statuses: *const MPI_Status, count: c_int) -> MpiRe
 ///
 /// # Safety
 /// A non-null `p` points to a NUL-terminated string (MPI contract).
-pub(crate) unsafe fn read_cstr(p: *const c_char, class: c_int, what: &str) -> MpiResult<String> {
+pub(crate) unsafe fn read_cstr(p: *const c_char, class: Class, what: &str) -> MpiResult<String> {
     if p.is_null() {
         return Err(err(class, format!("null {what}")));
     }
@@ -690,7 +690,7 @@ pub(crate) unsafe fn read_cstr(p: *const c_char, class: c_int, what: &str) -> Mp
 /// a collective creates an object the caller could not receive.
 pub(crate) fn nonnull<T>(p: *mut T, what: &str) -> MpiResult<()> {
     if p.is_null() {
-        Err(err(abi::MPI_ERR_ARG, format!("null {what} argument")))
+        Err(err(Class::Arg, format!("null {what} argument")))
     } else {
         Ok(())
     }
@@ -716,7 +716,7 @@ pub(crate) unsafe fn write_cstr(
 /// A non-null `dst` addresses `cap` writable bytes (MPI contract).
 pub(crate) unsafe fn copy_cstr(dst: *mut c_char, cap: usize, s: &str) -> MpiResult<usize> {
     if dst.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null string argument"));
+        return Err(err(Class::Arg, "null string argument"));
     }
     if cap == 0 {
         return Ok(0);

@@ -402,7 +402,7 @@ large_count! {
 pub(super) fn finish(rt: &mut Runtime, i: usize, status: *mut MPI_Status) -> MpiResult<()> {
     let st = rt.wait_req(i).inspect_err(|e| {
         // SAFETY: status is an output argument (or ignored).
-        unsafe { write_status(status, Status::error(e.class)) };
+        unsafe { write_status(status, Status::error(e.code)) };
     })?;
     // SAFETY: status is an output argument (or ignored).
     unsafe { write_status(status, st) };
@@ -666,10 +666,10 @@ fn attach(rt: &mut Runtime, scope: Scope, buffer: *mut c_void, size: MPI_Count) 
     let b = if buffer as usize == BUFFER_AUTOMATIC {
         Attached::automatic()
     } else {
-        let size = usize::try_from(size)
-            .map_err(|_| err(abi::MPI_ERR_ARG, format!("negative size {size}")))?;
+        let size =
+            usize::try_from(size).map_err(|_| err(Class::Arg, format!("negative size {size}")))?;
         if buffer.is_null() && size > 0 {
-            return Err(err(abi::MPI_ERR_BUFFER, "null buffer"));
+            return Err(err(Class::Buffer, "null buffer"));
         }
         Attached::new(buffer.cast(), size)
     };
@@ -689,7 +689,7 @@ unsafe fn detach<C: CountOut>(
     size: *mut C,
 ) -> MpiResult<()> {
     if buffer_addr.is_null() || size.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+        return Err(err(Class::Arg, "null output argument"));
     }
     let (ptr, len) = match rt.detach_buffer(scope)? {
         Some(Some((ptr, len))) => (ptr.cast(), len),
@@ -828,7 +828,7 @@ pub unsafe extern "C" fn MPI_Session_iflush_buffer(
 ) -> c_int {
     super::session::in_session("MPI_Session_iflush_buffer", session, |rt| {
         if request.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null request pointer"));
+            return Err(err(Class::Arg, "null request pointer"));
         }
         let scope = session_scope(rt, session)?;
         let i = iflush(rt, scope)?;
@@ -955,10 +955,10 @@ pub unsafe extern "C" fn MPI_Mprobe(
     call("MPI_Mprobe", comm, |rt| {
         check_status(status)?;
         if message.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null message pointer"));
+            return Err(err(Class::Arg, "null message pointer"));
         }
         let (m, st) = matched_probe(rt, source, tag, comm, true)?
-            .ok_or_else(|| err(abi::MPI_ERR_INTERN, "a blocking probe returned nothing"))?;
+            .ok_or_else(|| err(Class::Intern, "a blocking probe returned nothing"))?;
         // SAFETY: output arguments (status may be ignored).
         unsafe {
             write_status(status, st);
@@ -979,7 +979,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     call("MPI_Improbe", comm, |rt| {
         check_status(status)?;
         if message.is_null() || flag.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+            return Err(err(Class::Arg, "null output argument"));
         }
         let found = matched_probe(rt, source, tag, comm, false)?;
         if let Some((m, st)) = found {
@@ -1007,7 +1007,7 @@ unsafe fn start_mrecv(
     message: *mut MPI_Message,
 ) -> MpiResult<Req> {
     if message.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null message pointer"));
+        return Err(err(Class::Arg, "null message pointer"));
     }
     // SAFETY: forwarded from the caller.
     let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
@@ -1021,7 +1021,7 @@ unsafe fn start_mrecv(
     let matched = abi::direct_index(Kind::Request, h)
         .filter(|i| i & MESSAGE_BIT != 0)
         .and_then(|i| rt.messages.remove(i & !MESSAGE_BIT))
-        .ok_or_else(|| err(abi::MPI_ERR_REQUEST, format!("invalid message {h:#x}")))?;
+        .ok_or_else(|| err(Class::Request, format!("invalid message {h:#x}")))?;
     // SAFETY: as above.
     unsafe { *message = abi::MPI_MESSAGE_NULL };
     let Matched { msg, comm } = matched;
@@ -1141,7 +1141,7 @@ large_count! {
     ) {
         call(NAME, abi::MPI_COMM_WORLD, |rt| {
             if status.is_null() || abi::is_status_ignore(status) {
-                return Err(err(abi::MPI_ERR_ARG, "no status"));
+                return Err(err(Class::Arg, "no status"));
             }
             let size = super::datatype(rt, datatype)?.size;
             // SAFETY: a non-null status the application passes (MPI

@@ -24,13 +24,13 @@ pub(super) const PROTOTYPES: &[&str] = &[
 pub unsafe extern "C" fn MPIX_Get_recv_buf(status: MPI_Status, buf: *mut *mut c_void) -> c_int {
     call("MPIX_Get_recv_buf", abi::MPI_COMM_WORLD, |rt| {
         if buf.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+            return Err(err(Class::Arg, "null output argument"));
         }
         let st = status_in(&status);
         let (src, tag, bytes) = (status.MPI_SOURCE, status.MPI_TAG, st.bytes);
         let p = rt.recv_bufs.take(&st).ok_or_else(|| {
             err(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!(
                     "no library-managed receive completed from rank {src} with tag {tag} and \
                      {bytes} bytes (or its buffer was already taken)"
@@ -51,7 +51,7 @@ pub unsafe extern "C" fn MPIX_Release_recv_buf(_status: MPI_Status, buf: *mut c_
             Ok(())
         } else {
             Err(err(
-                abi::MPI_ERR_BUFFER,
+                Class::Buffer,
                 format!("{buf:p} is not a buffer from MPIX_Get_recv_buf, or was released already"),
             ))
         }

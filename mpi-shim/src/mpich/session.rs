@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::abi::{MPI_Group, MPI_Info, MPI_Session};
 use crate::core::info::{self, Info};
-use crate::core::session::Session;
+use crate::core::session::{Session, ThreadLevel};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)",
@@ -41,7 +41,7 @@ fn session_handle(slot: usize) -> MPI_Session {
 
 fn session_slot(h: MPI_Session) -> MpiResult<usize> {
     abi::direct_index(Kind::Session, h)
-        .ok_or_else(|| err(abi::MPI_ERR_SESSION, format!("invalid session {h:#x}")))
+        .ok_or_else(|| err(Class::Session, format!("invalid session {h:#x}")))
 }
 
 /// Group slot 0 is `MPI_GROUP_EMPTY`; the others are direct handles.
@@ -58,7 +58,7 @@ fn group_slot(rt: &Runtime, h: MPI_Group) -> MpiResult<usize> {
         h => abi::direct_index(Kind::Group, h),
     };
     slot.filter(|&s| rt.groups.get(s).is_some())
-        .ok_or_else(|| err(abi::MPI_ERR_GROUP, format!("invalid group {h:#x}")))
+        .ok_or_else(|| err(Class::Group, format!("invalid group {h:#x}")))
 }
 
 /// A copy of the info object `h` (empty for `MPI_INFO_NULL`).
@@ -68,7 +68,7 @@ fn read_info(h: MPI_Info) -> MpiResult<Info> {
     }
     abi::direct_index(Kind::Info, h)
         .and_then(|slot| info::table().get(slot).cloned())
-        .ok_or_else(|| err(abi::MPI_ERR_INFO, format!("invalid info {h:#x}")))
+        .ok_or_else(|| err(Class::Info, format!("invalid info {h:#x}")))
 }
 
 /// A new info object holding `entries`; its handle.
@@ -86,12 +86,12 @@ fn new_info(entries: &[(&str, String)]) -> MPI_Info {
 /// `s` is null or a NUL-terminated string (MPI contract).
 unsafe fn c_str<'a>(s: *const c_char, what: &str) -> MpiResult<&'a str> {
     if s.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, format!("null {what}")));
+        return Err(err(Class::Arg, format!("null {what}")));
     }
     // SAFETY: non-null and NUL-terminated (the caller's promise).
     unsafe { CStr::from_ptr(s) }
         .to_str()
-        .map_err(|_| err(abi::MPI_ERR_ARG, format!("{what} is not UTF-8")))
+        .map_err(|_| err(Class::Arg, format!("{what} is not UTF-8")))
 }
 
 // ---------------------------------------------------------------------
@@ -147,7 +147,7 @@ fn check_session_errhandler(h: MPI_Errhandler) -> MpiResult<()> {
         Ok(())
     } else {
         Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             format!("invalid session error handler {h:#x}"),
         ))
     }
@@ -181,7 +181,7 @@ fn run(
                 // No runtime: nothing to abort through but the process.
                 core::report(&format!("{name}: {e}"));
                 if matches!(target, Target::Handler(abi::MPI_ERRORS_RETURN)) {
-                    return e.class;
+                    return super::codes::code_out(e.code);
                 }
                 std::process::exit(1);
             }
@@ -233,7 +233,7 @@ fn settle(
     };
     let (handler, session) = match target {
         Target::Session(s) => match session_slot(s).and_then(|slot| rt.session(slot)) {
-            Ok(sess) => (sess.errhandler, s),
+            Ok(sess) => (errhandler_out(sess.errhandler), s),
             Err(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
         },
         Target::Handler(h) if check_session_errhandler(h).is_ok() => (h, abi::MPI_SESSION_NULL),
@@ -244,7 +244,7 @@ fn settle(
         Some(user) => Outcome::Session {
             user,
             session,
-            class: e.class,
+            class: super::codes::code_out(e.code),
         },
     }
 }
@@ -268,23 +268,11 @@ pub(super) fn session_of(rt: &Runtime, h: MPI_Session) -> MpiResult<usize> {
 
 /// The thread level an info asks for with `thread_level` (MPI-4.0
 /// §11.3.1), limited to what the library provides.
-fn thread_level(info: &Info) -> c_int {
-    let asked = match info.get("thread_level").map(str::to_ascii_uppercase) {
-        Some(v) if v == "MPI_THREAD_MULTIPLE" => abi::MPI_THREAD_MULTIPLE,
-        Some(v) if v == "MPI_THREAD_SERIALIZED" => abi::MPI_THREAD_SERIALIZED,
-        Some(v) if v == "MPI_THREAD_FUNNELED" => abi::MPI_THREAD_FUNNELED,
-        _ => abi::MPI_THREAD_SINGLE,
-    };
-    asked.min(abi::MPI_THREAD_SERIALIZED)
-}
-
-fn thread_level_name(level: c_int) -> &'static str {
-    match level {
-        abi::MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        abi::MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        abi::MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-        _ => "MPI_THREAD_MULTIPLE",
-    }
+fn thread_level(info: &Info) -> ThreadLevel {
+    let asked = info
+        .get("thread_level")
+        .map_or(ThreadLevel::Single, ThreadLevel::from_name);
+    ThreadLevel::provided(asked)
 }
 
 // ---------------------------------------------------------------------
@@ -304,11 +292,11 @@ pub unsafe extern "C" fn MPI_Session_init(
         |rt| {
             check_session_errhandler(errhandler)?;
             if session.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null session pointer"));
+                return Err(err(Class::Arg, "null session pointer"));
             }
             let level = thread_level(&read_info(info)?);
             let slot = rt.session_open(Session {
-                errhandler,
+                errhandler: checked_errhandler(errhandler)?,
                 thread_level: level,
                 hidden: false,
                 bsend: None,
@@ -381,18 +369,18 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
                 .map(|p| p.name.as_str())
                 .ok_or_else(|| {
                     err(
-                        abi::MPI_ERR_ARG,
+                        Class::Arg,
                         format!("no process set {n}: there are {}", rt.psets.len()),
                     )
                 })?;
             if pset_len.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null pset_len"));
+                return Err(err(Class::Arg, "null pset_len"));
             }
             // SAFETY: non-null in-out argument.
             let cap = unsafe { *pset_len };
             let full = name.len() as c_int + 1;
             if cap < 0 {
-                return Err(err(abi::MPI_ERR_ARG, format!("negative pset_len {cap}")));
+                return Err(err(Class::Arg, format!("negative pset_len {cap}")));
             }
             if cap > 0 {
                 let mut written = 0;
@@ -421,7 +409,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
             let name = unsafe { c_str(pset_name, "process set name")? };
             let size = rt.pset(name)?.members.len();
             if info.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null info pointer"));
+                return Err(err(Class::Arg, "null info pointer"));
             }
             // SAFETY: non-null output argument.
             unsafe { out(info, new_info(&[("mpi_size", size.to_string())])) }
@@ -442,9 +430,9 @@ pub unsafe extern "C" fn MPI_Session_get_info(
         |rt| {
             let level = rt.session(session_of(rt, session)?)?.thread_level;
             if info_used.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null info pointer"));
+                return Err(err(Class::Arg, "null info pointer"));
             }
-            let entries = [("thread_level", thread_level_name(level).to_owned())];
+            let entries = [("thread_level", level.name().to_owned())];
             // SAFETY: non-null output argument.
             unsafe { out(info_used, new_info(&entries)) }
         },
@@ -468,7 +456,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
             let name = unsafe { c_str(pset_name, "process set name")? };
             rt.pset(name)?;
             if newgroup.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null group pointer"));
+                return Err(err(Class::Arg, "null group pointer"));
             }
             let slot = rt.group_from_pset(s, name)?;
             // SAFETY: non-null output argument.
@@ -497,7 +485,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     run("MPI_Comm_create_from_group", target, false, |rt| {
         if !is_predefined_errhandler(errhandler) {
             return Err(err(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!("invalid communicator error handler {errhandler:#x}"),
             ));
         }
@@ -506,7 +494,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         let tag = unsafe { c_str(stringtag, "string tag")? };
         if tag.len() >= abi::MPI_MAX_STRINGTAG_LEN as usize {
             return Err(err(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!(
                     "string tag of {} bytes (at most {})",
                     tag.len(),
@@ -516,10 +504,10 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         }
         read_info(info)?;
         if newcomm.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null communicator pointer"));
+            return Err(err(Class::Arg, "null communicator pointer"));
         }
         let group = rt.groups.get(g).expect("checked").clone();
-        let slot = rt.comm_from_group(&group, tag, errhandler)?;
+        let slot = rt.comm_from_group(&group, tag, checked_errhandler(errhandler)?)?;
         // SAFETY: non-null output argument.
         unsafe { out(newcomm, comm_handle(slot)) }
     })
@@ -540,7 +528,7 @@ pub extern "C" fn MPI_Session_set_errhandler(
         |rt| {
             let slot = session_of(rt, session)?;
             check_session_errhandler(errhandler)?;
-            rt.session_mut(slot)?.errhandler = errhandler;
+            rt.session_mut(slot)?.errhandler = checked_errhandler(errhandler)?;
             Ok(())
         },
     )
@@ -556,9 +544,9 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
         Target::Session(session),
         false,
         |rt| {
-            let h = rt.session(session_of(rt, session)?)?.errhandler;
+            let h = errhandler_out(rt.session(session_of(rt, session)?)?.errhandler);
             if errhandler.is_null() {
-                return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+                return Err(err(Class::Arg, "null output argument"));
             }
             // The application frees what a get returns (MPI-4.1 §9.3.1);
             // a session has a predefined handler or one made for sessions.
@@ -604,7 +592,10 @@ pub extern "C" fn MPI_Session_call_errhandler(session: MPI_Session, errorcode: c
         false,
         |rt| {
             session_of(rt, session)?;
-            Err(err(errorcode, "error raised by the application"))
+            Err(MpiError::new(
+                super::codes::code_in(errorcode),
+                "error raised by the application",
+            ))
         },
     );
     if valid { abi::MPI_SUCCESS } else { rc }

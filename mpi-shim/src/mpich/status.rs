@@ -12,6 +12,7 @@
 
 use std::ffi::c_int;
 
+use super::codes::{code_in, code_out};
 use super::{rank_arg, rank_out, tag_arg, tag_out};
 use crate::abi::{self, MPI_Status};
 use crate::core::Status;
@@ -27,7 +28,7 @@ pub(crate) fn status_out(st: &Status) -> MPI_Status {
             | if st.cancelled { CANCELLED_BIT } else { 0 },
         MPI_SOURCE: rank_out(Some(st.source)),
         MPI_TAG: tag_out(st.tag),
-        MPI_ERROR: st.error,
+        MPI_ERROR: code_out(st.error),
     }
 }
 
@@ -37,7 +38,7 @@ pub(crate) fn status_in(st: &MPI_Status) -> Status {
     Status {
         source: rank_arg(st.MPI_SOURCE),
         tag: tag_arg(st.MPI_TAG),
-        error: st.MPI_ERROR,
+        error: code_in(st.MPI_ERROR),
         bytes: u64::from(st.count_lo as u32) | hi << 32,
         cancelled: st.count_hi_and_cancelled & CANCELLED_BIT != 0,
     }

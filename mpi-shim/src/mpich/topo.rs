@@ -35,7 +35,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
 use super::predefined::{MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY};
 
 fn topo_error(msg: impl Into<String>) -> MpiError {
-    err(abi::MPI_ERR_TOPOLOGY, msg)
+    err(Class::Topology, msg)
 }
 
 /// The Cartesian grid of `comm`.
@@ -72,7 +72,7 @@ fn dist_graph_of(rt: &Runtime, comm: MPI_Comm) -> MpiResult<&DistGraph> {
 unsafe fn write_ints(p: *mut c_int, cap: c_int, v: &[c_int], what: &str) -> MpiResult<()> {
     if (cap as i64) < v.len() as i64 {
         return Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             format!("{what} array of {cap} entries for {} values", v.len()),
         ));
     }
@@ -91,7 +91,7 @@ unsafe fn write_ints(p: *mut c_int, cap: c_int, v: &[c_int], what: &str) -> MpiR
 /// `dims` and `periods` address `ndims` ints (MPI contract).
 unsafe fn cart_from(ndims: c_int, dims: *const c_int, periods: *const c_int) -> MpiResult<Cart> {
     if ndims < 0 {
-        return Err(err(abi::MPI_ERR_ARG, format!("negative ndims {ndims}")));
+        return Err(err(Class::Arg, format!("negative ndims {ndims}")));
     }
     // SAFETY: `ndims` ints each (the caller's promise).
     let (d, p) = unsafe { (ints(dims, ndims, "dims")?, ints(periods, ndims, "periods")?) };
@@ -103,7 +103,7 @@ fn fits(cart: &Cart, size: i32) -> MpiResult<i32> {
     match cart.size() {
         Some(n) if n <= size => Ok(n),
         _ => Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             format!("a grid of {:?} does not fit in {size} processes", cart.dims),
         )),
     }
@@ -130,7 +130,7 @@ fn with_topology(
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     call("MPI_Dims_create", abi::MPI_COMM_WORLD, |_| {
         if ndims < 0 {
-            return Err(err(abi::MPI_ERR_ARG, format!("negative ndims {ndims}")));
+            return Err(err(Class::Arg, format!("negative ndims {ndims}")));
         }
         if ndims > 0 {
             nonnull(dims, "dims")?;
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
         rt.comm(comm_slot(comm)?)?
             .check_rank(rank_arg(rank), "grid", false)?;
         if rank == abi::MPI_PROC_NULL {
-            return Err(err(abi::MPI_ERR_RANK, "MPI_PROC_NULL has no coordinates"));
+            return Err(err(Class::Rank, "MPI_PROC_NULL has no coordinates"));
         }
         // SAFETY: `maxdims` ints at `coords` (MPI contract).
         unsafe { write_ints(coords, maxdims, &cart.coords(rank), "coords") }
@@ -203,12 +203,9 @@ pub unsafe extern "C" fn MPI_Cart_rank(
         let (cart, _) = cart_of(rt, comm)?;
         // SAFETY: `ndims` ints at `coords` (MPI contract).
         let c = unsafe { ints(coords, cart.dims.len() as c_int, "coords") }?;
-        let r = cart.rank(c).ok_or_else(|| {
-            err(
-                abi::MPI_ERR_ARG,
-                format!("coordinates {c:?} are off the grid"),
-            )
-        })?;
+        let r = cart
+            .rank(c)
+            .ok_or_else(|| err(Class::Arg, format!("coordinates {c:?} are off the grid")))?;
         // SAFETY: output argument.
         unsafe { out(rank, r) }
     })
@@ -226,7 +223,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
         let (cart, me) = cart_of(rt, comm)?;
         if !(0..cart.dims.len() as c_int).contains(&direction) {
             return Err(err(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 format!(
                     "direction {direction} of a {}-dimensional grid",
                     cart.dims.len()
@@ -330,7 +327,11 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
             .comm(comm_slot(comm)?)?
             .topo
             .as_ref()
-            .map_or(abi::MPI_UNDEFINED, Topology::kind);
+            .map_or(abi::MPI_UNDEFINED, |t| match t.kind() {
+                topo::Kind::Cart => abi::MPI_CART,
+                topo::Kind::Graph => abi::MPI_GRAPH,
+                topo::Kind::DistGraph => abi::MPI_DIST_GRAPH,
+            });
         // SAFETY: output argument.
         unsafe { out(status, t) }
     })
@@ -349,7 +350,7 @@ unsafe fn graph_from(
 ) -> MpiResult<(Vec<i32>, Vec<i32>)> {
     if !(0..=size).contains(&nnodes) {
         return Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             format!("{nnodes} graph nodes in a communicator of size {size}"),
         ));
     }
@@ -358,10 +359,7 @@ unsafe fn graph_from(
     let mut prev = 0;
     for &i in &index {
         if i < prev {
-            return Err(err(
-                abi::MPI_ERR_ARG,
-                format!("decreasing graph index {index:?}"),
-            ));
+            return Err(err(Class::Arg, format!("decreasing graph index {index:?}")));
         }
         prev = i;
     }
@@ -369,7 +367,7 @@ unsafe fn graph_from(
     let edges = unsafe { ints(edges, prev, "edges") }?.to_vec();
     if let Some(e) = edges.iter().find(|&&e| !(0..nnodes).contains(&e)) {
         return Err(err(
-            abi::MPI_ERR_RANK,
+            Class::Rank,
             format!("graph edge to {e} of {nnodes} nodes"),
         ));
     }
@@ -405,7 +403,7 @@ fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: c_int) -> MpiResul
         .filter(|&r| r < index.len())
         .ok_or_else(|| {
             err(
-                abi::MPI_ERR_RANK,
+                Class::Rank,
                 format!("rank {rank} of a graph of {} nodes", index.len()),
             )
         })?;
@@ -511,7 +509,7 @@ unsafe fn weights(w: *const c_int, degree: c_int) -> MpiResult<Option<Vec<c_int>
         if degree == 0 {
             Ok(Some(Vec::new()))
         } else {
-            Err(err(abi::MPI_ERR_ARG, "MPI_WEIGHTS_EMPTY with edges"))
+            Err(err(Class::Arg, "MPI_WEIGHTS_EMPTY with edges"))
         }
     } else {
         // SAFETY: `degree` ints (the caller's promise).
@@ -522,7 +520,7 @@ unsafe fn weights(w: *const c_int, degree: c_int) -> MpiResult<Option<Vec<c_int>
 fn check_graph_ranks(ranks: &[c_int], size: i32) -> MpiResult<()> {
     match ranks.iter().find(|&&r| !(0..size).contains(&r)) {
         Some(r) => Err(err(
-            abi::MPI_ERR_RANK,
+            Class::Rank,
             format!("graph neighbour {r} in a communicator of size {size}"),
         )),
         None => Ok(()),
@@ -567,7 +565,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         nonnull(comm_dist_graph, "comm_dist_graph")?;
         if sw.is_some() != dw.is_some() {
             return Err(err(
-                abi::MPI_ERR_ARG,
+                Class::Arg,
                 "MPI_UNWEIGHTED for one side of the graph only",
             ));
         }
@@ -609,10 +607,10 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         // SAFETY: `n` sources and degrees (MPI contract).
         let (src, deg) = unsafe { (ints(sources, n, "sources")?, ints(degrees, n, "degrees")?) };
         if let Some(d) = deg.iter().find(|&&d| d < 0) {
-            return Err(err(abi::MPI_ERR_ARG, format!("negative degree {d}")));
+            return Err(err(Class::Arg, format!("negative degree {d}")));
         }
         let total = deg.iter().map(|&d| i64::from(d)).sum::<i64>();
-        let total = c_int::try_from(total).map_err(|_| err(abi::MPI_ERR_ARG, "too many edges"))?;
+        let total = c_int::try_from(total).map_err(|_| err(Class::Arg, "too many edges"))?;
         // SAFETY: the degrees' sum of destinations and weights (MPI contract).
         let (dst, w) = unsafe {
             (

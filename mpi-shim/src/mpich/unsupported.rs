@@ -28,9 +28,7 @@ const INTERCOMM: &str = "intercommunicators are not supported by this library";
 
 /// Report that `name` is not supported, through `comm`'s error handler.
 fn unsupported(name: &str, comm: MPI_Comm, area: &str) -> c_int {
-    call(name, comm, |_| {
-        Err(err(abi::MPI_ERR_UNSUPPORTED_OPERATION, area))
-    })
+    call(name, comm, |_| Err(err(Class::UnsupportedOperation, area)))
 }
 
 /// Declares each function (MPICH's C prototype, then the same signature

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::core::attr::{CopyFn, DeleteFn};
+use crate::ops::UserOp;
 
 /// The predefined copy functions of the standard ABI are the values 0
 /// (`MPI_*_NULL_COPY_FN`, also the null delete functions) and 1
@@ -245,17 +246,40 @@ pub unsafe extern "C" fn MPI_Attr_get(
     unsafe { get_attr(entries::MPI_Attr_get, comm, keyval, attribute_val, flag) }
 }
 
-/// `MPI_Op_create` and `MPI_Op_create_c`: the function takes an
-/// address-sized datatype handle, which `DatatypeArg::Address` gives it.
+/// `MPI_User_function` of the standard ABI: the datatype is an
+/// address-sized handle.
+type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+/// `MPI_User_function_c`: the same with a 64-bit `MPI_Count` length.
+type UserFnC = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut Handle);
+
+/// # Safety
+/// [`crate::ops::UserCaller`]'s: `f` is a [`UserFn`] (`MPI_Op_create`
+/// stored it).
+unsafe fn call_int(f: usize, invec: *mut c_void, inoutvec: *mut c_void, len: usize, dt: u64) {
+    // SAFETY: `f` is the address of a `UserFn`.
+    let f = unsafe { std::mem::transmute::<usize, UserFn>(f) };
+    let (mut len, mut dt) = (len as c_int, handle_out(dt as u32 as c_int));
+    // SAFETY: the buffers hold `len` elements of `dt` (the caller's).
+    unsafe { f(invec, inoutvec, &mut len, &mut dt) }
+}
+
+/// # Safety
+/// [`crate::ops::UserCaller`]'s: `f` is a [`UserFnC`] (`MPI_Op_create_c`
+/// stored it).
+unsafe fn call_large(f: usize, invec: *mut c_void, inoutvec: *mut c_void, len: usize, dt: u64) {
+    // SAFETY: `f` is the address of a `UserFnC`.
+    let f = unsafe { std::mem::transmute::<usize, UserFnC>(f) };
+    let (mut len, mut dt) = (len as i64, handle_out(dt as u32 as c_int));
+    // SAFETY: the buffers hold `len` elements of `dt` (the caller's).
+    unsafe { f(invec, inoutvec, &mut len, &mut dt) }
+}
+
+/// `MPI_Op_create` and `MPI_Op_create_c`, once the function is an
+/// operation.
 ///
 /// # Safety
 /// `op` is null or writable.
-unsafe fn op_create(
-    name: &str,
-    user_fn: Option<crate::ops::UserFunction>,
-    commute: c_int,
-    op: *mut Handle,
-) -> c_int {
+unsafe fn op_create(name: &str, user: Option<UserOp>, op: *mut Handle) -> c_int {
     // SAFETY: the caller's output pointer.
     unsafe {
         let mut made = handle_ptr_in(op);
@@ -264,13 +288,7 @@ unsafe fn op_create(
         } else {
             &mut made
         };
-        let rc = entries::op_create(
-            name,
-            user_fn,
-            commute,
-            out,
-            crate::ops::DatatypeArg::Address(handle_out),
-        );
+        let rc = entries::op_create(name, user, out);
         handle_ptr_out(op, made);
         code_out(rc)
     }
@@ -278,36 +296,34 @@ unsafe fn op_create(
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Op_create(
-    user_fn: Option<crate::ops::UserFn>,
+    user_fn: Option<UserFn>,
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
+    let user = user_fn.map(|f| UserOp {
+        f: f as usize,
+        call: call_int,
+        max_len: c_int::MAX as usize,
+        commute: commute != 0,
+    });
     // SAFETY: forwarded.
-    unsafe {
-        op_create(
-            "MPI_Op_create",
-            user_fn.map(crate::ops::UserFunction::Int),
-            commute,
-            op,
-        )
-    }
+    unsafe { op_create("MPI_Op_create", user, op) }
 }
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Op_create_c(
-    user_fn: Option<crate::ops::UserFnC>,
+    user_fn: Option<UserFnC>,
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
+    let user = user_fn.map(|f| UserOp {
+        f: f as usize,
+        call: call_large,
+        max_len: i64::MAX as usize,
+        commute: commute != 0,
+    });
     // SAFETY: forwarded.
-    unsafe {
-        op_create(
-            "MPI_Op_create_c",
-            user_fn.map(crate::ops::UserFunction::Large),
-            commute,
-            op,
-        )
-    }
+    unsafe { op_create("MPI_Op_create_c", user, op) }
 }
 
 /// The application's error handler functions, by the library's handle of

@@ -327,7 +327,7 @@ pub(crate) fn code_in(v: c_int) -> c_int {
     if v == 0 {
         0
     } else if v >= FIRST_USER_CODE - 1 {
-        v - FIRST_USER_CODE + crate::core::errh::FIRST_USER_CODE
+        v - FIRST_USER_CODE + crate::mpich::codes::FIRST_USER_CODE
     } else {
         domain_in(Domain::Code, v)
     }
@@ -337,8 +337,8 @@ pub(crate) fn code_in(v: c_int) -> c_int {
 pub(crate) fn code_out(v: c_int) -> c_int {
     if v == 0 {
         0
-    } else if v >= crate::core::errh::FIRST_USER_CODE - 1 {
-        v - crate::core::errh::FIRST_USER_CODE + FIRST_USER_CODE
+    } else if v >= crate::mpich::codes::FIRST_USER_CODE - 1 {
+        v - crate::mpich::codes::FIRST_USER_CODE + FIRST_USER_CODE
     } else {
         domain_out(Domain::Code, v)
     }
@@ -469,13 +469,23 @@ mod tests {
         assert_eq!(code_out(abi::MPI_ERR_RANK), 6);
         assert_eq!(code_in(55), abi::MPI_ERR_UNSUPPORTED_OPERATION);
         assert_eq!(
-            code_out(crate::core::errh::FIRST_USER_CODE + 2),
+            code_out(crate::mpich::codes::FIRST_USER_CODE + 2),
             FIRST_USER_CODE + 2
         );
         assert_eq!(code_out(abi::MPI_ERR_LASTCODE), 0x3fff);
         assert_eq!(code_in(0x3fff), abi::MPI_ERR_LASTCODE);
         assert_eq!(thread_out(abi::MPI_THREAD_MULTIPLE), 4096);
         assert_eq!(compare_out(abi::MPI_UNEQUAL), 204);
+    }
+
+    #[test]
+    fn buffered_sends_use_no_more_than_the_promised_overhead() {
+        let promised = constants::CONSTANTS
+            .iter()
+            .find(|c| c.name == "MPI_BSEND_OVERHEAD")
+            .map(|c| c.value)
+            .unwrap();
+        assert!(crate::core::bsend::BSEND_OVERHEAD as i64 <= promised);
     }
 
     #[test]

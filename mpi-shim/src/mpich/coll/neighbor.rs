@@ -46,7 +46,7 @@ fn neighborhood(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, Neighbors)> {
     let c = rt.comm(slot)?;
     let topo = c.topo.as_ref().ok_or_else(|| {
         err(
-            abi::MPI_ERR_TOPOLOGY,
+            Class::Topology,
             "a neighbourhood collective needs a communicator with a topology",
         )
     })?;

@@ -32,7 +32,54 @@ fn predefined_op(op: MPI_Op) -> Option<Op> {
 }
 
 fn invalid_op(op: MPI_Op) -> MpiError {
-    err(abi::MPI_ERR_OP, format!("invalid operation {op:#x}"))
+    err(Class::Op, format!("invalid operation {op:#x}"))
+}
+
+/// `MPI_User_function`: `(invec, inoutvec, len, datatype)`.
+pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
+/// `MPI_User_function_c`: the same with an `MPI_Count` length
+/// (`MPI_Op_create_c`, MPI-4.0 §6.9.5).
+pub type UserFnC =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut MPI_Count, *mut MPI_Datatype);
+
+/// An operation of `MPI_Op_create`.
+pub(crate) fn int_op(f: UserFn, commute: bool) -> UserOp {
+    UserOp {
+        f: f as usize,
+        call: call_int,
+        max_len: c_int::MAX as usize,
+        commute,
+    }
+}
+
+/// An operation of `MPI_Op_create_c`.
+pub(crate) fn large_op(f: UserFnC, commute: bool) -> UserOp {
+    UserOp {
+        f: f as usize,
+        call: call_large,
+        max_len: MPI_Count::MAX as usize,
+        commute,
+    }
+}
+
+/// # Safety
+/// [`crate::ops::UserCaller`]'s: `f` is a [`UserFn`] ([`int_op`] stored it).
+unsafe fn call_int(f: usize, invec: *mut c_void, inoutvec: *mut c_void, len: usize, dt: u64) {
+    // SAFETY: `f` is the address of a `UserFn`.
+    let f = unsafe { std::mem::transmute::<usize, UserFn>(f) };
+    let (mut len, mut dt) = (len as c_int, dt as MPI_Datatype);
+    // SAFETY: the buffers hold `len` elements of `dt` (the caller's).
+    unsafe { f(invec, inoutvec, &mut len, &mut dt) }
+}
+
+/// # Safety
+/// [`crate::ops::UserCaller`]'s: `f` is a [`UserFnC`] ([`large_op`] stored it).
+unsafe fn call_large(f: usize, invec: *mut c_void, inoutvec: *mut c_void, len: usize, dt: u64) {
+    // SAFETY: `f` is the address of a `UserFnC`.
+    let f = unsafe { std::mem::transmute::<usize, UserFnC>(f) };
+    let (mut len, mut dt) = (len as MPI_Count, dt as MPI_Datatype);
+    // SAFETY: the buffers hold `len` elements of `dt` (the caller's).
+    unsafe { f(invec, inoutvec, &mut len, &mut dt) }
 }
 
 /// The operation `op` bound to datatype `handle`.
@@ -41,7 +88,11 @@ pub(super) fn reduction(rt: &Runtime, op: MPI_Op, handle: MPI_Datatype) -> MpiRe
     match abi::direct_index(Kind::Op, op) {
         Some(i) => {
             let &op = rt.ops.get(i).ok_or_else(|| invalid_op(op))?;
-            Ok(Reduction::User { op, handle, dt })
+            Ok(Reduction::User {
+                op,
+                handle: handle as u32 as u64,
+                dt,
+            })
         }
         None => Reduction::predefined(predefined_op(op).ok_or_else(|| invalid_op(op))?, &dt),
     }
@@ -90,10 +141,8 @@ pub unsafe extern "C" fn MPI_Op_create(
     unsafe {
         op_create(
             "MPI_Op_create",
-            user_fn.map(UserFunction::Int),
-            commute,
+            user_fn.map(|f| int_op(f, commute != 0)),
             op,
-            ops::DatatypeArg::Int,
         )
     }
 }
@@ -108,36 +157,24 @@ pub unsafe extern "C" fn MPI_Op_create_c(
     unsafe {
         op_create(
             "MPI_Op_create_c",
-            user_fn.map(UserFunction::Large),
-            commute,
+            user_fn.map(|f| large_op(f, commute != 0)),
             op,
-            ops::DatatypeArg::Int,
         )
     }
 }
 
-/// `MPI_Op_create` for an entry layer whose functions take the datatype
-/// handle as `datatype` says.
+/// `MPI_Op_create` for an entry layer: `user` is the operation on the
+/// application's function, `None` for a null one.
 ///
 /// # Safety
 /// `op` is null or writable.
-pub(crate) unsafe fn op_create(
-    name: &str,
-    user_fn: Option<UserFunction>,
-    commute: c_int,
-    op: *mut MPI_Op,
-    datatype: ops::DatatypeArg,
-) -> c_int {
+pub(crate) unsafe fn op_create(name: &str, user: Option<UserOp>, op: *mut MPI_Op) -> c_int {
     call(name, abi::MPI_COMM_WORLD, |rt| {
-        let f = user_fn.ok_or_else(|| err(abi::MPI_ERR_ARG, "null user function"))?;
+        let user = user.ok_or_else(|| err(Class::Arg, "null user function"))?;
         if op.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+            return Err(err(Class::Arg, "null output argument"));
         }
-        let i = rt.ops.insert(UserOp {
-            f,
-            commute: commute != 0,
-            datatype,
-        });
+        let i = rt.ops.insert(user);
         // SAFETY: non-null output argument.
         unsafe { out(op, abi::direct_handle(Kind::Op, i)) }
     })
@@ -147,14 +184,14 @@ pub(crate) unsafe fn op_create(
 pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
     call("MPI_Op_free", abi::MPI_COMM_WORLD, |rt| {
         if op.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null operation pointer"));
+            return Err(err(Class::Arg, "null operation pointer"));
         }
         // SAFETY: non-null pointer to the caller's handle.
         let h = unsafe { *op };
         let freed = abi::direct_index(Kind::Op, h).and_then(|i| rt.ops.remove(i));
         if freed.is_none() {
             return Err(err(
-                abi::MPI_ERR_OP,
+                Class::Op,
                 format!("{h:#x} is not an operation MPI_Op_create made"),
             ));
         }

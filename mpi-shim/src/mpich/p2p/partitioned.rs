@@ -5,6 +5,7 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
+use crate::core::Class;
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
@@ -35,18 +36,13 @@ fn shape(partitions: c_int, count: MPI_Count, info: MPI_Info) -> MpiResult<(usiz
     let n = usize::try_from(partitions)
         .ok()
         .filter(|&n| n > 0)
-        .ok_or_else(|| {
-            err(
-                abi::MPI_ERR_ARG,
-                format!("{partitions} partitions (at least 1)"),
-            )
-        })?;
+        .ok_or_else(|| err(Class::Arg, format!("{partitions} partitions (at least 1)")))?;
     if count < 0 {
-        return Err(err(abi::MPI_ERR_COUNT, format!("negative count {count}")));
+        return Err(err(Class::Count, format!("negative count {count}")));
     }
     let total = count
         .checked_mul(MPI_Count::from(partitions))
-        .ok_or_else(|| err(abi::MPI_ERR_COUNT, "the buffer's element count overflows"))?;
+        .ok_or_else(|| err(Class::Count, "the buffer's element count overflows"))?;
     Ok((n, total))
 }
 
@@ -102,16 +98,10 @@ pub unsafe extern "C" fn MPI_Precv_init(
         // A partitioned receive names its peer and tag (MPI-4.0 §4.2.2).
         let c = rt.comm(comm_slot(comm)?)?;
         if super::rank_arg(source) == Rank::Any {
-            return Err(err(
-                abi::MPI_ERR_RANK,
-                "MPI_ANY_SOURCE in a partitioned receive",
-            ));
+            return Err(err(Class::Rank, "MPI_ANY_SOURCE in a partitioned receive"));
         }
         if super::tag_arg(tag) == Tag::Any {
-            return Err(err(
-                abi::MPI_ERR_TAG,
-                "MPI_ANY_TAG in a partitioned receive",
-            ));
+            return Err(err(Class::Tag, "MPI_ANY_TAG in a partitioned receive"));
         }
         let exact = TagMatch::exact(Comm::tag(c.ctx, tag) | PARTITIONED);
         // SAFETY: forwarded from the caller.
@@ -129,12 +119,12 @@ pub unsafe extern "C" fn MPI_Precv_init(
 
 /// A partition number argument.
 fn partition(k: c_int) -> MpiResult<usize> {
-    usize::try_from(k).map_err(|_| err(abi::MPI_ERR_ARG, format!("partition {k}")))
+    usize::try_from(k).map_err(|_| err(Class::Arg, format!("partition {k}")))
 }
 
 /// The slot of a partitioned request's handle.
 fn live(request: MPI_Request) -> MpiResult<usize> {
-    req_slot(request)?.ok_or_else(|| err(abi::MPI_ERR_REQUEST, "MPI_REQUEST_NULL"))
+    req_slot(request)?.ok_or_else(|| err(Class::Request, "MPI_REQUEST_NULL"))
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]

@@ -14,6 +14,8 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+use super::super::codes::code_in;
+use crate::core::Class;
 use std::ffi::{c_int, c_void};
 
 use super::super::{
@@ -60,12 +62,12 @@ pub(in crate::mpich) fn req_slot(h: MPI_Request) -> MpiResult<Option<usize>> {
     }
     abi::direct_index(Kind::Request, h)
         .map(Some)
-        .ok_or_else(|| err(abi::MPI_ERR_REQUEST, format!("invalid request {h:#x}")))
+        .ok_or_else(|| err(Class::Request, format!("invalid request {h:#x}")))
 }
 
 /// The slot of a handle that must name a request (not `MPI_REQUEST_NULL`).
 fn live_slot(h: MPI_Request) -> MpiResult<usize> {
-    req_slot(h)?.ok_or_else(|| err(abi::MPI_ERR_REQUEST, "MPI_REQUEST_NULL"))
+    req_slot(h)?.ok_or_else(|| err(Class::Request, "MPI_REQUEST_NULL"))
 }
 
 /// The caller's request handle.
@@ -74,17 +76,17 @@ fn live_slot(h: MPI_Request) -> MpiResult<usize> {
 /// `request` is null or points to a handle (MPI contract).
 unsafe fn handle<'a>(request: *mut MPI_Request) -> MpiResult<&'a mut MPI_Request> {
     // SAFETY: forwarded from the caller; null is rejected.
-    unsafe { request.as_mut() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null request pointer"))
+    unsafe { request.as_mut() }.ok_or_else(|| err(Class::Arg, "null request pointer"))
 }
 
 /// The length of an array of `count` request handles at `requests`:
 /// `MPI_ERR_COUNT` if negative, `MPI_ERR_ARG` for a null array that is not
 /// empty.
 fn array_len(count: c_int, requests: *const MPI_Request) -> MpiResult<usize> {
-    let n = usize::try_from(count)
-        .map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative count {count}")))?;
+    let n =
+        usize::try_from(count).map_err(|_| err(Class::Count, format!("negative count {count}")))?;
     if n > 0 && requests.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null request array"));
+        return Err(err(Class::Arg, "null request array"));
     }
     Ok(n)
 }
@@ -170,10 +172,7 @@ fn complete_into(rt: &mut Runtime, h: &mut MPI_Request, status: *mut MPI_Status)
 
 fn in_status(failed: bool) -> MpiResult<()> {
     if failed {
-        Err(err(
-            abi::MPI_ERR_IN_STATUS,
-            "a request failed; see its status",
-        ))
+        Err(err(Class::InStatus, "a request failed; see its status"))
     } else {
         Ok(())
     }
@@ -190,7 +189,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
         let h = unsafe { handle(request)? };
         let st = complete(rt, h).inspect_err(|e| {
             // SAFETY: status is an output argument (or ignored).
-            unsafe { write_status(status, Status::error(e.class)) };
+            unsafe { write_status(status, Status::error(e.code)) };
         })?;
         // SAFETY: status is an output argument (or ignored).
         unsafe { write_status(status, st) };
@@ -209,7 +208,7 @@ pub unsafe extern "C" fn MPI_Test(
         // SAFETY: forwarded from the caller.
         let h = unsafe { handle(request)? };
         if flag.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+            return Err(err(Class::Arg, "null flag"));
         }
         let done = match req_slot(*h)? {
             Some(i) => rt.req_done(i)?,
@@ -234,7 +233,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     call("MPI_Request_get_status", abi::MPI_COMM_WORLD, |rt| {
         check_status(status)?;
         if flag.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+            return Err(err(Class::Arg, "null flag"));
         }
         let st = match req_slot(request)? {
             None => Some(Status::empty()),
@@ -273,7 +272,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
     call("MPI_Test_cancelled", abi::MPI_COMM_WORLD, |_| {
         if status.is_null() || abi::is_status_ignore(status) {
-            return Err(err(abi::MPI_ERR_ARG, "no status"));
+            return Err(err(Class::Arg, "no status"));
         }
         // SAFETY: a non-null status the application passes (MPI contract).
         let cancelled = status_in(unsafe { &*status }).cancelled;
@@ -286,7 +285,7 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
     call("MPI_Status_set_cancelled", abi::MPI_COMM_WORLD, |_| {
         if status.is_null() || abi::is_status_ignore(status) {
-            return Err(err(abi::MPI_ERR_ARG, "no status"));
+            return Err(err(Class::Arg, "no status"));
         }
         // SAFETY: a non-null, writable status (MPI contract).
         let st = unsafe { &mut *status };
@@ -305,10 +304,10 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
 /// `status` is null, ignored, or points to a status (MPI contract).
 unsafe fn status_to_read<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Status> {
     if abi::is_status_ignore(status) {
-        return Err(err(abi::MPI_ERR_ARG, "MPI_STATUS_IGNORE has no fields"));
+        return Err(err(Class::Arg, "MPI_STATUS_IGNORE has no fields"));
     }
     // SAFETY: forwarded from the caller; null is rejected.
-    unsafe { status.as_ref() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null status"))
+    unsafe { status.as_ref() }.ok_or_else(|| err(Class::Arg, "null status"))
 }
 
 /// The status `MPI_Status_set_*` writes (as [`status_to_read`]).
@@ -317,10 +316,10 @@ unsafe fn status_to_read<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Sta
 /// `status` is null, ignored, or points to a writable status.
 unsafe fn status_to_write<'a>(status: *mut MPI_Status) -> MpiResult<&'a mut MPI_Status> {
     if abi::is_status_ignore(status) {
-        return Err(err(abi::MPI_ERR_ARG, "MPI_STATUS_IGNORE has no fields"));
+        return Err(err(Class::Arg, "MPI_STATUS_IGNORE has no fields"));
     }
     // SAFETY: forwarded from the caller; null is rejected.
-    unsafe { status.as_mut() }.ok_or_else(|| err(abi::MPI_ERR_ARG, "null status"))
+    unsafe { status.as_mut() }.ok_or_else(|| err(Class::Arg, "null status"))
 }
 
 /// Declares the MPI-4.1 accessors of a public field of `MPI_Status`
@@ -395,7 +394,7 @@ pub unsafe extern "C" fn MPI_Testall(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
         if flag.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+            return Err(err(Class::Arg, "null flag"));
         }
         rt.ep.progress();
         let mut all = true;
@@ -468,7 +467,7 @@ pub unsafe extern "C" fn MPI_Waitany(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
         if index.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null index"));
+            return Err(err(Class::Arg, "null index"));
         }
         let found = rt.wait_until(|rt| any_done(rt, hs).map(Into::into))?;
         // SAFETY: forwarded from the caller.
@@ -489,7 +488,7 @@ pub unsafe extern "C" fn MPI_Testany(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
         if index.is_null() || flag.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+            return Err(err(Class::Arg, "null output argument"));
         }
         let found = any_done(rt, hs)?;
         // SAFETY: output argument.
@@ -538,7 +537,7 @@ unsafe fn finish_some(
         return unsafe { out(outcount, abi::MPI_UNDEFINED) };
     };
     if indices.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null index array"));
+        return Err(err(Class::Arg, "null index array"));
     }
     let mut failed = false;
     for (n, &k) in ks.iter().enumerate() {
@@ -566,7 +565,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(incount, requests)? };
         if outcount.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null outcount"));
+            return Err(err(Class::Arg, "null outcount"));
         }
         let found = rt.wait_until(|rt| some_done(rt, hs).map(Into::into))?;
         // SAFETY: forwarded from the caller.
@@ -587,7 +586,7 @@ pub unsafe extern "C" fn MPI_Testsome(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(incount, requests)? };
         if outcount.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null outcount"));
+            return Err(err(Class::Arg, "null outcount"));
         }
         match some_done(rt, hs)? {
             // SAFETY: forwarded from the caller.
@@ -632,7 +631,7 @@ fn peek(rt: &mut Runtime, h: MPI_Request) -> MpiResult<Peek> {
 fn outcome(r: MpiResult<Status>) -> (Status, bool) {
     match r {
         Ok(st) => (st, false),
-        Err(e) => (Status::error(e.class), true),
+        Err(e) => (Status::error(e.code), true),
     }
 }
 
@@ -657,7 +656,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles_read(count, requests)? };
         if flag.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null flag"));
+            return Err(err(Class::Arg, "null flag"));
         }
         check_handles(hs)?;
         let mut outcomes = Vec::with_capacity(hs.len());
@@ -699,7 +698,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles_read(count, requests)? };
         if index.is_null() || flag.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+            return Err(err(Class::Arg, "null output argument"));
         }
         check_handles(hs)?;
         let mut any_active = false;
@@ -749,7 +748,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles_read(incount, requests)? };
         if outcount.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null outcount"));
+            return Err(err(Class::Arg, "null outcount"));
         }
         check_handles(hs)?;
         let mut any_active = false;
@@ -769,7 +768,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
             return unsafe { out(outcount, abi::MPI_UNDEFINED) };
         }
         if !done.is_empty() && indices.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null index array"));
+            return Err(err(Class::Arg, "null index array"));
         }
         let mut failed = false;
         let n = done.len();
@@ -844,11 +843,13 @@ fn generalized(query: QueryFn, free: FreeFn, cancel: CancelFn, extra: *mut c_voi
     // `extra` valid until its free callback ran (MPI-4.0 §13.2).
     Generalized {
         // SAFETY: see above.
-        query: Box::new(move |st: &mut Status| unsafe { run_query(query, extra, st) }),
+        query: Box::new(move |st: &mut Status| code_in(unsafe { run_query(query, extra, st) })),
         // SAFETY: see above.
-        free: Box::new(move || unsafe { free(extra) }),
-        // SAFETY: see above.
-        cancel: Box::new(move |complete: bool| unsafe { cancel(extra, c_int::from(complete)) }),
+        free: Box::new(move || code_in(unsafe { free(extra) })),
+        cancel: Box::new(move |complete: bool| {
+            // SAFETY: see above.
+            code_in(unsafe { cancel(extra, c_int::from(complete)) })
+        }),
         complete: false,
         freed: false,
     }
@@ -864,7 +865,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
 ) -> c_int {
     call_starting("MPI_Grequest_start", abi::MPI_COMM_WORLD, request, |rt| {
         let (Some(query), Some(free), Some(cancel)) = (query_fn, free_fn, cancel_fn) else {
-            return Err(err(abi::MPI_ERR_ARG, "a null callback"));
+            return Err(err(Class::Arg, "a null callback"));
         };
         let g = generalized(query, free, cancel, extra_state);
         Ok(rt.add_req(Req::Generalized(g)))

@@ -14,8 +14,8 @@ enum Class {
     Raw,
 }
 
+use self::Class::*;
 use crate::ops::Pair;
-use Class::*;
 use Elem::*;
 
 /// The predefined basic types: handle, name, class, and what reductions

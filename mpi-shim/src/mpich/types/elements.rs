@@ -14,7 +14,7 @@ unsafe fn elements(
     dt: MPI_Datatype,
 ) -> MpiResult<Option<u64>> {
     if status.is_null() || abi::is_status_ignore(status) {
-        return Err(err(abi::MPI_ERR_ARG, "no status"));
+        return Err(err(Class::Arg, "no status"));
     }
     let t = super::datatype(rt, dt)?;
     // SAFETY: non-null status (MPI contract).
@@ -76,17 +76,13 @@ unsafe fn set_elements(
     n: i64,
 ) -> MpiResult<()> {
     if status.is_null() || abi::is_status_ignore(status) {
-        return Err(err(abi::MPI_ERR_ARG, "no status"));
+        return Err(err(Class::Arg, "no status"));
     }
-    let n =
-        usize::try_from(n).map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative count {n}")))?;
+    let n = usize::try_from(n).map_err(|_| err(Class::Count, format!("negative count {n}")))?;
     let t = super::datatype(rt, dt)?;
-    let bytes = t.bytes_of_elements(n).ok_or_else(|| {
-        err(
-            abi::MPI_ERR_ARG,
-            format!("{n} elements of a type without any"),
-        )
-    })?;
+    let bytes = t
+        .bytes_of_elements(n)
+        .ok_or_else(|| err(Class::Arg, format!("{n} elements of a type without any")))?;
     // SAFETY: non-null, writable status (MPI contract).
     let st = unsafe { &mut *status };
     *st = status_out(&Status {

@@ -33,7 +33,7 @@ fn needs_large_form(e: &Envelope, name: &str) -> MpiResult<()> {
         Ok(())
     } else {
         Err(err(
-            abi::MPI_ERR_TYPE,
+            Class::Type,
             format!("a datatype built with large counts: {name}_c describes it"),
         ))
     }
@@ -59,12 +59,8 @@ unsafe fn get_envelope<N: CountOut>(
             needs_large_form(e, "MPI_Type_get_envelope")?;
         }
         let len = |n: usize| {
-            N::from_count(n as MPI_Count).ok_or_else(|| {
-                err(
-                    abi::MPI_ERR_VALUE_TOO_LARGE,
-                    format!("{n} constructor arguments"),
-                )
-            })
+            N::from_count(n as MPI_Count)
+                .ok_or_else(|| err(Class::ValueTooLarge, format!("{n} constructor arguments")))
         };
         // SAFETY: output arguments.
         unsafe {
@@ -140,7 +136,7 @@ unsafe fn fill<T: Copy>(dst: *mut T, max: MPI_Count, src: &[T], what: &str) -> M
         Ok(())
     } else {
         Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             format!("{what} array of {max} entries, {} needed", src.len()),
         ))
     }
@@ -167,10 +163,7 @@ unsafe fn get_contents<N: Count>(
         let t = super::datatype(rt, datatype)?;
         let e = &t.envelope;
         if e.combiner == Combiner::Named {
-            return Err(err(
-                abi::MPI_ERR_TYPE,
-                "a predefined datatype has no contents",
-            ));
+            return Err(err(Class::Type, "a predefined datatype has no contents"));
         }
         if large.is_none() {
             needs_large_form(e, "MPI_Type_get_contents")?;
@@ -179,7 +172,7 @@ unsafe fn get_contents<N: Count>(
         if !holds(max_datatypes.get(), e.types.len())
             || (datatypes.is_null() && !e.types.is_empty())
         {
-            return Err(err(abi::MPI_ERR_ARG, "datatype array too small"));
+            return Err(err(Class::Arg, "datatype array too small"));
         }
         let addrs: Vec<MPI_Aint> = e.addrs.iter().map(|&a| a as MPI_Aint).collect();
         // SAFETY: the caller's arrays hold `max_*` entries.

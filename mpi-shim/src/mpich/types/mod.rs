@@ -102,14 +102,11 @@ pub(super) const PROTOTYPES: &[&str] = &[
 /// The table slot of a derived type's handle.
 fn derived_slot(rt: &Runtime, h: MPI_Datatype) -> MpiResult<usize> {
     if predefined(h).is_some() {
-        return Err(err(
-            abi::MPI_ERR_TYPE,
-            format!("{h:#x} is a predefined datatype"),
-        ));
+        return Err(err(Class::Type, format!("{h:#x} is a predefined datatype")));
     }
     abi::direct_index(Kind::Datatype, h)
         .filter(|&i| i >= core::FIRST_DERIVED_TYPE && rt.types.get(i).is_some())
-        .ok_or_else(|| err(abi::MPI_ERR_TYPE, format!("invalid datatype {h:#x}")))
+        .ok_or_else(|| err(Class::Type, format!("invalid datatype {h:#x}")))
 }
 
 /// The handle of `t` to give the application: a predefined type's own,
@@ -124,7 +121,7 @@ fn handle_of(rt: &mut Runtime, t: &Arc<Type>) -> MPI_Datatype {
 /// Store a new derived type and write its handle.
 unsafe fn create(rt: &mut Runtime, t: Type, newtype: *mut MPI_Datatype) -> MpiResult<()> {
     if newtype.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null newtype"));
+        return Err(err(Class::Arg, "null newtype"));
     }
     let h = abi::direct_handle(Kind::Datatype, rt.types.insert(Arc::new(t)));
     // SAFETY: non-null output argument.
@@ -133,17 +130,17 @@ unsafe fn create(rt: &mut Runtime, t: Type, newtype: *mut MPI_Datatype) -> MpiRe
 
 /// A checked count argument.
 fn count(n: MPI_Count) -> MpiResult<usize> {
-    usize::try_from(n).map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative count {n}")))
+    usize::try_from(n).map_err(|_| err(Class::Count, format!("negative count {n}")))
 }
 
 /// A checked block length (a count, for its error class, as in MPICH).
 fn blocklength(n: MPI_Count) -> MpiResult<usize> {
-    usize::try_from(n).map_err(|_| err(abi::MPI_ERR_COUNT, format!("negative blocklength {n}")))
+    usize::try_from(n).map_err(|_| err(Class::Count, format!("negative blocklength {n}")))
 }
 
 /// A checked non-negative argument other than a count.
 fn nonneg(n: impl Into<i64> + Copy + std::fmt::Display, what: &str) -> MpiResult<usize> {
-    usize::try_from(n.into()).map_err(|_| err(abi::MPI_ERR_ARG, format!("negative {what} {n}")))
+    usize::try_from(n.into()).map_err(|_| err(Class::Arg, format!("negative {what} {n}")))
 }
 
 /// The caller's array of `n` elements.
@@ -155,7 +152,7 @@ unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> MpiResult<&'a [T]> 
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, format!("null {what} array")));
+        return Err(err(Class::Arg, format!("null {what} array")));
     }
     // SAFETY: non-null, `n` elements (the caller's promise).
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
@@ -165,7 +162,7 @@ fn order(o: c_int) -> MpiResult<Order> {
     match o {
         abi::MPI_ORDER_C => Ok(Order::C),
         abi::MPI_ORDER_FORTRAN => Ok(Order::Fortran),
-        o => Err(err(abi::MPI_ERR_ARG, format!("invalid array order {o}"))),
+        o => Err(err(Class::Arg, format!("invalid array order {o}"))),
     }
 }
 
@@ -261,7 +258,7 @@ fn strided(n: usize, step: isize, blocklength: MPI_Count) -> MpiResult<Vec<(isiz
         .map(|i| {
             i.checked_mul(step)
                 .map(|d| (d, blocklength))
-                .ok_or_else(|| err(abi::MPI_ERR_ARG, "stride overflows"))
+                .ok_or_else(|| err(Class::Arg, "stride overflows"))
         })
         .collect()
 }
@@ -271,7 +268,7 @@ fn scaled(disp: MPI_Count, old: &Type) -> MpiResult<isize> {
     isize::try_from(disp)
         .ok()
         .and_then(|d| d.checked_mul(old.extent))
-        .ok_or_else(|| err(abi::MPI_ERR_ARG, "displacement overflows"))
+        .ok_or_else(|| err(Class::Arg, "displacement overflows"))
 }
 
 /// Run a constructor: look up `oldtype`, build, store in `newtype`.
@@ -544,7 +541,7 @@ large_count! {
                 let ok = sz[i] >= 1 && sub[i] >= 0 && st[i] >= 0 && st[i] <= sz[i] - sub[i];
                 if !ok {
                     return Err(err(
-                        abi::MPI_ERR_ARG,
+                        Class::Arg,
                         format!(
                             "dimension {i}: subarray of {} from {} does not fit {}",
                             sub[i], st[i], sz[i]
@@ -599,13 +596,13 @@ large_count! {
                 .unwrap_or(-1);
             if size < 1 || !(0..size).contains(&rank) || grid != i64::from(size) {
                 return Err(err(
-                    abi::MPI_ERR_ARG,
+                    Class::Arg,
                     format!("rank {rank} of {size} in a process grid of {grid}"),
                 ));
             }
             if gs.iter().any(|&g| g < 1) || ps.iter().any(|&p| p < 1) {
                 return Err(err(
-                    abi::MPI_ERR_ARG,
+                    Class::Arg,
                     "array and grid sizes must be positive",
                 ));
             }
@@ -628,7 +625,7 @@ large_count! {
                         abi::MPI_DISTRIBUTE_CYCLIC => Distrib::Cyclic(darg),
                         abi::MPI_DISTRIBUTE_NONE => Distrib::None,
                         d => {
-                            return Err(err(abi::MPI_ERR_ARG, format!("invalid distribution {d}")));
+                            return Err(err(Class::Arg, format!("invalid distribution {d}")));
                         }
                     };
                     darray_runs(gs[i] as usize, d, ps[i] as usize, coords[i])
@@ -671,7 +668,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
 pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
     call("MPI_Type_commit", abi::MPI_COMM_WORLD, |rt| {
         if datatype.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null datatype pointer"));
+            return Err(err(Class::Arg, "null datatype pointer"));
         }
         // SAFETY: non-null pointer to the caller's handle.
         let h = unsafe { *datatype };
@@ -691,7 +688,7 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
 pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
     call("MPI_Type_free", abi::MPI_COMM_WORLD, |rt| {
         if datatype.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null datatype pointer"));
+            return Err(err(Class::Arg, "null datatype pointer"));
         }
         // SAFETY: non-null pointer to the caller's handle.
         let slot = derived_slot(rt, unsafe { *datatype })?;
@@ -743,7 +740,7 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
 /// Each pointer is null or writable (MPI contract).
 unsafe fn out2<T>(a: *mut T, x: T, b: *mut T, y: T) -> MpiResult<()> {
     if a.is_null() || b.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null output argument"));
+        return Err(err(Class::Arg, "null output argument"));
     }
     // SAFETY: non-null output arguments.
     unsafe {
@@ -843,7 +840,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(
     call("MPI_Type_set_name", abi::MPI_COMM_WORLD, |rt| {
         let t = super::datatype(rt, datatype)?;
         if type_name.is_null() {
-            return Err(err(abi::MPI_ERR_ARG, "null name"));
+            return Err(err(Class::Arg, "null name"));
         }
         // SAFETY: a NUL-terminated string (MPI contract).
         let name = unsafe { CStr::from_ptr(type_name) }.to_string_lossy();
@@ -909,18 +906,13 @@ pub unsafe extern "C" fn MPI_Type_match_size(
                 abi::MPI_C_DOUBLE_COMPLEX,
                 abi::MPI_C_LONG_DOUBLE_COMPLEX,
             ],
-            c => return Err(err(abi::MPI_ERR_ARG, format!("invalid type class {c}"))),
+            c => return Err(err(Class::Arg, format!("invalid type class {c}"))),
         };
         let found = candidates
             .iter()
             .copied()
             .find(|&h| predefined(h).is_some_and(|t| t.size as c_int == size))
-            .ok_or_else(|| {
-                err(
-                    abi::MPI_ERR_ARG,
-                    format!("no type of {size} bytes in class"),
-                )
-            })?;
+            .ok_or_else(|| err(Class::Arg, format!("no type of {size} bytes in class")))?;
         // SAFETY: output argument.
         unsafe { out(datatype, found) }
     })
@@ -944,7 +936,7 @@ fn f90_type(
             .find(|&(_, hp, hr)| wanted(p, hp) && wanted(r, hr))
             .ok_or_else(|| {
                 err(
-                    abi::MPI_ERR_ARG,
+                    Class::Arg,
                     format!("no Fortran type holds precision {p} and range {r}"),
                 )
             })?;

@@ -12,10 +12,10 @@ unsafe fn position_in<T: Copy + Into<i64>>(
     position: *const T,
     size: i64,
     len: usize,
-    class: c_int,
+    class: Class,
 ) -> MpiResult<usize> {
     if position.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null position"));
+        return Err(err(Class::Arg, "null position"));
     }
     // SAFETY: non-null, readable (the caller's promise).
     let pos: i64 = unsafe { *position }.into();
@@ -36,7 +36,7 @@ fn advanced<P: CountOut>(pos: usize, len: usize) -> MpiResult<P> {
     MPI_Count::try_from(pos + len)
         .ok()
         .and_then(P::from_count)
-        .ok_or_else(|| err(abi::MPI_ERR_ARG, "position overflows"))
+        .ok_or_else(|| err(Class::Arg, "position overflows"))
 }
 
 /// The caller's packing buffer: `len` bytes at `base + pos`, as a raw
@@ -49,7 +49,7 @@ fn packing_buffer(base: *const c_void, pos: usize, len: usize) -> MpiResult<*mut
         ));
     }
     if base.is_null() {
-        return Err(err(abi::MPI_ERR_BUFFER, "null packing buffer"));
+        return Err(err(Class::Buffer, "null packing buffer"));
     }
     let start = base.cast::<u8>().cast_mut().wrapping_add(pos);
     Ok(std::ptr::slice_from_raw_parts_mut(start, len))
@@ -61,7 +61,7 @@ fn packing_buffer(base: *const c_void, pos: usize, len: usize) -> MpiResult<*mut
 /// `datarep` is null or a NUL-terminated string (MPI contract).
 unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
     if datarep.is_null() {
-        return Err(err(abi::MPI_ERR_ARG, "null data representation"));
+        return Err(err(Class::Arg, "null data representation"));
     }
     // SAFETY: a NUL-terminated string (MPI contract).
     let rep = unsafe { CStr::from_ptr(datarep) };
@@ -69,7 +69,7 @@ unsafe fn check_datarep(datarep: *const c_char) -> MpiResult<()> {
         Ok(())
     } else {
         Err(err(
-            abi::MPI_ERR_ARG,
+            Class::Arg,
             format!("unsupported data representation {rep:?}"),
         ))
     }
@@ -94,7 +94,7 @@ large_count! {
             // `position_in` checked that `pos + len` fit; nothing else
             // refers to them.
             unsafe {
-                let pos = position_in(position, outsize.get(), ub.len, abi::MPI_ERR_TRUNCATE)?;
+                let pos = position_in(position, outsize.get(), ub.len, Class::Truncate)?;
                 let end: C = advanced(pos, ub.len)?;
                 let dst = &mut *packing_buffer(outbuf, pos, ub.len)?;
                 ub.dt.pack(ub.ptr, ub.count, dst);
@@ -123,7 +123,7 @@ large_count! {
             // `inbuf` holds `insize` readable bytes (MPI contract), of
             // which `position_in` checked that `pos + len` fit.
             unsafe {
-                let pos = position_in(position, insize.get(), ub.len, abi::MPI_ERR_TRUNCATE)?;
+                let pos = position_in(position, insize.get(), ub.len, Class::Truncate)?;
                 let end: C = advanced(pos, ub.len)?;
                 let src = &*packing_buffer(inbuf, pos, ub.len)?;
                 ub.unpack(src);
@@ -146,7 +146,7 @@ large_count! {
             let t = super::datatype(rt, datatype)?;
             let n = t
                 .bytes(count(incount.get())?)
-                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+                .ok_or_else(|| err(Class::Count, "packed size overflows"))?;
             // The `int` form cannot report a size beyond an `int`
             // (MPI-4.1 §5.2): its `_c` form can.
             let n = MPI_Count::try_from(n)
@@ -154,7 +154,7 @@ large_count! {
                 .and_then(C::from_count)
                 .ok_or_else(|| {
                     err(
-                        abi::MPI_ERR_VALUE_TOO_LARGE,
+                        Class::ValueTooLarge,
                         format!("a packed size of {n} bytes does not fit the output argument"),
                     )
                 })?;
@@ -184,7 +184,7 @@ large_count! {
             let len = ub
                 .dt
                 .external_size(ub.count)
-                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+                .ok_or_else(|| err(Class::Count, "packed size overflows"))?;
             // SAFETY: the send buffer is readable (MPI contract).
             let native = unsafe { ub.data() };
             // SAFETY: `position` is the caller's in-out argument and
@@ -192,7 +192,7 @@ large_count! {
             // `position_in` checked that `pos + len` fit; nothing else
             // refers to them.
             unsafe {
-                let pos = position_in(position, outsize, len, abi::MPI_ERR_TRUNCATE)?;
+                let pos = position_in(position, outsize, len, Class::Truncate)?;
                 let end: MPI_Aint = advanced(pos, len)?;
                 let dst = &mut *packing_buffer(outbuf, pos, len)?;
                 ub.dt.to_external(&native, ub.count, dst)?;
@@ -221,13 +221,13 @@ large_count! {
             let len = ub
                 .dt
                 .external_size(ub.count)
-                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+                .ok_or_else(|| err(Class::Count, "packed size overflows"))?;
             let mut native = vec![0; ub.len];
             // SAFETY: `position` is the caller's in-out argument and
             // `inbuf` holds `insize` readable bytes (MPI contract), of
             // which `position_in` checked that `pos + len` fit.
             unsafe {
-                let pos = position_in(position, insize, len, abi::MPI_ERR_TRUNCATE)?;
+                let pos = position_in(position, insize, len, Class::Truncate)?;
                 let end: MPI_Aint = advanced(pos, len)?;
                 let src = &*packing_buffer(inbuf, pos, len)?;
                 ub.dt.from_external(src, ub.count, &mut native);
@@ -253,7 +253,7 @@ large_count! {
             let n = t
                 .external_size(count(incount.get())?)
                 .and_then(|n| MPI_Aint::try_from(n).ok())
-                .ok_or_else(|| err(abi::MPI_ERR_COUNT, "packed size overflows"))?;
+                .ok_or_else(|| err(Class::Count, "packed size overflows"))?;
             // SAFETY: output argument.
             unsafe { out(size, n) }
         })
