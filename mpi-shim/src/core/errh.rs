@@ -8,18 +8,52 @@
 //! code; `MPI_LASTUSEDCODE` is the largest one still there.
 
 use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
 
 use super::table::Table;
-use super::{Class, Code, MpiError, MpiResult};
+use super::{Class, Code, MpiError, MpiResult, Runtime, WORLD, report};
 
-/// `MPI_Comm_errhandler_function`: called with pointers to the
-/// communicator handle and the error code.
-pub type CommErrhFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
+/// `MPI_Comm_errhandler_function` and `MPI_Session_errhandler_function`:
+/// called with pointers to the object's handle and the error code.
+pub type ErrhFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
+
+/// Error handlers made for sessions (`MPI_Session_create_errhandler`,
+/// MPI-4.1 §9.3.4), by slot, each with the number of handles to it the
+/// application holds (as [`Errors`] counts communicators' handlers). They
+/// may be made before initialization (MPI-4.1 §11.4.1), so they live for
+/// the process, outside the runtime.
+static SESSION_HANDLERS: Mutex<Vec<(ErrhFn, usize)>> = Mutex::new(Vec::new());
+
+fn session_handlers() -> MutexGuard<'static, Vec<(ErrhFn, usize)>> {
+    SESSION_HANDLERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A new session error handler: its slot.
+pub fn create_session_handler(f: ErrhFn) -> usize {
+    let mut table = session_handlers();
+    table.push((f, 1));
+    table.len() - 1
+}
+
+/// The session handler in `slot`, freed or not (to call it).
+pub fn session_handler(slot: usize) -> Option<ErrhFn> {
+    session_handlers().get(slot).map(|h| h.0)
+}
+
+/// Add (`by` 1: a get returned it) or free (-1) a handle to session
+/// handler `slot`; whether there is one (and, freeing, had a handle left).
+pub fn count_session_handler(slot: usize, by: isize) -> bool {
+    match session_handlers().get_mut(slot) {
+        Some(h) if h.1 as isize + by >= 0 => {
+            h.1 = (h.1 as isize + by) as usize;
+            true
+        }
+        _ => false,
+    }
+}
 
 /// An error handler as communicators and sessions hold it (MPI-4.1
-/// §9.3): a predefined one, or one the application created, by the
-/// number its entry layer gave it (the slot of a communicator handler in
-/// [`Errors`], or of a session handler in the entry layer's table).
+/// §9.3): a predefined one, or one the application created, by slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Errhandler {
     /// `MPI_ERRORS_ARE_FATAL`: the job ends.
@@ -28,8 +62,21 @@ pub enum Errhandler {
     Abort,
     /// `MPI_ERRORS_RETURN`: the call returns the error code.
     Return,
-    /// A handler the application created.
+    /// A communicator handler the application created (its slot in
+    /// [`Errors`]).
     User(usize),
+    /// A session handler the application created (its slot among the
+    /// session handlers).
+    Session(usize),
+}
+
+impl Errhandler {
+    pub fn is_predefined(self) -> bool {
+        matches!(
+            self,
+            Errhandler::Fatal | Errhandler::Abort | Errhandler::Return
+        )
+    }
 }
 
 /// A user error class or code.
@@ -50,7 +97,7 @@ pub struct Errors {
     /// is freed with `MPI_Errhandler_free`). A handler freed by all stays,
     /// since the communicators it is set on keep using it (§9.3.4), but
     /// cannot be set again.
-    handlers: Table<(CommErrhFn, usize)>,
+    handlers: Table<(ErrhFn, usize)>,
     /// User classes and codes: [`Code::User`]`(n)` is `codes[n]`, `None`
     /// once removed.
     codes: Vec<Option<UserCode>>,
@@ -66,12 +113,12 @@ impl Default for Errors {
 }
 
 impl Errors {
-    pub fn create_handler(&mut self, f: CommErrhFn) -> usize {
+    pub fn create_handler(&mut self, f: ErrhFn) -> usize {
         self.handlers.insert((f, 1))
     }
 
     /// The handler in `slot`, freed or not (to call it).
-    pub fn handler(&self, slot: usize) -> Option<CommErrhFn> {
+    pub fn handler(&self, slot: usize) -> Option<ErrhFn> {
         self.handlers.get(slot).map(|h| h.0)
     }
 
@@ -269,6 +316,81 @@ impl Errors {
     pub fn string(&self, code: Code) -> Option<&str> {
         self.user(code)
             .map(|u| u.text.as_deref().unwrap_or_default())
+    }
+}
+
+/// What handling an error leaves to the entry layer, once the library
+/// lock is released (an application's handler may call MPI).
+#[derive(Debug)]
+pub enum Handling {
+    /// Return the error code (`MPI_ERRORS_RETURN`).
+    Return,
+    /// Call this handler of the application, then return the code.
+    User(ErrhFn),
+}
+
+impl Runtime {
+    /// The handler of errors that no valid object of the call can take
+    /// (an invalid communicator or session handle): `MPI_COMM_WORLD`'s in
+    /// the world model (MPI-4.1 §9.3), otherwise that of the open session
+    /// in the lowest slot when it is predefined, otherwise
+    /// `MPI_ERRORS_ARE_FATAL`.
+    pub fn default_errhandler(&self) -> Errhandler {
+        if let Ok(world) = self.comm(WORLD) {
+            return world.errhandler;
+        }
+        self.sessions
+            .iter()
+            .find(|(_, s)| !s.hidden)
+            .map(|(_, s)| s.errhandler)
+            .filter(|h| h.is_predefined())
+            .unwrap_or(Errhandler::Fatal)
+    }
+
+    /// The handler that takes error `e` of a call on communicator `comm`
+    /// (a request's error names its own communicator first), with the slot
+    /// of the communicator it belongs to; the default handler, with
+    /// `None`, when neither is valid.
+    pub fn comm_errhandler(
+        &self,
+        e: &MpiError,
+        comm: Option<usize>,
+    ) -> (Errhandler, Option<usize>) {
+        match e.comm.or(comm).and_then(|s| Some((self.comm(s).ok()?, s))) {
+            Some((c, s)) => (c.errhandler, Some(s)),
+            None => (self.default_errhandler(), None),
+        }
+    }
+
+    /// Apply `handler` to error `e` of call `name` (MPI-4.1 §9.3): a fatal
+    /// or aborting handler ends the job here with a message (and exit
+    /// status `status`); returning and the application's handlers are
+    /// left to the entry layer.
+    pub fn handle_error(
+        &mut self,
+        name: &str,
+        handler: Errhandler,
+        e: &MpiError,
+        status: i32,
+    ) -> Handling {
+        match handler {
+            Errhandler::Return => return Handling::Return,
+            Errhandler::User(i) => {
+                if let Some(f) = self.errors.handler(i) {
+                    return Handling::User(f);
+                }
+            }
+            Errhandler::Session(i) => {
+                if let Some(f) = session_handler(i) {
+                    return Handling::User(f);
+                }
+            }
+            Errhandler::Fatal | Errhandler::Abort => {}
+        }
+        let message = format!("{name}: {e}");
+        report(&message);
+        self.ep.bootstrap().abort(status, &message);
+        Handling::Return
     }
 }
 

@@ -53,6 +53,7 @@ use progress::Poll;
 
 pub mod attr;
 pub mod bsend;
+pub mod buffer;
 pub mod comm;
 pub mod datatype;
 pub mod errh;
@@ -60,6 +61,7 @@ pub mod error;
 pub mod group;
 pub mod hwsplit;
 pub mod info;
+pub mod p2p;
 pub mod partitioned;
 pub mod peer;
 pub mod progress;

@@ -57,6 +57,22 @@ impl Comm {
         }
     }
 
+    /// Check the root of a collective on an intracommunicator (a rank of
+    /// it; MPI-4.1 §6.1).
+    pub fn check_root(&self, root: i32) -> MpiResult<usize> {
+        if (0..self.size()).contains(&root) {
+            Ok(root as usize)
+        } else {
+            Err(MpiError::new(
+                Class::Root,
+                format!(
+                    "invalid root {root} in a communicator of size {}",
+                    self.size()
+                ),
+            ))
+        }
+    }
+
     /// The job rank a send to `dest` goes to (`None` for `MPI_PROC_NULL`),
     /// and the engine tag, after checking both.
     pub fn send_to(&self, dest: Rank, tag: Tag) -> MpiResult<(Option<u32>, u64)> {

@@ -364,4 +364,26 @@ mod tests {
         assert_ne!(a, boot_ctx("u", &[0, 1, 2]));
         assert_ne!(a, boot_ctx("t", &[2, 1, 0]));
     }
+
+    #[test]
+    fn thread_levels_by_name_are_provided_up_to_serialized() {
+        assert_eq!(
+            ThreadLevel::from_name("mpi_thread_multiple"),
+            ThreadLevel::Multiple
+        );
+        assert_eq!(
+            ThreadLevel::from_name("MPI_THREAD_FUNNELED"),
+            ThreadLevel::Funneled
+        );
+        assert_eq!(ThreadLevel::from_name("bogus"), ThreadLevel::Single);
+        assert_eq!(
+            ThreadLevel::provided(ThreadLevel::Multiple),
+            ThreadLevel::Serialized
+        );
+        assert_eq!(
+            ThreadLevel::provided(ThreadLevel::Funneled),
+            ThreadLevel::Funneled
+        );
+        assert_eq!(ThreadLevel::Serialized.name(), "MPI_THREAD_SERIALIZED");
+    }
 }

@@ -248,7 +248,7 @@ unsafe fn block(
 ) -> MpiResult<UserBuf> {
     let at = buf.cast::<u8>().wrapping_offset(displ).cast::<c_void>();
     // SAFETY: the caller's promise about the block.
-    unsafe { UserBuf::new(rt, at, count, dt) }
+    unsafe { user_buf(rt, at, count, dt) }
 }
 
 /// Blocks `counts[r]` elements of `dt` at `displs[r]` extents from `buf`,
@@ -339,7 +339,7 @@ unsafe fn reduction_input(
         sendbuf
     };
     // SAFETY: `count` elements at the source (MPI contract).
-    let ub = unsafe { UserBuf::new(rt, src, count, datatype)? };
+    let ub = unsafe { user_buf(rt, src, count, datatype)? };
     // SAFETY: as above.
     Ok((red, unsafe { packed(&ub) }))
 }
@@ -383,9 +383,9 @@ unsafe fn bcast<C: Count>(
 ) -> MpiResult<Schedule> {
     let count = count.get();
     let (slot, me, _) = comm_info(rt, comm)?;
-    let root = check_root(rt.comm(slot)?, root)?;
+    let root = rt.comm(slot)?.check_root(root)?;
     // SAFETY: forwarded from the caller.
-    let ub = unsafe { UserBuf::new(rt, buffer, count, datatype)? };
+    let ub = unsafe { user_buf(rt, buffer, count, datatype)? };
     let data = if me == root {
         // SAFETY: the root's buffer is readable.
         unsafe { packed(&ub) }
@@ -416,16 +416,14 @@ unsafe fn reduce<C: Count>(
 ) -> MpiResult<Schedule> {
     let count = count.get();
     let (slot, me, _) = comm_info(rt, comm)?;
-    let root = check_root(rt.comm(slot)?, root)?;
+    let root = rt.comm(slot)?.check_root(root)?;
     let at_root = me == root;
     // SAFETY: forwarded from the caller.
     let (red, input) =
         unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, at_root, at_root)? };
     let out = if at_root {
         // SAFETY: the root's receive buffer holds `count` elements.
-        Some(sink(&unsafe {
-            UserBuf::new(rt, recvbuf, count, datatype)?
-        }))
+        Some(sink(&unsafe { user_buf(rt, recvbuf, count, datatype)? }))
     } else {
         None
     };
@@ -457,7 +455,7 @@ unsafe fn allreduce<C: Count>(
     let (red, input) =
         unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, true, true)? };
     // SAFETY: the receive buffer holds `count` elements.
-    let out = sink(&unsafe { UserBuf::new(rt, recvbuf, count, datatype)? });
+    let out = sink(&unsafe { user_buf(rt, recvbuf, count, datatype)? });
     let elem = elem_size(rt, datatype)?;
     let mut b = builder(rt, slot)?;
     b.set_op(red);
@@ -495,7 +493,7 @@ unsafe fn gather_any(
         Vec::new()
     } else {
         // SAFETY: the send buffer holds `sendcount` elements.
-        unsafe { packed(&UserBuf::new(rt, sendbuf, sendcount, sendtype)?) }
+        unsafe { packed(&user_buf(rt, sendbuf, sendcount, sendtype)?) }
     };
     let outs = if me == root {
         // SAFETY: the root's receive blocks (MPI contract).
@@ -538,7 +536,7 @@ unsafe fn gather<C: Count>(
     let sendcount = sendcount.get();
     let recvcount = recvcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
-    let root = check_root(rt.comm(slot)?, root)?;
+    let root = rt.comm(slot)?.check_root(root)?;
     let (counts, displs) = if me == root {
         regular(recvcount, n)
     } else {
@@ -567,7 +565,7 @@ unsafe fn gatherv<C: Count, D: Displ>(
 ) -> MpiResult<Schedule> {
     let sendcount = sendcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
-    let root = check_root(rt.comm(slot)?, root)?;
+    let root = rt.comm(slot)?.check_root(root)?;
     let (counts, displs) = if me == root {
         // SAFETY: the root's arrays have `n` entries.
         unsafe {
@@ -619,7 +617,7 @@ unsafe fn scatter_any(
         None
     } else {
         // SAFETY: the receive buffer holds `recvcount` elements.
-        Some(unsafe { UserBuf::new(rt, recvbuf, recvcount, recvtype)? })
+        Some(unsafe { user_buf(rt, recvbuf, recvcount, recvtype)? })
     };
     let mut data = Vec::with_capacity(ins.iter().map(|u| u.len).sum());
     for (r, ub) in ins.iter().enumerate() {
@@ -669,7 +667,7 @@ unsafe fn scatter<C: Count>(
     let sendcount = sendcount.get();
     let recvcount = recvcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
-    let root = check_root(rt.comm(slot)?, root)?;
+    let root = rt.comm(slot)?.check_root(root)?;
     let (counts, displs) = if me == root {
         regular(sendcount, n)
     } else {
@@ -698,7 +696,7 @@ unsafe fn scatterv<C: Count, D: Displ>(
 ) -> MpiResult<Schedule> {
     let recvcount = recvcount.get();
     let (slot, me, n) = comm_info(rt, comm)?;
-    let root = check_root(rt.comm(slot)?, root)?;
+    let root = rt.comm(slot)?.check_root(root)?;
     let (counts, displs) = if me == root {
         // SAFETY: the root's arrays have `n` entries.
         unsafe {
@@ -741,7 +739,7 @@ unsafe fn allgather_any(
         unsafe { packed(&outs[me]) }
     } else {
         // SAFETY: the send buffer holds `sendcount` elements.
-        unsafe { packed(&UserBuf::new(rt, sendbuf, sendcount, sendtype)?) }
+        unsafe { packed(&user_buf(rt, sendbuf, sendcount, sendtype)?) }
     };
     if own.len() > outs[me].len {
         return Err(err(
@@ -1020,7 +1018,7 @@ unsafe fn reduce_scatter_any(
     let (red, input) =
         unsafe { reduction_input(rt, sendbuf, recvbuf, all, datatype, op, true, true)? };
     // SAFETY: the receive buffer holds this rank's count.
-    let out = sink(&unsafe { UserBuf::new(rt, recvbuf, counts[me], datatype)? });
+    let out = sink(&unsafe { user_buf(rt, recvbuf, counts[me], datatype)? });
     let size = elem_size(rt, datatype)?;
     let mut b = builder(rt, slot)?;
     b.set_op(red);
@@ -1092,7 +1090,7 @@ unsafe fn scan_any(
     let (red, input) =
         unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, true, true)? };
     // SAFETY: the receive buffer holds `count` elements.
-    let out = sink(&unsafe { UserBuf::new(rt, recvbuf, count, datatype)? });
+    let out = sink(&unsafe { user_buf(rt, recvbuf, count, datatype)? });
     let mut b = builder(rt, slot)?;
     b.set_op(red);
     let len = input.len();

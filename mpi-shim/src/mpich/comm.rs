@@ -436,17 +436,17 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhan
     call("MPI_Comm_set_errhandler", comm, |rt| {
         let slot = comm_slot(comm)?;
         rt.comm(slot)?;
-        let valid = match errhandler {
-            abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT => true,
-            h => abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.is_live(i)),
+        let handler = match errhandler_in(errhandler) {
+            Some(h) if h.is_predefined() => h,
+            Some(Errhandler::User(i)) if rt.errors.is_live(i) => Errhandler::User(i),
+            _ => {
+                return Err(err(
+                    Class::Arg,
+                    format!("invalid error handler {errhandler:#x}"),
+                ));
+            }
         };
-        if !valid {
-            return Err(err(
-                Class::Arg,
-                format!("invalid error handler {errhandler:#x}"),
-            ));
-        }
-        rt.comm_mut(slot)?.errhandler = checked_errhandler(errhandler)?;
+        rt.comm_mut(slot)?.errhandler = handler;
         Ok(())
     })
 }
@@ -457,13 +457,13 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     call("MPI_Comm_get_errhandler", comm, |rt| {
-        let h = errhandler_out(rt.comm(comm_slot(comm)?)?.errhandler);
+        let h = rt.comm(comm_slot(comm)?)?.errhandler;
         nonnull(errhandler, "errhandler")?;
         // The application frees what a get returns (MPI-4.1 §9.3.1).
-        if let Some(i) = abi::direct_index(Kind::Errhandler, h) {
+        if let Errhandler::User(i) = h {
             rt.errors.retain_handler(i);
         }
         // SAFETY: output argument.
-        unsafe { out(errhandler, h) }
+        unsafe { out(errhandler, errhandler_out(h)) }
     })
 }

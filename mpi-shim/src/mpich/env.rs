@@ -183,7 +183,7 @@ fn init(name: &str, required: c_int) -> c_int {
     let level = ThreadLevel::provided(thread_level_in(required));
     match rt.world_init(level) {
         Ok(()) => abi::MPI_SUCCESS,
-        Err(e) => raise_on(rt, name, abi::MPI_ERRORS_ARE_FATAL, abi::MPI_COMM_WORLD, e).finish(),
+        Err(e) => raise_on(rt, name, Errhandler::Fatal, abi::MPI_COMM_WORLD, e).finish(),
     }
 }
 
@@ -357,4 +357,21 @@ pub extern "C" fn MPI_Wtick() -> c_double {
     // SAFETY: clock_getres writes one timespec.
     unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_levels_are_mpichs_values_and_clamp_beyond_the_ends() {
+        for (v, level) in THREAD_LEVELS {
+            assert_eq!((thread_level_in(v), thread_level_out(level)), (level, v));
+        }
+        assert_eq!(thread_level_in(-1), ThreadLevel::Single);
+        assert_eq!(
+            thread_level_in(abi::MPI_THREAD_MULTIPLE + 9),
+            ThreadLevel::Multiple
+        );
+    }
 }

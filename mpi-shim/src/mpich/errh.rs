@@ -9,7 +9,7 @@ use super::attr::refresh_last_used;
 use super::codes::{code_in, code_out};
 use super::*;
 use crate::core::Code;
-use crate::core::errh::{CommErrhFn, Errhandler};
+use crate::core::errh::{self, ErrhFn, Errhandler};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)",
@@ -36,7 +36,12 @@ pub(crate) fn errhandler_in(h: MPI_Errhandler) -> Option<Errhandler> {
         abi::MPI_ERRORS_ARE_FATAL => Some(Errhandler::Fatal),
         abi::MPI_ERRORS_ABORT => Some(Errhandler::Abort),
         abi::MPI_ERRORS_RETURN => Some(Errhandler::Return),
-        h => abi::direct_index(Kind::Errhandler, h).map(Errhandler::User),
+        h => abi::direct_index(Kind::Errhandler, h).map(|i| {
+            match i.checked_sub(FIRST_SESSION_ERRHANDLER) {
+                Some(s) => Errhandler::Session(s),
+                None => Errhandler::User(i),
+            }
+        }),
     }
 }
 
@@ -47,24 +52,24 @@ pub(crate) fn errhandler_out(e: Errhandler) -> MPI_Errhandler {
         Errhandler::Abort => abi::MPI_ERRORS_ABORT,
         Errhandler::Return => abi::MPI_ERRORS_RETURN,
         Errhandler::User(i) => abi::direct_handle(Kind::Errhandler, i),
+        Errhandler::Session(s) => {
+            abi::direct_handle(Kind::Errhandler, FIRST_SESSION_ERRHANDLER + s)
+        }
     }
 }
+
+/// Session handlers' handles have indices from here up, so that they
+/// never name a communicator's user handler.
+const FIRST_SESSION_ERRHANDLER: usize = 1 << 20;
 
 /// [`errhandler_in`] of a handle the caller checked.
 pub(crate) fn checked_errhandler(h: MPI_Errhandler) -> MpiResult<Errhandler> {
     errhandler_in(h).ok_or_else(|| err(Class::Arg, format!("invalid error handler {h:#x}")))
 }
 
-fn is_predefined_handler(h: MPI_Errhandler) -> bool {
-    matches!(
-        h,
-        abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT
-    )
-}
-
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_create_errhandler(
-    comm_errhandler_fn: Option<CommErrhFn>,
+    comm_errhandler_fn: Option<ErrhFn>,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     call("MPI_Comm_create_errhandler", abi::MPI_COMM_WORLD, |rt| {
@@ -79,7 +84,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
 /// The MPI-1 name of `MPI_Comm_create_errhandler` (MPICH still exports it).
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Errhandler_create(
-    comm_errhandler_fn: Option<CommErrhFn>,
+    comm_errhandler_fn: Option<ErrhFn>,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     // SAFETY: forwarded output argument.
@@ -131,9 +136,13 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) ->
         nonnull(errhandler, "errhandler")?;
         // SAFETY: non-null pointer to the caller's handle.
         let h = unsafe { *errhandler };
-        let user = super::session::count_session_errhandler(h, -1)
-            || abi::direct_index(Kind::Errhandler, h).is_some_and(|i| rt.errors.free_handler(i));
-        if !user && !is_predefined_handler(h) {
+        let freed = match errhandler_in(h) {
+            Some(Errhandler::User(i)) => rt.errors.free_handler(i),
+            Some(Errhandler::Session(s)) => errh::count_session_handler(s, -1),
+            Some(_) => true,
+            None => false,
+        };
+        if !freed {
             return Err(err(Class::Arg, format!("invalid error handler {h:#x}")));
         }
         // SAFETY: as above.

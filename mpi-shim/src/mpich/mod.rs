@@ -25,7 +25,6 @@
 // standard layer does not call is unused there.
 #![cfg_attr(tessel_std_abi, allow(dead_code))]
 
-use std::borrow::Cow;
 use std::ffi::{c_char, c_double, c_int, c_void};
 use std::sync::Arc;
 
@@ -33,13 +32,11 @@ use crate::abi::{
     self, Kind, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op,
     MPI_Request, MPI_Status,
 };
+use crate::core::buffer::{self, UserBuf};
 use crate::core::datatype::Datatype;
-use crate::core::errh::CommErrhFn;
+use crate::core::errh::{ErrhFn, Errhandler, Handling};
 use crate::core::peer::{Rank, Tag};
-use crate::core::{
-    self, Class, Comm, Library, MpiError, MpiResult, Phase, Req, Runtime, Staged, Status, Unpack,
-};
-use shm_engine::{Endpoint, Piece};
+use crate::core::{self, Class, Library, MpiError, MpiResult, Phase, Req, Runtime, Status};
 
 mod attr;
 pub(crate) mod codes;
@@ -62,7 +59,7 @@ mod topo;
 mod types;
 mod unsupported;
 
-pub(crate) use errh::{checked_errhandler, errhandler_out};
+pub(crate) use errh::{checked_errhandler, errhandler_in, errhandler_out};
 pub(crate) use status::{status_in, status_out, write_status};
 
 /// Every entry function of this layer, by name: what the standard-ABI
@@ -154,7 +151,7 @@ pub(crate) fn err(class: Class, message: impl Into<String>) -> MpiError {
 
 /// Run `f` on the library's runtime; report an error through the error
 /// handler of `comm` (the default handler when `comm` is not valid, see
-/// [`default_errhandler`]).
+/// [`Runtime::default_errhandler`]).
 ///
 /// The runtime exists from the first `MPI_Init` or `MPI_Session_init` on,
 /// so functions on objects derived from a session work without
@@ -274,10 +271,11 @@ pub(crate) fn fail(name: &str, comm: MPI_Comm, e: MpiError) -> c_int {
 pub(crate) enum Handled {
     /// Return this code (`MPI_ERRORS_RETURN`).
     Return(c_int),
-    /// Call the application's error handler, then return the code.
+    /// Call the application's error handler with the handle of its
+    /// object (a communicator or a session), then return the code.
     User {
-        f: CommErrhFn,
-        comm: MPI_Comm,
+        f: ErrhFn,
+        object: c_int,
         code: c_int,
     },
 }
@@ -288,12 +286,13 @@ impl Handled {
     pub(crate) fn finish(self) -> c_int {
         match self {
             Handled::Return(code) => code,
-            Handled::User { f, comm, code } => {
-                let (mut comm, mut arg) = (comm, code);
+            Handled::User { f, object, code } => {
+                let (mut object, mut arg) = (object, code);
                 // SAFETY: `f` is the application's
-                // MPI_Comm_errhandler_function (MPI_Comm_create_errhandler),
-                // called with two valid pointers as MPI-4.0 §9.3.1 says.
-                unsafe { f(&mut comm, &mut arg) };
+                // MPI_Comm_errhandler_function or
+                // MPI_Session_errhandler_function (for the object's kind),
+                // called with two valid pointers as MPI-4.1 §9.3 says.
+                unsafe { f(&mut object, &mut arg) };
                 code
             }
         }
@@ -305,39 +304,8 @@ impl Handled {
 /// fatal handler ends the job here; the others are left to
 /// [`Handled::finish`].
 pub(crate) fn raise(rt: &mut Runtime, name: &str, comm: MPI_Comm, e: MpiError) -> Handled {
-    // A request's error goes to its communicator's handler.
-    let slot = e
-        .comm
-        .or_else(|| comm_slot(comm).ok())
-        .filter(|&s| rt.comm(s).is_ok());
-    match slot {
-        Some(s) => {
-            let handler = rt
-                .comm(s)
-                .map_or(abi::MPI_ERRORS_ARE_FATAL, |c| errhandler_out(c.errhandler));
-            raise_on(rt, name, handler, comm_handle(s), e)
-        }
-        None => {
-            let handler = default_errhandler(rt);
-            raise_on(rt, name, handler, comm, e)
-        }
-    }
-}
-
-/// The handler of errors that no valid object of the call can take (an
-/// invalid communicator or session handle): `MPI_COMM_WORLD`'s in the world
-/// model (MPI-4.0 §9.3), otherwise that of the open session in the lowest
-/// slot when it is predefined, otherwise `MPI_ERRORS_ARE_FATAL`.
-pub(crate) fn default_errhandler(rt: &Runtime) -> MPI_Errhandler {
-    if let Ok(world) = rt.comm(core::WORLD) {
-        return errhandler_out(world.errhandler);
-    }
-    rt.sessions
-        .iter()
-        .find(|(_, s)| !s.hidden)
-        .map(|(_, s)| errhandler_out(s.errhandler))
-        .filter(|&h| is_predefined_errhandler(h))
-        .unwrap_or(abi::MPI_ERRORS_ARE_FATAL)
+    let (handler, slot) = rt.comm_errhandler(&e, comm_slot(comm).ok());
+    raise_on(rt, name, handler, slot.map_or(comm, comm_handle), e)
 }
 
 pub(crate) fn is_predefined_errhandler(h: MPI_Errhandler) -> bool {
@@ -347,28 +315,22 @@ pub(crate) fn is_predefined_errhandler(h: MPI_Errhandler) -> bool {
     )
 }
 
-/// Apply `handler` (of communicator `comm`) to `e`: return its class
-/// under `MPI_ERRORS_RETURN`, leave a user handler to [`Handled::finish`],
-/// end the job with a message otherwise.
+/// Apply `handler` (of `object`, the handle of a communicator or session)
+/// to `e`: return its code under `MPI_ERRORS_RETURN`, leave a user
+/// handler to [`Handled::finish`], end the job with a message otherwise
+/// ([`Runtime::handle_error`]).
 pub(crate) fn raise_on(
     rt: &mut Runtime,
     name: &str,
-    handler: MPI_Errhandler,
-    comm: MPI_Comm,
+    handler: Errhandler,
+    object: c_int,
     e: MpiError,
 ) -> Handled {
     let code = codes::code_out(e.code);
-    if handler == abi::MPI_ERRORS_RETURN {
-        return Handled::Return(code);
+    match rt.handle_error(name, handler, &e, code) {
+        Handling::Return => Handled::Return(code),
+        Handling::User(f) => Handled::User { f, object, code },
     }
-    let user = abi::direct_index(Kind::Errhandler, handler).and_then(|i| rt.errors.handler(i));
-    if let Some(f) = user {
-        return Handled::User { f, comm, code };
-    }
-    let message = format!("{name}: {e}");
-    core::report(&message);
-    rt.ep.bootstrap().abort(code, &message);
-    Handled::Return(code)
 }
 
 /// Write `value` through an output pointer, or fail with `MPI_ERR_ARG`.
@@ -394,199 +356,34 @@ pub(crate) fn datatype(rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype
         .ok_or_else(|| err(Class::Type, format!("invalid datatype {dt:#x}")))
 }
 
-/// Addresses below this are never mapped (Linux's `vm.mmap_min_addr` is
-/// at least one page): a buffer reaching there from a null address is a
-/// mistake, not `MPI_BOTTOM` with absolute displacements.
-const LOWEST_VALID_ADDRESS: isize = 4096;
-
-/// A non-contiguous buffer is packed (rather than moved piece by piece)
-/// when its blocks average fewer bytes than this, for messages the engine
-/// copies itself (inline, eager, and the staging pipeline when CMA is
-/// off): each piece costs a cursor step and a `memcpy` call that a
-/// packing loop over small blocks does not, so below a few hundred bytes
-/// packing and copying once more is faster.
-pub(crate) const MIN_AVG_PIECE: usize = 256;
-
-/// The same for the receiver of a rendezvous over CMA: its pieces are the
-/// local side of `process_vm_readv`, where each costs the kernel a step
-/// of its copy loop (tens of ns) that the user-space unpack of a packed
-/// receive beats for blocks of about 1 KiB (measured with a 4 MiB vector
-/// ping-pong: even at 2 KiB, a clear gain from 4 KiB).
-pub(crate) const MIN_AVG_PIECE_CMA_LOCAL: usize = 2048;
-
-/// The same for the sender of a rendezvous over CMA: its pieces are the
-/// remote side of the receiver's `process_vm_readv`, and the kernel pins
-/// and unpins the pages of each remote piece separately (half a
-/// microsecond or more each), which packing (a user-space copy, then one
-/// contiguous read) beats until blocks reach several KiB (measured: packing
-/// wins at 4 KiB, pieces at 16 KiB).
-pub(crate) const MIN_AVG_PIECE_CMA_REMOTE: usize = 8192;
-
-/// A non-contiguous buffer of more pieces than this is packed: its piece
-/// list (16 bytes a piece, held by the request) would itself be a large
-/// allocation, and its walk a long one.
-pub(crate) const MAX_PIECES: usize = 1 << 20;
-
-/// A message buffer as the engine sees it: pieces of memory, and the
-/// packed copy they point into when the datatype is better packed (the
-/// request keeps it alive: moving the `Vec` leaves its storage put).
-#[derive(Debug)]
-pub(crate) struct Wire {
-    /// The only piece (when `many` is empty).
-    one: Piece,
-    /// The user's memory, piece by piece.
-    many: Vec<Piece>,
-    /// The packed copy `one` points into, if any.
-    pub packed: Option<Vec<u8>>,
-}
-
-impl Wire {
-    /// The pieces to hand to the engine.
-    pub(crate) fn pieces(&self) -> &[Piece] {
-        if self.many.is_empty() {
-            std::slice::from_ref(&self.one)
-        } else {
-            &self.many
-        }
-    }
-}
-
 /// A committed datatype and the bytes of `count` (>= 0) of its elements.
 pub(crate) fn committed_bytes(
     rt: &Runtime,
     count: MPI_Count,
     dt: MPI_Datatype,
 ) -> MpiResult<(Arc<Datatype>, usize)> {
+    let count = buffer::check_count(count)?;
+    buffer::committed_bytes(datatype(rt, dt)?, count)
+}
+
+/// `count` elements of datatype `dt` at `buf`, checked ([`UserBuf::new`];
+/// `MPI_IN_PLACE` is no buffer here).
+///
+/// # Safety
+/// As for [`UserBuf::new`].
+pub(crate) unsafe fn user_buf(
+    rt: &Runtime,
+    buf: *const c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+) -> MpiResult<UserBuf> {
+    let count = buffer::check_count(count)?;
+    if abi::is_in_place(buf) {
+        return Err(err(Class::Buffer, "MPI_IN_PLACE is not valid here"));
+    }
     let dt = datatype(rt, dt)?;
-    if !dt.committed {
-        return Err(err(Class::Type, "datatype not committed"));
-    }
-    let len = dt
-        .bytes(count as usize)
-        .ok_or_else(|| err(Class::Count, "message size overflows"))?;
-    Ok((dt, len))
-}
-
-/// `count` elements of a datatype at `ptr`: a message buffer as the
-/// application describes it, checked.
-#[derive(Debug)]
-pub(crate) struct UserBuf {
-    pub ptr: *mut u8,
-    pub count: usize,
-    pub dt: Arc<Datatype>,
-    /// Bytes of data (`count * dt.size`).
-    pub len: usize,
-}
-
-impl UserBuf {
-    /// # Safety
-    /// `buf` addresses `count` elements of `dt` (MPI contract); they are
-    /// only written through if the caller is a receive. A null `buf` is
-    /// `MPI_BOTTOM`.
-    pub(crate) unsafe fn new(
-        rt: &Runtime,
-        buf: *const c_void,
-        count: MPI_Count,
-        dt: MPI_Datatype,
-    ) -> MpiResult<Self> {
-        if count < 0 {
-            return Err(err(Class::Count, format!("negative count {count}")));
-        }
-        if abi::is_in_place(buf) {
-            return Err(err(Class::Buffer, "MPI_IN_PLACE is not valid here"));
-        }
-        let (dt, len) = committed_bytes(rt, count, dt)?;
-        // A null buffer is `MPI_BOTTOM`: the type's displacements must
-        // then be absolute addresses (MPI-4.0 §5.1.12).
-        let lowest = dt.lowest_offset(count as usize);
-        if buf.is_null() && lowest.is_some_and(|a| a < LOWEST_VALID_ADDRESS) {
-            return Err(err(Class::Buffer, "null buffer"));
-        }
-        Ok(Self {
-            ptr: buf.cast_mut().cast(),
-            count: count as usize,
-            dt,
-            len,
-        })
-    }
-
-    /// The message's bytes: the user's memory itself when the datatype is
-    /// contiguous, a packed copy otherwise.
-    ///
-    /// # Safety
-    /// The buffer is readable (the promise of [`UserBuf::new`]).
-    pub(crate) unsafe fn data(&self) -> Cow<'_, [u8]> {
-        if self.len == 0 {
-            Cow::Borrowed(&[])
-        } else if self.dt.is_contiguous() {
-            // SAFETY: `len` contiguous readable bytes (MPI contract).
-            Cow::Borrowed(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
-        } else {
-            let mut v = vec![0; self.len];
-            // SAFETY: `count` elements of `dt` at `ptr` (MPI contract).
-            unsafe { self.dt.pack(self.ptr, self.count, &mut v) };
-            Cow::Owned(v)
-        }
-    }
-
-    /// Whether `ep` should move this non-contiguous buffer piece by piece
-    /// rather than through a packed copy: only when its blocks are large
-    /// on average for the way the engine will move it ([`MIN_AVG_PIECE`]
-    /// and its CMA variants; a receive's capacity stands for the size of
-    /// the message) and not too many ([`MAX_PIECES`]).
-    fn piecewise(&self, ep: &Endpoint, send: bool) -> bool {
-        let min_avg = if !ep.uses_cma() || self.len <= ep.config().eager_max {
-            MIN_AVG_PIECE
-        } else if send {
-            MIN_AVG_PIECE_CMA_REMOTE
-        } else {
-            MIN_AVG_PIECE_CMA_LOCAL
-        };
-        let pieces = self.count.saturating_mul(self.dt.blocks.len());
-        pieces <= MAX_PIECES && self.len >= pieces.saturating_mul(min_avg)
-    }
-
-    /// The buffer as `ep` moves it (see [`Wire`]): the user's memory when
-    /// contiguous or worth moving piecewise, else a packed copy (of the
-    /// data for a send, zeroed for a receive).
-    ///
-    /// # Safety
-    /// For a send (`send == true`) the buffer is readable (the promise of
-    /// [`UserBuf::new`]).
-    pub(crate) unsafe fn wire(&self, ep: &Endpoint, send: bool) -> Wire {
-        let mut w = Wire {
-            one: Piece::new(self.ptr, self.len),
-            many: Vec::new(),
-            packed: None,
-        };
-        if self.len == 0 || self.dt.is_contiguous() {
-            return w;
-        }
-        if self.piecewise(ep, send) {
-            w.many = self.dt.pieces(self.ptr, self.count);
-            return w;
-        }
-        let mut packed = vec![0; self.len];
-        if send {
-            // SAFETY: `count` elements of `dt` at `ptr` (the caller).
-            unsafe { self.dt.pack(self.ptr, self.count, &mut packed) };
-        }
-        w.one = Piece::new(packed.as_mut_ptr(), self.len);
-        w.packed = Some(packed);
-        w
-    }
-
-    /// Write packed data (at most `len` bytes) into the buffer.
-    ///
-    /// # Safety
-    /// The buffer is writable (the promise of [`UserBuf::new`]).
-    pub(crate) unsafe fn unpack(&self, packed: &[u8]) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.dt
-                .unpack(&packed[..packed.len().min(self.len)], self.count, self.ptr)
-        };
-    }
+    // SAFETY: forwarded from the caller.
+    unsafe { UserBuf::new(buf, count, dt) }
 }
 
 /// A rank argument as the core names it.
@@ -634,17 +431,6 @@ pub(crate) fn tag_out(tag: Tag) -> c_int {
     match tag {
         Tag::Value(t) => t,
         Tag::Any => abi::MPI_ANY_TAG,
-    }
-}
-
-pub(crate) fn check_root(c: &Comm, root: c_int) -> MpiResult<usize> {
-    if (0..c.size()).contains(&root) {
-        Ok(root as usize)
-    } else {
-        Err(err(
-            Class::Root,
-            format!("invalid root {root} in a communicator of size {}", c.size()),
-        ))
     }
 }
 

@@ -12,6 +12,7 @@ use super::*;
 use crate::abi::MPI_Session;
 use crate::abi::{MPI_Count, MPI_Message};
 use crate::core::bsend::{Attached, Scope};
+use crate::core::p2p::SendMode;
 use crate::core::peer::RecvFrom;
 use crate::core::request::{self, Matched, Persistent};
 
@@ -90,21 +91,6 @@ pub(super) const PROTOTYPES: &[&str] = &[
 // ---------------------------------------------------------------------
 // Sends (MPI-4.0 §3.2, §3.4, §3.7.2).
 
-/// The send modes of MPI-4.0 §3.4.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    /// The engine picks: inline/eager complete at once, rendezvous at FIN.
-    Standard,
-    /// Copied into the attached buffer; complete at once (§3.6).
-    Buffered,
-    /// Complete once the receiver matched the message.
-    Synchronous,
-    /// A receive is promised to be posted; a standard send is a correct
-    /// implementation (§3.4: "a ready send ... can be replaced by a
-    /// standard send with no effect on the behavior").
-    Ready,
-}
-
 /// Checked arguments of a send: the destination's job rank (None for
 /// `MPI_PROC_NULL`), the engine tag and the buffer.
 unsafe fn send_args(
@@ -118,52 +104,15 @@ unsafe fn send_args(
 ) -> MpiResult<(Option<u32>, u64, UserBuf)> {
     let c = rt.comm(comm_slot(comm)?)?;
     // SAFETY: forwarded from the caller.
-    let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
+    let ub = unsafe { user_buf(rt, buf, count, dt)? };
     let (to, tag) = c.send_to(rank_arg(dest), tag_arg(tag))?;
     Ok((to, tag, ub))
-}
-
-/// Start sending `ub` to `to` in `mode`: straight from the user's memory
-/// when it is contiguous or worth sending piece by piece (see
-/// [`UserBuf::wire`]), from a packed copy the request keeps otherwise; a
-/// buffered send copies into the attached buffer and is done at once.
-///
-/// # Safety
-/// The buffer stays readable and unchanged until the request completes.
-unsafe fn start_send(
-    rt: &mut Runtime,
-    to: u32,
-    tag: u64,
-    ub: &UserBuf,
-    comm: usize,
-    mode: Mode,
-) -> MpiResult<Req> {
-    if mode == Mode::Buffered {
-        // SAFETY: forwarded from the caller.
-        let data = unsafe { ub.data() };
-        rt.bsend(comm, to, tag, &data)?;
-        return Ok(Req::Done(Status::empty()));
-    }
-    // SAFETY: forwarded from the caller (a send's buffer is readable).
-    let wire = unsafe { ub.wire(&rt.ep, true) };
-    // SAFETY: MPI forbids touching the buffer until the request completes,
-    // so its pieces outlive the engine request; a packed copy moves into
-    // the request below and its heap storage stays put until then.
-    let req = unsafe {
-        if mode == Mode::Synchronous {
-            rt.ep.issend_iov_raw(to, tag, wire.pieces())?
-        } else {
-            rt.ep.isend_iov_raw(to, tag, wire.pieces())?
-        }
-    };
-    let staged = wire.packed.map(Staged::Send);
-    Ok(Req::Engine { req, comm, staged })
 }
 
 /// The request of a send in `mode`; a completed one to `MPI_PROC_NULL`.
 ///
 /// # Safety
-/// As for [`start_send`]; the arguments are a send's (MPI contract).
+/// As for [`Runtime::isend`]; the arguments are a send's (MPI contract).
 #[allow(clippy::too_many_arguments)]
 unsafe fn isend_in(
     rt: &mut Runtime,
@@ -173,15 +122,14 @@ unsafe fn isend_in(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    mode: Mode,
+    mode: SendMode,
 ) -> MpiResult<Req> {
+    let slot = comm_slot(comm)?;
+    rt.comm(slot)?;
     // SAFETY: forwarded from the caller.
-    let (to, tag, ub) = unsafe { send_args(rt, buf, count, dt, dest, tag, comm)? };
-    match to {
-        // SAFETY: forwarded from the caller.
-        Some(to) => unsafe { start_send(rt, to, tag, &ub, comm_slot(comm)?, mode) },
-        None => Ok(Req::Done(Status::empty())),
-    }
+    let ub = unsafe { user_buf(rt, buf, count, dt)? };
+    // SAFETY: forwarded from the caller.
+    unsafe { rt.isend(slot, rank_arg(dest), tag_arg(tag), &ub, mode) }
 }
 
 /// A blocking send in `mode`: start it and wait for it.
@@ -194,7 +142,7 @@ unsafe fn send_in(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
-    mode: Mode,
+    mode: SendMode,
 ) -> c_int {
     call(name, comm, |rt| {
         // SAFETY: the buffer outlives the request: we wait for it here.
@@ -215,7 +163,7 @@ unsafe fn nonblocking_send_in(
     tag: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
-    mode: Mode,
+    mode: SendMode,
 ) -> c_int {
     call_starting(name, comm, request, |rt| {
         // SAFETY: MPI forbids touching the buffer until completion.
@@ -244,7 +192,7 @@ macro_rules! send_modes {
             ) {
                 // SAFETY: forwarded from the caller.
                 unsafe {
-                    $via(NAME, buf, count.get(), datatype, dest, tag, comm, $($req,)? Mode::$mode)
+                    $via(NAME, buf, count.get(), datatype, dest, tag, comm, $($req,)? SendMode::$mode)
                 }
             }
         }
@@ -281,7 +229,7 @@ unsafe fn recv_args(
 ) -> MpiResult<(RecvFrom, UserBuf, usize)> {
     let slot = comm_slot(comm)?;
     // SAFETY: forwarded from the caller.
-    let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
+    let ub = unsafe { user_buf(rt, buf, count, dt)? };
     let from = recv_from(rt, slot, source, tag)?;
     Ok((from, ub, slot))
 }
@@ -290,51 +238,6 @@ unsafe fn recv_args(
 /// them for the engine (`None` for `MPI_PROC_NULL`).
 fn recv_from(rt: &Runtime, slot: usize, source: c_int, tag: c_int) -> MpiResult<RecvFrom> {
     rt.comm(slot)?.recv_from(rank_arg(source), tag_arg(tag))
-}
-
-/// Start receiving into `ub` with `post`, which hands the engine the
-/// pieces of a buffer: the user's memory when the datatype is contiguous
-/// or worth receiving piece by piece (see [`UserBuf::wire`]), a packed
-/// buffer the request keeps (and unpacks at completion) otherwise.
-fn recv_into(
-    rt: &mut Runtime,
-    ub: &UserBuf,
-    comm: usize,
-    post: impl FnOnce(&mut shm_engine::Endpoint, &[Piece]) -> MpiResult<shm_engine::Request>,
-) -> MpiResult<Req> {
-    // SAFETY: a receive's wire is not read (`send == false`).
-    let wire = unsafe { ub.wire(&rt.ep, false) };
-    let req = post(&mut rt.ep, wire.pieces())?;
-    let staged = wire.packed.map(|packed| {
-        Staged::Recv(Unpack {
-            packed,
-            dst: ub.ptr,
-            count: ub.count,
-            dt: ub.dt.clone(),
-        })
-    });
-    Ok(Req::Engine { req, comm, staged })
-}
-
-/// Post a receive of checked arguments; a completed request for
-/// `MPI_PROC_NULL`.
-///
-/// # Safety
-/// The buffer stays writable and untouched until the request completes.
-unsafe fn start_recv(
-    rt: &mut Runtime,
-    from: RecvFrom,
-    ub: &UserBuf,
-    comm: usize,
-) -> MpiResult<Req> {
-    let Some((src, matcher)) = from else {
-        return Ok(Req::Done(Status::proc_null()));
-    };
-    recv_into(rt, ub, comm, |ep, pieces| {
-        // SAFETY: the caller's promise: the pieces (the user's elements, or
-        // the request's own packed buffer) stay writable until completion.
-        Ok(unsafe { ep.irecv_iov_raw(src, matcher, pieces)? })
-    })
 }
 
 /// Post a library-managed receive (see `recvbuf`): at most `count`
@@ -350,15 +253,7 @@ fn post_managed(
 ) -> MpiResult<Req> {
     let slot = comm_slot(comm)?;
     let (_, cap) = committed_bytes(rt, count, dt)?;
-    let Some((src, matcher)) = recv_from(rt, slot, source, tag)? else {
-        return Ok(Req::Done(Status::proc_null()));
-    };
-    let req = rt.ep.irecv_managed(src, matcher, cap)?;
-    Ok(Req::Engine {
-        req,
-        comm: slot,
-        staged: None,
-    })
+    rt.irecv_managed(slot, rank_arg(source), tag_arg(tag), cap)
 }
 
 /// Post a receive; a completed request for `MPI_PROC_NULL`.
@@ -374,7 +269,7 @@ unsafe fn post_recv(
     // SAFETY: forwarded from the caller.
     let (from, ub, slot) = unsafe { recv_args(rt, buf, count, dt, source, tag, comm)? };
     // SAFETY: forwarded from the caller.
-    unsafe { start_recv(rt, from, &ub, slot) }
+    unsafe { rt.start_recv(from, &ub, slot) }
 }
 
 large_count! {
@@ -455,35 +350,22 @@ unsafe fn isendrecv_in(
     recvtag: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Req> {
+    let slot = comm_slot(comm)?;
+    rt.comm(slot)?;
     // SAFETY: forwarded from the caller.
-    let (to, tag, ub) =
-        unsafe { send_args(rt, sendbuf, sendcount, sendtype, dest, sendtag, comm)? };
-    // SAFETY: forwarded from the caller.
-    let (from, rub, slot) =
-        unsafe { recv_args(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
-    // SAFETY: the receive buffer stays writable until completion.
-    let recv = unsafe { start_recv(rt, from, &rub, slot)? };
-    let send = match to {
-        // SAFETY: the send buffer stays readable until completion.
-        Some(to) => unsafe { start_send(rt, to, tag, &ub, slot, Mode::Standard) },
-        None => Ok(Req::Done(Status::empty())),
+    let (send, recv) = unsafe {
+        (
+            user_buf(rt, sendbuf, sendcount, sendtype)?,
+            user_buf(rt, recvbuf, recvcount, recvtype)?,
+        )
     };
-    pair(rt, recv, send)
-}
-
-/// The request of a send-receive whose receive is posted and whose send
-/// started (or failed to: then the receive is withdrawn).
-fn pair(rt: &mut Runtime, recv: Req, send: MpiResult<Req>) -> MpiResult<Req> {
-    match send {
-        Ok(send) => Ok(Req::Pair {
-            recv: Box::new(recv),
-            send: Box::new(send),
-        }),
-        Err(e) => {
-            let ri = rt.add_req(recv);
-            let _withdrawn = rt.cancel_req(ri).and_then(|()| rt.wait_req(ri));
-            Err(e)
-        }
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        rt.isendrecv(
+            slot,
+            (rank_arg(dest), tag_arg(sendtag), &send),
+            (rank_arg(source), tag_arg(recvtag), &recv),
+        )
     }
 }
 
@@ -505,32 +387,19 @@ unsafe fn isendrecv_replace_in(
     recvtag: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Req> {
+    let slot = comm_slot(comm)?;
+    rt.comm(slot)?;
     // SAFETY: forwarded from the caller.
-    let (to, tag, ub) = unsafe { send_args(rt, buf, count, datatype, dest, sendtag, comm)? };
+    let ub = unsafe { user_buf(rt, buf, count, datatype)? };
     // SAFETY: forwarded from the caller.
-    let (from, rub, slot) = unsafe { recv_args(rt, buf, count, datatype, source, recvtag, comm)? };
-    let outgoing = to.map(|to| {
-        // SAFETY: `buf` is readable now; the copy is taken before the
-        // receive can write it.
-        (to, unsafe { ub.data() }.into_owned())
-    });
-    // SAFETY: `buf` stays writable until completion.
-    let recv = unsafe { start_recv(rt, from, &rub, slot)? };
-    let send = match outgoing {
-        Some((to, data)) => {
-            // SAFETY: the copy moves into the request below and its heap
-            // storage stays put until the engine is done with it.
-            unsafe { rt.ep.isend_raw(to, tag, data.as_ptr(), data.len()) }
-                .map(|req| Req::Engine {
-                    req,
-                    comm: slot,
-                    staged: Some(Staged::Send(data)),
-                })
-                .map_err(MpiError::from)
-        }
-        None => Ok(Req::Done(Status::empty())),
-    };
-    pair(rt, recv, send)
+    unsafe {
+        rt.isendrecv_replace(
+            slot,
+            (rank_arg(dest), tag_arg(sendtag)),
+            (rank_arg(source), tag_arg(recvtag)),
+            &ub,
+        )
+    }
 }
 
 large_count! {
@@ -1010,7 +879,7 @@ unsafe fn start_mrecv(
         return Err(err(Class::Arg, "null message pointer"));
     }
     // SAFETY: forwarded from the caller.
-    let ub = unsafe { UserBuf::new(rt, buf, count, dt)? };
+    let ub = unsafe { user_buf(rt, buf, count, dt)? };
     // SAFETY: non-null pointer to the caller's message handle.
     let h = unsafe { *message };
     if h == abi::MPI_MESSAGE_NO_PROC {
@@ -1025,11 +894,8 @@ unsafe fn start_mrecv(
     // SAFETY: as above.
     unsafe { *message = abi::MPI_MESSAGE_NULL };
     let Matched { msg, comm } = matched;
-    recv_into(rt, &ub, comm, |ep, pieces| {
-        // SAFETY: the pieces stay writable until completion (the caller's
-        // promise, or the request's packed buffer).
-        Ok(unsafe { ep.imrecv_iov_raw(msg, pieces) })
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe { rt.imrecv(msg, comm, &ub) }
 }
 
 large_count! {
@@ -1081,7 +947,7 @@ unsafe fn send_init(
     tag: c_int,
     comm: MPI_Comm,
     request: *mut MPI_Request,
-    mode: Mode,
+    mode: SendMode,
 ) -> c_int {
     call_starting(name, comm, request, |rt| {
         // SAFETY: forwarded from the caller.
@@ -1090,7 +956,7 @@ unsafe fn send_init(
         let start = move |rt: &mut Runtime| match to {
             // SAFETY: MPI forbids touching the buffer while the round is
             // active; it stays valid until the request is freed.
-            Some(to) => unsafe { start_send(rt, to, tag, &ub, slot, mode) },
+            Some(to) => unsafe { rt.start_send(to, tag, &ub, slot, mode) },
             None => Ok(Req::Done(Status::empty())),
         };
         Ok(persistent(rt, Box::new(start)))
@@ -1127,7 +993,7 @@ large_count! {
             let (from, ub, slot) = unsafe { recv_args(rt, buf, count.get(), datatype, source, tag, comm)? };
             // SAFETY: MPI forbids touching the buffer while a round is active;
             // it stays valid until the request is freed.
-            let start = move |rt: &mut Runtime| unsafe { start_recv(rt, from, &ub, slot) };
+            let start = move |rt: &mut Runtime| unsafe { rt.start_recv(from, &ub, slot) };
             Ok(persistent(rt, Box::new(start)))
         })
     }

@@ -4,16 +4,16 @@
 //! Session handles use MPICH's session kind (`0xe`, the kind of
 //! `MPI_SESSION_NULL`) in the direct encoding. Errors go to the session's
 //! handler; an invalid session handle goes to the default handler
-//! ([`default_errhandler`]). A user-defined session handler is called
+//! ([`Runtime::default_errhandler`]). A user-defined session handler is called
 //! after the library lock is released, so it may call MPI itself.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::CStr;
-use std::sync::Mutex;
 
 use super::*;
 use crate::abi::{MPI_Group, MPI_Info, MPI_Session};
+use crate::core::errh;
 use crate::core::info::{self, Info};
 use crate::core::session::{Session, ThreadLevel};
 
@@ -94,62 +94,17 @@ unsafe fn c_str<'a>(s: *const c_char, what: &str) -> MpiResult<&'a str> {
         .map_err(|_| err(Class::Arg, format!("{what} is not UTF-8")))
 }
 
-// ---------------------------------------------------------------------
-// User-defined session error handlers (MPI-4.0 §9.3.4).
-
-/// `MPI_Session_errhandler_function`.
-type SessionErrhandlerFn = unsafe extern "C" fn(*mut MPI_Session, *mut c_int, ...);
-
-/// Handlers made by `MPI_Session_create_errhandler`, by index. Usable
-/// before initialization, so kept outside the runtime.
-/// Each with the number of handles to it the application holds, as for
-/// communicators' handlers (`core::errh::Errors`).
-static SESSION_ERRHANDLERS: Mutex<Vec<(SessionErrhandlerFn, usize)>> = Mutex::new(Vec::new());
-
-/// Session handlers' indices start here, so their handles never name a
-/// communicator's user handler (`MPI_Comm_create_errhandler`).
-const FIRST_SESSION_ERRHANDLER: usize = 1 << 20;
-
-fn user_errhandler(h: MPI_Errhandler) -> Option<SessionErrhandlerFn> {
-    let i = session_errhandler_index(h)?;
-    let table = SESSION_ERRHANDLERS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    table.get(i).map(|h| h.0)
-}
-
-/// The index in `SESSION_ERRHANDLERS` of handle `h`, if it names one.
-fn session_errhandler_index(h: MPI_Errhandler) -> Option<usize> {
-    abi::direct_index(Kind::Errhandler, h)?.checked_sub(FIRST_SESSION_ERRHANDLER)
-}
-
-/// Add (`by` 1) or free (-1) a handle to session handler `h`; whether `h`
-/// is one (and, freeing, had a handle left).
-pub(super) fn count_session_errhandler(h: MPI_Errhandler, by: isize) -> bool {
-    let Some(i) = session_errhandler_index(h) else {
-        return false;
-    };
-    let mut table = SESSION_ERRHANDLERS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    match table.get_mut(i) {
-        Some(e) if e.1 as isize + by >= 0 => {
-            e.1 = (e.1 as isize + by) as usize;
-            true
-        }
-        _ => false,
-    }
-}
-
 /// A handler a session may have: predefined, or made for sessions.
-fn check_session_errhandler(h: MPI_Errhandler) -> MpiResult<()> {
-    if is_predefined_errhandler(h) || user_errhandler(h).is_some() {
-        Ok(())
-    } else {
-        Err(err(
+fn session_errhandler(h: MPI_Errhandler) -> MpiResult<Errhandler> {
+    match errhandler_in(h) {
+        Some(e) if e.is_predefined() => Ok(e),
+        Some(Errhandler::Session(s)) if errh::session_handler(s).is_some() => {
+            Ok(Errhandler::Session(s))
+        }
+        _ => Err(err(
             Class::Arg,
             format!("invalid session error handler {h:#x}"),
-        ))
+        )),
     }
 }
 
@@ -191,33 +146,9 @@ fn run(
     };
     // The library lock is released: an application's handler may call MPI.
     match outcome {
-        Outcome::Code(code) => code,
-        Outcome::Handled(h) => h.finish(),
-        Outcome::Session {
-            user,
-            mut session,
-            class,
-        } => {
-            let mut code = class;
-            // SAFETY: the application registered `user` as an
-            // `MPI_Session_errhandler_function`; both pointers are to live
-            // locals.
-            unsafe { user(&mut session, &mut code) };
-            class
-        }
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(h) => h.finish(),
     }
-}
-
-/// What is left to do after a session function ran.
-enum Outcome {
-    Code(c_int),
-    Handled(Handled),
-    /// Call the application's session error handler.
-    Session {
-        user: SessionErrhandlerFn,
-        session: MPI_Session,
-        class: c_int,
-    },
 }
 
 /// Run `f` and decide what its error calls for: `target`'s handler.
@@ -226,27 +157,28 @@ fn settle(
     name: &str,
     target: Target,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
-) -> Outcome {
+) -> Result<(), Handled> {
     let e = match f(rt) {
-        Ok(()) => return Outcome::Code(abi::MPI_SUCCESS),
+        Ok(()) => return Ok(()),
         Err(e) => e,
     };
     let (handler, session) = match target {
         Target::Session(s) => match session_slot(s).and_then(|slot| rt.session(slot)) {
-            Ok(sess) => (errhandler_out(sess.errhandler), s),
-            Err(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
+            Ok(sess) => (sess.errhandler, s),
+            Err(_) => (rt.default_errhandler(), abi::MPI_SESSION_NULL),
         },
-        Target::Handler(h) if check_session_errhandler(h).is_ok() => (h, abi::MPI_SESSION_NULL),
-        Target::Handler(_) => (default_errhandler(rt), abi::MPI_SESSION_NULL),
+        Target::Handler(h) => match session_errhandler(h) {
+            Ok(h) => (h, abi::MPI_SESSION_NULL),
+            Err(_) => (rt.default_errhandler(), abi::MPI_SESSION_NULL),
+        },
     };
-    match user_errhandler(handler) {
-        None => Outcome::Handled(raise_on(rt, name, handler, abi::MPI_COMM_NULL, e)),
-        Some(user) => Outcome::Session {
-            user,
-            session,
-            class: super::codes::code_out(e.code),
-        },
-    }
+    // A session's own handler gets the session; a predefined one, or
+    // the default, stands for the communicator-less call.
+    let object = match handler {
+        Errhandler::Session(_) => session,
+        _ => abi::MPI_COMM_NULL,
+    };
+    Err(raise_on(rt, name, handler, object, e))
 }
 
 /// Run `f` for a function on session `session`: its errors go to the
@@ -290,13 +222,13 @@ pub unsafe extern "C" fn MPI_Session_init(
         Target::Handler(errhandler),
         true,
         |rt| {
-            check_session_errhandler(errhandler)?;
+            let errhandler = session_errhandler(errhandler)?;
             if session.is_null() {
                 return Err(err(Class::Arg, "null session pointer"));
             }
             let level = thread_level(&read_info(info)?);
             let slot = rt.session_open(Session {
-                errhandler: checked_errhandler(errhandler)?,
+                errhandler,
                 thread_level: level,
                 hidden: false,
                 bsend: None,
@@ -527,8 +459,7 @@ pub extern "C" fn MPI_Session_set_errhandler(
         false,
         |rt| {
             let slot = session_of(rt, session)?;
-            check_session_errhandler(errhandler)?;
-            rt.session_mut(slot)?.errhandler = checked_errhandler(errhandler)?;
+            rt.session_mut(slot)?.errhandler = session_errhandler(errhandler)?;
             Ok(())
         },
     )
@@ -544,15 +475,17 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
         Target::Session(session),
         false,
         |rt| {
-            let h = errhandler_out(rt.session(session_of(rt, session)?)?.errhandler);
+            let h = rt.session(session_of(rt, session)?)?.errhandler;
             if errhandler.is_null() {
                 return Err(err(Class::Arg, "null output argument"));
             }
             // The application frees what a get returns (MPI-4.1 §9.3.1);
             // a session has a predefined handler or one made for sessions.
-            count_session_errhandler(h, 1);
+            if let Errhandler::Session(s) = h {
+                errh::count_session_handler(s, 1);
+            }
             // SAFETY: output argument.
-            unsafe { out(errhandler, h) }
+            unsafe { out(errhandler, errhandler_out(h)) }
         },
     )
 }
@@ -561,7 +494,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
 /// §11.4.1), so errors are returned, not raised.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Session_create_errhandler(
-    session_errhandler_fn: Option<SessionErrhandlerFn>,
+    session_errhandler_fn: Option<ErrhFn>,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
     let Some(f) = session_errhandler_fn else {
@@ -570,11 +503,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     if errhandler.is_null() {
         return abi::MPI_ERR_ARG;
     }
-    let mut table = SESSION_ERRHANDLERS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    table.push((f, 1));
-    let h = abi::direct_handle(Kind::Errhandler, FIRST_SESSION_ERRHANDLER + table.len() - 1);
+    let h = errhandler_out(Errhandler::Session(errh::create_session_handler(f)));
     // SAFETY: non-null output argument.
     unsafe { out(errhandler, h) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }

@@ -417,7 +417,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
                 entries::MPI_Comm_create_errhandler(
                     Some(std::mem::transmute::<
                         unsafe extern "C" fn(*mut c_int, *mut c_int),
-                        crate::core::errh::CommErrhFn,
+                        crate::core::errh::ErrhFn,
                     >(comm_errhandler_trampoline)),
                     out,
                 )

@@ -123,7 +123,7 @@ unsafe fn send_buffer(
         return Err(in_place_error("in a neighbourhood collective"));
     }
     // SAFETY: the caller's buffer (MPI contract).
-    unsafe { UserBuf::new(rt, buf, count, dt) }
+    unsafe { user_buf(rt, buf, count, dt) }
 }
 
 /// Blocks with byte displacements and a datatype each, for `n` edges.

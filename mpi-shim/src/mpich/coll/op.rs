@@ -117,8 +117,8 @@ large_count! {
             // SAFETY: both buffers hold `count` elements (MPI contract).
             let (a, b) = unsafe {
                 (
-                    UserBuf::new(rt, inbuf, count.get(), datatype)?,
-                    UserBuf::new(rt, inoutbuf, count.get(), datatype)?,
+                    user_buf(rt, inbuf, count.get(), datatype)?,
+                    user_buf(rt, inoutbuf, count.get(), datatype)?,
                 )
             };
             // SAFETY: as above; both are readable.

@@ -14,8 +14,9 @@ use shm_engine::TagMatch;
 use super::super::info::info_hints;
 use super::super::{call, call_starting, comm_slot, err, out};
 use super::requests::req_slot;
-use super::{Mode, persistent, recv_args, send_args, start_recv, start_send};
+use super::{persistent, recv_args, send_args};
 use crate::abi::{self, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_Request};
+use crate::core::p2p::SendMode;
 use crate::core::partitioned::{PARTITIONED, Round};
 use crate::core::peer::{Rank, Tag};
 use crate::core::{Comm, MpiResult, Req, Runtime, Status};
@@ -71,7 +72,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
                 // round completes; the buffer stays valid until the
                 // request is freed.
                 Some(to) => unsafe {
-                    start_send(rt, to, etag | PARTITIONED, &ub, slot, Mode::Standard)
+                    rt.start_send(to, etag | PARTITIONED, &ub, slot, SendMode::Standard)
                 },
                 None => Ok(Req::Done(Status::empty())),
             };
@@ -110,7 +111,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
         let start = move |rt: &mut Runtime| {
             // SAFETY: MPI forbids touching the buffer while a round is
             // active; it stays valid until the request is freed.
-            let op = unsafe { start_recv(rt, from, &ub, slot)? };
+            let op = unsafe { rt.start_recv(from, &ub, slot)? };
             Ok(Req::Part(Round::recv(n, op)))
         };
         Ok(persistent(rt, Box::new(start)))

@@ -88,7 +88,7 @@ large_count! {
         call(NAME, comm, |rt| {
             rt.comm(comm_slot(comm)?)?;
             // SAFETY: forwarded from the caller.
-            let ub = unsafe { UserBuf::new(rt, inbuf, incount.get(), datatype)? };
+            let ub = unsafe { user_buf(rt, inbuf, incount.get(), datatype)? };
             // SAFETY: `position` is the caller's in-out argument and
             // `outbuf` holds `outsize` bytes (MPI contract), of which
             // `position_in` checked that `pos + len` fit; nothing else
@@ -118,7 +118,7 @@ large_count! {
         call(NAME, comm, |rt| {
             rt.comm(comm_slot(comm)?)?;
             // SAFETY: forwarded from the caller.
-            let ub = unsafe { UserBuf::new(rt, outbuf, outcount.get(), datatype)? };
+            let ub = unsafe { user_buf(rt, outbuf, outcount.get(), datatype)? };
             // SAFETY: `position` is the caller's in-out argument and
             // `inbuf` holds `insize` readable bytes (MPI contract), of
             // which `position_in` checked that `pos + len` fit.
@@ -180,7 +180,7 @@ large_count! {
             // SAFETY: the caller's string.
             unsafe { check_datarep(datarep)? };
             // SAFETY: forwarded from the caller.
-            let ub = unsafe { UserBuf::new(rt, inbuf, incount.get(), datatype)? };
+            let ub = unsafe { user_buf(rt, inbuf, incount.get(), datatype)? };
             let len = ub
                 .dt
                 .external_size(ub.count)
@@ -217,7 +217,7 @@ large_count! {
             // SAFETY: the caller's string.
             unsafe { check_datarep(datarep)? };
             // SAFETY: forwarded from the caller.
-            let ub = unsafe { UserBuf::new(rt, outbuf, outcount.get(), datatype)? };
+            let ub = unsafe { user_buf(rt, outbuf, outcount.get(), datatype)? };
             let len = ub
                 .dt
                 .external_size(ub.count)

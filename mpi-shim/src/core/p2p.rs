@@ -1,0 +1,269 @@
+//! Posting point-to-point operations (MPI-4.1 §3.2–§3.8) once the entry
+//! layer has turned its arguments into a communicator slot, [`Rank`]s,
+//! [`Tag`]s and a checked [`UserBuf`]: the four send modes, receives into
+//! the application's memory or a packed copy, library-managed receives,
+//! and receives of a matched message.
+
+use shm_engine::{Endpoint, Message, Piece};
+
+use super::buffer::UserBuf;
+use super::peer::{Rank, RecvFrom, Tag};
+use super::{MpiError, MpiResult, Req, Runtime, Staged, Status, Unpack};
+
+/// The send modes of MPI-4.1 §3.4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// The engine picks: inline/eager complete at once, rendezvous at FIN.
+    Standard,
+    /// Copied into the attached buffer; complete at once (§3.6).
+    Buffered,
+    /// Complete once the receiver matched the message.
+    Synchronous,
+    /// A receive is promised to be posted; a standard send is a correct
+    /// implementation (§3.4: "a ready send ... can be replaced by a
+    /// standard send with no effect on the behavior").
+    Ready,
+}
+
+impl Runtime {
+    /// Start sending `ub` to `dest` with `tag` on communicator `comm` in
+    /// `mode`, after checking both; a send to `MPI_PROC_NULL` is done at
+    /// once.
+    ///
+    /// # Safety
+    /// The buffer stays readable and unchanged until the request completes.
+    pub unsafe fn isend(
+        &mut self,
+        comm: usize,
+        dest: Rank,
+        tag: Tag,
+        ub: &UserBuf,
+        mode: SendMode,
+    ) -> MpiResult<Req> {
+        match self.comm(comm)?.send_to(dest, tag)? {
+            // SAFETY: forwarded from the caller.
+            (Some(to), tag) => unsafe { self.start_send(to, tag, ub, comm, mode) },
+            (None, _) => Ok(Req::Done(Status::empty())),
+        }
+    }
+
+    /// Start sending `ub` to job rank `to` with engine tag `tag` in
+    /// `mode`: straight from the user's memory when it is contiguous or
+    /// worth sending piece by piece (see [`UserBuf::wire`]), from a packed
+    /// copy the request keeps otherwise; a buffered send copies into the
+    /// attached buffer and is done at once.
+    ///
+    /// # Safety
+    /// As for [`Runtime::isend`].
+    pub unsafe fn start_send(
+        &mut self,
+        to: u32,
+        tag: u64,
+        ub: &UserBuf,
+        comm: usize,
+        mode: SendMode,
+    ) -> MpiResult<Req> {
+        if mode == SendMode::Buffered {
+            // SAFETY: forwarded from the caller.
+            let data = unsafe { ub.data() };
+            self.bsend(comm, to, tag, &data)?;
+            return Ok(Req::Done(Status::empty()));
+        }
+        // SAFETY: forwarded from the caller (a send's buffer is readable).
+        let wire = unsafe { ub.wire(&self.ep, true) };
+        // SAFETY: MPI forbids touching the buffer until the request
+        // completes, so its pieces outlive the engine request; a packed
+        // copy moves into the request below and its heap storage stays put
+        // until then.
+        let req = unsafe {
+            if mode == SendMode::Synchronous {
+                self.ep.issend_iov_raw(to, tag, wire.pieces())?
+            } else {
+                self.ep.isend_iov_raw(to, tag, wire.pieces())?
+            }
+        };
+        let staged = wire.packed.map(Staged::Send);
+        Ok(Req::Engine { req, comm, staged })
+    }
+
+    /// Post a receive into `ub` from `source` with `tag` on communicator
+    /// `comm`, after checking both.
+    ///
+    /// # Safety
+    /// The buffer stays writable and untouched until the request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        comm: usize,
+        source: Rank,
+        tag: Tag,
+        ub: &UserBuf,
+    ) -> MpiResult<Req> {
+        let from = self.comm(comm)?.recv_from(source, tag)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.start_recv(from, ub, comm) }
+    }
+
+    /// Post a receive of checked arguments (whom it accepts); a completed
+    /// request for `MPI_PROC_NULL`.
+    ///
+    /// # Safety
+    /// As for [`Runtime::irecv`].
+    pub unsafe fn start_recv(
+        &mut self,
+        from: RecvFrom,
+        ub: &UserBuf,
+        comm: usize,
+    ) -> MpiResult<Req> {
+        let Some((src, matcher)) = from else {
+            return Ok(Req::Done(Status::proc_null()));
+        };
+        self.recv_into(ub, comm, |ep, pieces| {
+            // SAFETY: the caller's promise: the pieces (the user's
+            // elements, or the request's own packed buffer) stay writable
+            // until completion.
+            Ok(unsafe { ep.irecv_iov_raw(src, matcher, pieces)? })
+        })
+    }
+
+    /// Receive matched message `msg` (of communicator `comm`) into `ub`.
+    ///
+    /// # Safety
+    /// As for [`Runtime::irecv`].
+    pub unsafe fn imrecv(&mut self, msg: Message, comm: usize, ub: &UserBuf) -> MpiResult<Req> {
+        self.recv_into(ub, comm, |ep, pieces| {
+            // SAFETY: the pieces stay writable until completion (the
+            // caller's promise, or the request's packed buffer).
+            Ok(unsafe { ep.imrecv_iov_raw(msg, pieces) })
+        })
+    }
+
+    /// Post a library-managed receive (see `recvbuf`) of at most `cap`
+    /// bytes from `source` with `tag`, into a buffer the engine allocates
+    /// when the message matches; a completed request for `MPI_PROC_NULL`.
+    pub fn irecv_managed(
+        &mut self,
+        comm: usize,
+        source: Rank,
+        tag: Tag,
+        cap: usize,
+    ) -> MpiResult<Req> {
+        let Some((src, matcher)) = self.comm(comm)?.recv_from(source, tag)? else {
+            return Ok(Req::Done(Status::proc_null()));
+        };
+        let req = self.ep.irecv_managed(src, matcher, cap)?;
+        Ok(Req::Engine {
+            req,
+            comm,
+            staged: None,
+        })
+    }
+
+    /// Start receiving into `ub` with `post`, which hands the engine the
+    /// pieces of a buffer: the user's memory when the datatype is
+    /// contiguous or worth receiving piece by piece (see
+    /// [`UserBuf::wire`]), a packed buffer the request keeps (and unpacks
+    /// at completion) otherwise.
+    fn recv_into(
+        &mut self,
+        ub: &UserBuf,
+        comm: usize,
+        post: impl FnOnce(&mut Endpoint, &[Piece]) -> MpiResult<shm_engine::Request>,
+    ) -> MpiResult<Req> {
+        // SAFETY: a receive's wire is not read (`send == false`).
+        let wire = unsafe { ub.wire(&self.ep, false) };
+        let req = post(&mut self.ep, wire.pieces())?;
+        let staged = wire.packed.map(|packed| {
+            Staged::Recv(Unpack {
+                packed,
+                dst: ub.ptr,
+                count: ub.count,
+                dt: ub.dt.clone(),
+            })
+        });
+        Ok(Req::Engine { req, comm, staged })
+    }
+
+    /// Start both halves of a send-receive (MPI-4.1 §3.10) on
+    /// communicator `comm` as one request, every argument checked before
+    /// either starts. When the send cannot start, the posted receive is
+    /// withdrawn (cancelled, or completed if it matched), so that no
+    /// request outlives a failed call.
+    ///
+    /// # Safety
+    /// `send` is readable and `recv` writable, and both stay untouched
+    /// until the request completes.
+    pub unsafe fn isendrecv(
+        &mut self,
+        comm: usize,
+        (dest, sendtag, send): (Rank, Tag, &UserBuf),
+        (source, recvtag, recv): (Rank, Tag, &UserBuf),
+    ) -> MpiResult<Req> {
+        let c = self.comm(comm)?;
+        let (to, tag) = c.send_to(dest, sendtag)?;
+        let from = c.recv_from(source, recvtag)?;
+        // SAFETY: the receive buffer stays writable until completion.
+        let incoming = unsafe { self.start_recv(from, recv, comm)? };
+        let outgoing = match to {
+            // SAFETY: the send buffer stays readable until completion.
+            Some(to) => unsafe { self.start_send(to, tag, send, comm, SendMode::Standard) },
+            None => Ok(Req::Done(Status::empty())),
+        };
+        self.pair(incoming, outgoing)
+    }
+
+    /// Start a send-receive in one buffer (MPI-4.1 §3.10): the outgoing
+    /// message leaves from a packed copy, so the incoming one may land in
+    /// `ub` at once.
+    ///
+    /// # Safety
+    /// `ub` is readable and writable and stays untouched until completion.
+    pub unsafe fn isendrecv_replace(
+        &mut self,
+        comm: usize,
+        (dest, sendtag): (Rank, Tag),
+        (source, recvtag): (Rank, Tag),
+        ub: &UserBuf,
+    ) -> MpiResult<Req> {
+        let c = self.comm(comm)?;
+        let (to, tag) = c.send_to(dest, sendtag)?;
+        let from = c.recv_from(source, recvtag)?;
+        let outgoing = to.map(|to| {
+            // SAFETY: `ub` is readable now; the copy is taken before the
+            // receive can write it.
+            (to, unsafe { ub.data() }.into_owned())
+        });
+        // SAFETY: `ub` stays writable until completion.
+        let incoming = unsafe { self.start_recv(from, ub, comm)? };
+        let outgoing = match outgoing {
+            Some((to, data)) => {
+                // SAFETY: the copy moves into the request below and its
+                // heap storage stays put until the engine is done with it.
+                unsafe { self.ep.isend_raw(to, tag, data.as_ptr(), data.len()) }
+                    .map(|req| Req::Engine {
+                        req,
+                        comm,
+                        staged: Some(Staged::Send(data)),
+                    })
+                    .map_err(MpiError::from)
+            }
+            None => Ok(Req::Done(Status::empty())),
+        };
+        self.pair(incoming, outgoing)
+    }
+
+    /// The request of a send-receive whose receive is posted and whose
+    /// send started (or failed to: then the receive is withdrawn).
+    fn pair(&mut self, recv: Req, send: MpiResult<Req>) -> MpiResult<Req> {
+        match send {
+            Ok(send) => Ok(Req::Pair {
+                recv: Box::new(recv),
+                send: Box::new(send),
+            }),
+            Err(e) => {
+                let ri = self.add_req(recv);
+                let _withdrawn = self.cancel_req(ri).and_then(|()| self.wait_req(ri));
+                Err(e)
+            }
+        }
+    }
+}
