@@ -7,20 +7,11 @@
 //! module only hands out what is to be called.
 
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
 
 use super::Class;
 use super::peer::Rank;
 use super::table::Table;
-use super::{Code, MpiError, MpiResult, Runtime};
-
-/// `MPI_Comm_copy_attr_function` / `MPI_Type_copy_attr_function` (the
-/// handle is an `int` in the MPICH ABI).
-pub type CopyFn =
-    unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-
-/// `MPI_Comm_delete_attr_function` / `MPI_Type_delete_attr_function`.
-pub type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+use super::{AppFn, Code, MpiError, MpiResult, Runtime};
 
 /// What kind of object a keyval caches attributes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,8 +24,10 @@ pub enum Object {
 #[derive(Clone, Copy, Debug)]
 pub struct Keyval {
     pub object: Object,
-    pub copy: Option<CopyFn>,
-    pub delete: Option<DeleteFn>,
+    /// `MPI_Comm_copy_attr_function` or `MPI_Type_copy_attr_function`.
+    pub copy: Option<AppFn>,
+    /// `MPI_Comm_delete_attr_function` or `MPI_Type_delete_attr_function`.
+    pub delete: Option<AppFn>,
     /// The application's `extra_state` pointer, passed to the callbacks.
     pub extra: usize,
     /// Freed by the application: no longer usable for new attributes,
@@ -94,9 +87,10 @@ impl Runtime {
 #[derive(Debug)]
 pub struct Attrs {
     keyvals: Table<Keyval>,
-    /// Attributes of each datatype, by datatype handle: the datatype code
-    /// drops a handle's entry when the datatype is freed.
-    pub types: HashMap<c_int, Vec<Attr>>,
+    /// Attributes of each datatype, by the entry layer's handle of it (a
+    /// predefined datatype has no slot): the entry layer drops a handle's
+    /// entry when the datatype is freed.
+    pub types: HashMap<i64, Vec<Attr>>,
 }
 
 impl Default for Attrs {

@@ -7,36 +7,31 @@
 //! rest of the run, so that a stale code never names a newer class or
 //! code; `MPI_LASTUSEDCODE` is the largest one still there.
 
-use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
 use super::table::Table;
-use super::{Class, Code, MpiError, MpiResult, Runtime, WORLD, report};
-
-/// `MPI_Comm_errhandler_function` and `MPI_Session_errhandler_function`:
-/// called with pointers to the object's handle and the error code.
-pub type ErrhFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
+use super::{AppFn, Class, Code, MpiError, MpiResult, Runtime, WORLD, report};
 
 /// Error handlers made for sessions (`MPI_Session_create_errhandler`,
 /// MPI-4.1 §9.3.4), by slot, each with the number of handles to it the
 /// application holds (as [`Errors`] counts communicators' handlers). They
 /// may be made before initialization (MPI-4.1 §11.4.1), so they live for
 /// the process, outside the runtime.
-static SESSION_HANDLERS: Mutex<Vec<(ErrhFn, usize)>> = Mutex::new(Vec::new());
+static SESSION_HANDLERS: Mutex<Vec<(AppFn, usize)>> = Mutex::new(Vec::new());
 
-fn session_handlers() -> MutexGuard<'static, Vec<(ErrhFn, usize)>> {
+fn session_handlers() -> MutexGuard<'static, Vec<(AppFn, usize)>> {
     SESSION_HANDLERS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A new session error handler: its slot.
-pub fn create_session_handler(f: ErrhFn) -> usize {
+pub fn create_session_handler(f: AppFn) -> usize {
     let mut table = session_handlers();
     table.push((f, 1));
     table.len() - 1
 }
 
 /// The session handler in `slot`, freed or not (to call it).
-pub fn session_handler(slot: usize) -> Option<ErrhFn> {
+pub fn session_handler(slot: usize) -> Option<AppFn> {
     session_handlers().get(slot).map(|h| h.0)
 }
 
@@ -97,7 +92,7 @@ pub struct Errors {
     /// is freed with `MPI_Errhandler_free`). A handler freed by all stays,
     /// since the communicators it is set on keep using it (§9.3.4), but
     /// cannot be set again.
-    handlers: Table<(ErrhFn, usize)>,
+    handlers: Table<(AppFn, usize)>,
     /// User classes and codes: [`Code::User`]`(n)` is `codes[n]`, `None`
     /// once removed.
     codes: Vec<Option<UserCode>>,
@@ -113,12 +108,12 @@ impl Default for Errors {
 }
 
 impl Errors {
-    pub fn create_handler(&mut self, f: ErrhFn) -> usize {
+    pub fn create_handler(&mut self, f: AppFn) -> usize {
         self.handlers.insert((f, 1))
     }
 
     /// The handler in `slot`, freed or not (to call it).
-    pub fn handler(&self, slot: usize) -> Option<ErrhFn> {
+    pub fn handler(&self, slot: usize) -> Option<AppFn> {
         self.handlers.get(slot).map(|h| h.0)
     }
 
@@ -326,7 +321,7 @@ pub enum Handling {
     /// Return the error code (`MPI_ERRORS_RETURN`).
     Return,
     /// Call this handler of the application, then return the code.
-    User(ErrhFn),
+    User(AppFn),
 }
 
 impl Runtime {

@@ -900,6 +900,23 @@ pub fn in_call<T>(rt: &mut Runtime, f: impl FnOnce(&mut Runtime) -> T) -> T {
     f(rt)
 }
 
+/// An application's function (an error handler, an attribute's copy or
+/// delete callback) as its entry layer registered it: the core keeps it
+/// and hands it back, and only the entry layer, which knows its C type in
+/// its ABI, calls it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppFn(usize);
+
+impl AppFn {
+    pub fn new(addr: usize) -> Self {
+        Self(addr)
+    }
+
+    pub fn addr(self) -> usize {
+        self.0
+    }
+}
+
 /// Run application code (a reduction function, a generalized request's
 /// or an attribute's callback) from inside a library call. The code may
 /// call MPI (MPI-4.1 §13.2's examples do; mpi4py's reduction functions

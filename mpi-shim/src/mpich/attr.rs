@@ -12,7 +12,16 @@
 use super::*;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use crate::core::attr::{self, Attr, CopyFn, DeleteFn, Keyval, Object, Predefined, Value};
+use crate::core::AppFn;
+use crate::core::attr::{self, Attr, Keyval, Object, Predefined, Value};
+
+/// `MPI_Comm_copy_attr_function` / `MPI_Type_copy_attr_function` (the
+/// handle is an `int` in this ABI).
+pub type CopyFn =
+    unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+
+/// `MPI_Comm_delete_attr_function` / `MPI_Type_delete_attr_function`.
+pub type DeleteFn = unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int;
 
 /// The predefined attribute keys, in the order of [`PREDEFINED_VALUES`].
 const PREDEFINED_KEYS: [(c_int, Predefined); 7] = [
@@ -104,7 +113,7 @@ impl Target {
             Target::Comm(slot) => Ok(&mut rt.comm_mut(slot)?.attrs),
             Target::Type(h) => {
                 datatype(rt, h)?;
-                Ok(rt.attrs.types.entry(h).or_default())
+                Ok(rt.attrs.types.entry(i64::from(h)).or_default())
             }
         }
     }
@@ -131,6 +140,8 @@ fn run_delete(target: Target, kv_slot: usize, kv: &Keyval, value: usize) -> MpiR
     let Some(delete) = kv.delete else {
         return Ok(());
     };
+    // SAFETY: this layer registered a `DeleteFn` ([`create_keyval`]).
+    let delete = unsafe { std::mem::transmute::<usize, DeleteFn>(delete.addr()) };
     // SAFETY: the application's delete callback (MPI-4.0 §7.7.2), called
     // with the arguments it was registered for.
     let rc = unsafe {
@@ -181,6 +192,8 @@ fn copy_all(name: &str, from: Target, to: Target) -> MpiResult<()> {
     let mut copies = Vec::new();
     for (slot, kv, value) in attrs {
         let Some(copy) = kv.copy else { continue };
+        // SAFETY: this layer registered a `CopyFn` ([`create_keyval`]).
+        let copy = unsafe { std::mem::transmute::<usize, CopyFn>(copy.addr()) };
         let (mut new, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
         // SAFETY: the application's copy callback (MPI-4.0 §7.7.2), with
         // valid pointers for the new value and the flag.
@@ -249,8 +262,8 @@ fn create_keyval(
         nonnull(keyval, "keyval")?;
         let slot = rt.attrs.create_keyval(Keyval {
             object,
-            copy,
-            delete,
+            copy: copy.map(|f| AppFn::new(f as usize)),
+            delete: delete.map(|f| AppFn::new(f as usize)),
             extra: extra as usize,
             freed: false,
         });

@@ -8,8 +8,13 @@
 use super::attr::refresh_last_used;
 use super::codes::{code_in, code_out};
 use super::*;
+use crate::core::AppFn;
 use crate::core::Code;
-use crate::core::errh::{self, ErrhFn, Errhandler};
+use crate::core::errh::{self, Errhandler};
+
+/// `MPI_Comm_errhandler_function` and `MPI_Session_errhandler_function`:
+/// called with pointers to the object's handle and the error code.
+pub type ErrhFn = unsafe extern "C" fn(*mut c_int, *mut c_int, ...);
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler)",
@@ -75,7 +80,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     call("MPI_Comm_create_errhandler", abi::MPI_COMM_WORLD, |rt| {
         let f = comm_errhandler_fn.ok_or_else(|| err(Class::Arg, "null error handler function"))?;
         nonnull(errhandler, "errhandler")?;
-        let slot = rt.errors.create_handler(f);
+        let slot = rt.errors.create_handler(AppFn::new(f as usize));
         // SAFETY: output argument, checked non-null.
         unsafe { out(errhandler, abi::direct_handle(Kind::Errhandler, slot)) }
     })

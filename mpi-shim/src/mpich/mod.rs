@@ -34,17 +34,18 @@ use crate::abi::{
 };
 use crate::core::buffer::{self, UserBuf};
 use crate::core::datatype::Datatype;
-use crate::core::errh::{ErrhFn, Errhandler, Handling};
+use crate::core::errh::{Errhandler, Handling};
 use crate::core::peer::{Rank, Tag};
 use crate::core::{self, Class, Library, MpiError, MpiResult, Phase, Req, Runtime, Status};
+use errh::ErrhFn;
 
-mod attr;
+pub(crate) mod attr;
 pub(crate) mod codes;
 mod coll;
 mod comm;
 pub(crate) mod counts;
 mod env;
-mod errh;
+pub(crate) mod errh;
 mod group;
 mod info;
 mod interop;
@@ -274,7 +275,7 @@ pub(crate) enum Handled {
     /// Call the application's error handler with the handle of its
     /// object (a communicator or a session), then return the code.
     User {
-        f: ErrhFn,
+        f: core::AppFn,
         object: c_int,
         code: c_int,
     },
@@ -288,6 +289,10 @@ impl Handled {
             Handled::Return(code) => code,
             Handled::User { f, object, code } => {
                 let (mut object, mut arg) = (object, code);
+                // SAFETY: this layer registers handlers as `ErrhFn`s
+                // (`MPI_Comm_create_errhandler`,
+                // `MPI_Session_create_errhandler`).
+                let f = unsafe { std::mem::transmute::<usize, ErrhFn>(f.addr()) };
                 // SAFETY: `f` is the application's
                 // MPI_Comm_errhandler_function or
                 // MPI_Session_errhandler_function (for the object's kind),

@@ -503,7 +503,9 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     if errhandler.is_null() {
         return abi::MPI_ERR_ARG;
     }
-    let h = errhandler_out(Errhandler::Session(errh::create_session_handler(f)));
+    let h = errhandler_out(Errhandler::Session(errh::create_session_handler(
+        core::AppFn::new(f as usize),
+    )));
     // SAFETY: non-null output argument.
     unsafe { out(errhandler, h) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }

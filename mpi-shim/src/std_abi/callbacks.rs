@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::core::attr::{CopyFn, DeleteFn};
+use crate::mpich::attr::{CopyFn, DeleteFn};
 use crate::ops::UserOp;
 
 /// The predefined copy functions of the standard ABI are the values 0
@@ -417,7 +417,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
                 entries::MPI_Comm_create_errhandler(
                     Some(std::mem::transmute::<
                         unsafe extern "C" fn(*mut c_int, *mut c_int),
-                        crate::core::errh::ErrhFn,
+                        crate::mpich::errh::ErrhFn,
                     >(comm_errhandler_trampoline)),
                     out,
                 )
