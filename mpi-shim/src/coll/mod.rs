@@ -18,6 +18,7 @@
 //! span several nodes, since the engine has no inter-node transport yet.
 
 pub mod algo;
+pub mod calls;
 pub mod hier;
 pub mod sched;
 

@@ -23,7 +23,8 @@ use super::counts::{self, Count, Displ, large_count};
 use super::info::info_hints;
 use super::*;
 use crate::abi::MPI_Count;
-use crate::coll::{Builder, Schedule, Sink, algo};
+use crate::coll::Schedule;
+use crate::coll::calls::{self, Arg, Blocks, Reduce, TypeArg, packed};
 use crate::ops::{Op, Reduction, UserOp};
 
 pub(super) const PROTOTYPES: &[&str] = &[
@@ -226,64 +227,6 @@ mod persistent;
 use op::reduction;
 use persistent::{Kept, array_lengths, persistent, send_side};
 
-/// Communicator slot, this process's rank and the size.
-fn comm_info(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize, usize)> {
-    let slot = comm_slot(comm)?;
-    let c = rt.comm(slot)?;
-    Ok((slot, c.rank as usize, c.size() as usize))
-}
-
-/// The builder of the communicator's next collective.
-fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
-    crate::coll::builder(rt, slot)
-}
-
-/// `count` elements of `dt` at `buf` plus `displ` bytes, checked.
-unsafe fn block(
-    rt: &Runtime,
-    buf: *const c_void,
-    displ: isize,
-    count: MPI_Count,
-    dt: MPI_Datatype,
-) -> MpiResult<UserBuf> {
-    let at = buf.cast::<u8>().wrapping_offset(displ).cast::<c_void>();
-    // SAFETY: the caller's promise about the block.
-    unsafe { user_buf(rt, at, count, dt) }
-}
-
-/// Blocks `counts[r]` elements of `dt` at `displs[r]` extents from `buf`,
-/// one per rank.
-unsafe fn blocks(
-    rt: &Runtime,
-    buf: *const c_void,
-    counts: &[MPI_Count],
-    displs: &[isize],
-    dt: MPI_Datatype,
-) -> MpiResult<Vec<UserBuf>> {
-    let extent = super::datatype(rt, dt)?.extent;
-    counts
-        .iter()
-        .zip(displs)
-        // SAFETY: the caller's promise about the blocks.
-        .map(|(&c, &d)| unsafe { block(rt, buf, d.wrapping_mul(extent), c, dt) })
-        .collect()
-}
-
-/// The data of a send buffer, packed.
-unsafe fn packed(ub: &UserBuf) -> Vec<u8> {
-    // SAFETY: a send buffer is readable (MPI contract).
-    unsafe { ub.data() }.into_owned()
-}
-
-/// Where a receive buffer's data goes when the schedule ends.
-fn sink(ub: &UserBuf) -> Sink {
-    Sink {
-        dst: ub.ptr,
-        count: ub.count,
-        dt: ub.dt.clone(),
-    }
-}
-
 /// `n` datatype handles from an argument array.
 unsafe fn types(p: *const MPI_Datatype, n: usize) -> MpiResult<Vec<MPI_Datatype>> {
     if p.is_null() {
@@ -297,82 +240,81 @@ fn in_place_error(what: &str) -> MpiError {
     err(Class::Buffer, format!("MPI_IN_PLACE is not valid {what}"))
 }
 
-/// `n` counts of `c`, displaced by `c` each (the regular collectives as
-/// their `v` forms).
-fn regular(c: MPI_Count, n: usize) -> (Vec<MPI_Count>, Vec<isize>) {
-    (
-        vec![c; n],
-        (0..n as isize).map(|r| r * c as isize).collect(),
-    )
+// ---------------------------------------------------------------------
+// Arguments as the collectives of `crate::coll::calls` take them.
+
+/// The datatype of handle `dt` for buffer `buf`, where `MPI_IN_PLACE` is
+/// not valid: its error is the call's where the buffer is significant.
+fn type_arg(rt: &Runtime, buf: *const c_void, dt: MPI_Datatype) -> TypeArg {
+    if abi::is_in_place(buf) {
+        return Err(in_place_error("here"));
+    }
+    super::datatype(rt, dt)
 }
 
-// ---------------------------------------------------------------------
-// Reductions.
+/// A buffer argument where `MPI_IN_PLACE` is not valid.
+fn arg(rt: &Runtime, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype) -> Arg {
+    Arg {
+        ptr: buf,
+        count,
+        dt: type_arg(rt, buf, dt),
+    }
+}
 
-/// Checked operands of a reduction over `count` elements: the operation
-/// and this process's packed contribution (from `recvbuf` with
-/// `MPI_IN_PLACE`, where `in_place_ok`). `recvbuf` must not alias
-/// `sendbuf` where the receive buffer is significant (`receives`).
-unsafe fn reduction_input(
+/// A buffer argument that may be `MPI_IN_PLACE` (`None`).
+fn arg_or_in_place(
+    rt: &Runtime,
+    buf: *const c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+) -> Option<Arg> {
+    (!abi::is_in_place(buf)).then(|| arg(rt, buf, count, dt))
+}
+
+/// The arguments of a reduction.
+fn reduce_args(
     rt: &Runtime,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
-    in_place_ok: bool,
-    receives: bool,
-) -> MpiResult<(Reduction, Vec<u8>)> {
-    let red = reduction(rt, op, datatype)?;
-    let src = if abi::is_in_place(sendbuf) {
-        if !in_place_ok {
-            return Err(in_place_error("here (MPI-4.0 §6.9.1)"));
-        }
-        recvbuf.cast_const()
-    } else {
-        if receives && count > 0 && sendbuf == recvbuf.cast_const() {
-            return Err(err(
-                Class::Buffer,
-                "send and receive buffers alias (use MPI_IN_PLACE)",
-            ));
-        }
-        sendbuf
-    };
-    // SAFETY: `count` elements at the source (MPI contract).
-    let ub = unsafe { user_buf(rt, src, count, datatype)? };
-    // SAFETY: as above.
-    Ok((red, unsafe { packed(&ub) }))
+) -> Reduce {
+    let in_place = |buf: *const c_void| abi::is_in_place(buf);
+    Reduce {
+        send: (!in_place(sendbuf)).then_some(sendbuf),
+        recv: (!in_place(recvbuf)).then_some(recvbuf),
+        dt: super::datatype(rt, datatype),
+        op: reduction(rt, op, datatype),
+    }
 }
 
-/// Size in bytes of one element of `datatype`.
-fn elem_size(rt: &Runtime, datatype: MPI_Datatype) -> MpiResult<usize> {
-    Ok(super::datatype(rt, datatype)?.size)
-}
-
-/// A count summed over ranks.
-fn total(counts: &[MPI_Count]) -> MpiResult<MPI_Count> {
-    counts.iter().try_fold(0 as MPI_Count, |acc, &c| {
-        if c < 0 {
-            return Err(err(Class::Count, format!("negative count {c}")));
-        }
-        acc.checked_add(c)
-            .ok_or_else(|| err(Class::Count, "count overflows"))
-    })
+/// The counts and displacements of a `v` collective's `n` blocks.
+///
+/// # Safety
+/// Both arrays have `n` entries (MPI contract).
+unsafe fn counts_displs<C: Count, D: Displ>(
+    counts: *const C,
+    displs: *const D,
+    n: usize,
+) -> MpiResult<(Vec<MPI_Count>, Vec<isize>)> {
+    // SAFETY: the caller's promise.
+    unsafe {
+        Ok((
+            counts::counts(counts, n, "count")?,
+            counts::displs(displs, n)?,
+        ))
+    }
 }
 
 // ---------------------------------------------------------------------
-// Schedule compilers, one per collective (MPI-4.0 §6.3-§6.11).
+// Entries, one schedule compiler each (MPI-4.1 §6.3-§6.11, compiled by
+// `crate::coll::calls`): arguments read, handles resolved.
 
-/// MPI-4.0 §6.3.
 unsafe fn barrier(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Schedule> {
-    let slot = comm_slot(comm)?;
-    let mut b = builder(rt, slot)?;
-    algo::barrier(&mut b);
-    Ok(b.finish())
+    calls::barrier(rt, comm_slot(comm)?)
 }
 collective!(MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init: barrier());
 
-/// MPI-4.0 §6.4.
 unsafe fn bcast<C: Count>(
     rt: &mut Runtime,
     buffer: *mut c_void,
@@ -381,29 +323,14 @@ unsafe fn bcast<C: Count>(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let count = count.get();
-    let (slot, me, _) = comm_info(rt, comm)?;
-    let root = rt.comm(slot)?.check_root(root)?;
+    let slot = comm_slot(comm)?;
+    let buf = arg(rt, buffer, count.get(), datatype);
     // SAFETY: forwarded from the caller.
-    let ub = unsafe { user_buf(rt, buffer, count, datatype)? };
-    let data = if me == root {
-        // SAFETY: the root's buffer is readable.
-        unsafe { packed(&ub) }
-    } else {
-        vec![0; ub.len]
-    };
-    let mut b = builder(rt, slot)?;
-    let data = b.input(data);
-    algo::bcast(&mut b, data, root);
-    if me != root {
-        let k = b.sink(sink(&ub));
-        b.unpack(data, k);
-    }
-    Ok(b.finish())
+    unsafe { calls::bcast(rt, slot, root, &buf) }
 }
 collective!(MPI_Bcast / MPI_Bcast_c, MPI_Ibcast / MPI_Ibcast_c, MPI_Bcast_init / MPI_Bcast_init_c: bcast(buffer: *mut c_void, count: C, datatype: MPI_Datatype, root: c_int));
 
-/// MPI-4.0 §6.9.1.
+#[allow(clippy::too_many_arguments)]
 unsafe fn reduce<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -414,32 +341,13 @@ unsafe fn reduce<C: Count>(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let count = count.get();
-    let (slot, me, _) = comm_info(rt, comm)?;
-    let root = rt.comm(slot)?.check_root(root)?;
-    let at_root = me == root;
+    let slot = comm_slot(comm)?;
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
-    let (red, input) =
-        unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, at_root, at_root)? };
-    let out = if at_root {
-        // SAFETY: the root's receive buffer holds `count` elements.
-        Some(sink(&unsafe { user_buf(rt, recvbuf, count, datatype)? }))
-    } else {
-        None
-    };
-    let mut b = builder(rt, slot)?;
-    b.set_op(red);
-    let acc = b.input(input);
-    algo::reduce(&mut b, acc, root);
-    if let Some(k) = out {
-        let k = b.sink(k);
-        b.unpack(acc, k);
-    }
-    Ok(b.finish())
+    unsafe { calls::reduce(rt, slot, root, &args, count.get()) }
 }
 collective!(MPI_Reduce / MPI_Reduce_c, MPI_Ireduce / MPI_Ireduce_c, MPI_Reduce_init / MPI_Reduce_init_c: reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op, root: c_int));
 
-/// MPI-4.0 §6.9.6.
 unsafe fn allreduce<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -449,79 +357,14 @@ unsafe fn allreduce<C: Count>(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let count = count.get();
-    let (slot, _, _) = comm_info(rt, comm)?;
+    let slot = comm_slot(comm)?;
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
-    let (red, input) =
-        unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, true, true)? };
-    // SAFETY: the receive buffer holds `count` elements.
-    let out = sink(&unsafe { user_buf(rt, recvbuf, count, datatype)? });
-    let elem = elem_size(rt, datatype)?;
-    let mut b = builder(rt, slot)?;
-    b.set_op(red);
-    let acc = b.input(input);
-    algo::allreduce(&mut b, acc, elem);
-    let k = b.sink(out);
-    b.unpack(acc, k);
-    Ok(b.finish())
+    unsafe { calls::allreduce(rt, slot, &args, count.get()) }
 }
 collective!(MPI_Allreduce / MPI_Allreduce_c, MPI_Iallreduce / MPI_Iallreduce_c, MPI_Allreduce_init / MPI_Allreduce_init_c: allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
 
-/// Gather and gatherv (MPI-4.0 §6.5): `counts`/`displs` matter at the
-/// root only; `regular` (gather) blocks all have one size, which the
-/// binomial tree needs.
-unsafe fn gather_any(
-    rt: &mut Runtime,
-    slot: usize,
-    root: usize,
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    counts: &[MPI_Count],
-    displs: &[isize],
-    recvtype: MPI_Datatype,
-    regular: bool,
-) -> MpiResult<Schedule> {
-    let c = rt.comm(slot)?;
-    let me = c.rank as usize;
-    let in_place = abi::is_in_place(sendbuf);
-    if in_place && me != root {
-        return Err(in_place_error("at a process other than the root"));
-    }
-    let own = if in_place {
-        Vec::new()
-    } else {
-        // SAFETY: the send buffer holds `sendcount` elements.
-        unsafe { packed(&user_buf(rt, sendbuf, sendcount, sendtype)?) }
-    };
-    let outs = if me == root {
-        // SAFETY: the root's receive blocks (MPI contract).
-        unsafe { blocks(rt, recvbuf, counts, displs, recvtype)? }
-    } else {
-        Vec::new()
-    };
-    let mut b = builder(rt, slot)?;
-    let blk = outs.first().map_or(own.len(), |u| u.len);
-    let own = b.input(own);
-    let parts = if regular {
-        algo::gather(&mut b, root, own, blk)
-    } else {
-        let all = b.buf(outs.iter().map(|u| u.len).sum());
-        let parts = all.split(outs.iter().map(|u| u.len));
-        algo::gatherv(&mut b, root, own, &parts);
-        parts
-    };
-    for (r, ub) in outs.iter().enumerate() {
-        if r == me && in_place {
-            continue;
-        }
-        let k = b.sink(sink(ub));
-        b.unpack(if r == me { own } else { parts[r] }, k);
-    }
-    Ok(b.finish())
-}
-
+#[allow(clippy::too_many_arguments)]
 unsafe fn gather<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -533,24 +376,16 @@ unsafe fn gather<C: Count>(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let sendcount = sendcount.get();
-    let recvcount = recvcount.get();
-    let (slot, me, n) = comm_info(rt, comm)?;
-    let root = rt.comm(slot)?.check_root(root)?;
-    let (counts, displs) = if me == root {
-        regular(recvcount, n)
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let slot = comm_slot(comm)?;
+    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
+    let recvtype = type_arg(rt, recvbuf, recvtype);
+    let recv = |n| Blocks::regular(recvbuf, recvcount.get(), n, recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe {
-        gather_any(
-            rt, slot, root, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype, true,
-        )
-    }
+    unsafe { calls::gather(rt, slot, root, send.as_ref(), recv, true) }
 }
 collective!(MPI_Gather / MPI_Gather_c, MPI_Igather / MPI_Igather_c, MPI_Gather_init / MPI_Gather_init_c: gather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn gatherv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -563,96 +398,20 @@ unsafe fn gatherv<C: Count, D: Displ>(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let sendcount = sendcount.get();
-    let (slot, me, n) = comm_info(rt, comm)?;
-    let root = rt.comm(slot)?.check_root(root)?;
-    let (counts, displs) = if me == root {
+    let slot = comm_slot(comm)?;
+    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
+    let recvtype = type_arg(rt, recvbuf, recvtype);
+    let recv = |n| {
         // SAFETY: the root's arrays have `n` entries.
-        unsafe {
-            (
-                counts::counts(recvcounts, n, "count")?,
-                counts::displs(displs, n)?,
-            )
-        }
-    } else {
-        (Vec::new(), Vec::new())
+        let (counts, displs) = unsafe { counts_displs(recvcounts, displs, n)? };
+        Blocks::typed(recvbuf, counts, &displs, recvtype)
     };
     // SAFETY: forwarded from the caller.
-    unsafe {
-        gather_any(
-            rt, slot, root, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
-            false,
-        )
-    }
+    unsafe { calls::gather(rt, slot, root, send.as_ref(), recv, false) }
 }
 collective!(MPI_Gatherv / MPI_Gatherv_c, MPI_Igatherv / MPI_Igatherv_c, MPI_Gatherv_init / MPI_Gatherv_init_c: gatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype, root: c_int));
 
-/// Scatter and scatterv (MPI-4.0 §6.6): `counts`/`displs` matter at the
-/// root only; `regular` as for [`gather_any`].
-unsafe fn scatter_any(
-    rt: &mut Runtime,
-    slot: usize,
-    root: usize,
-    sendbuf: *const c_void,
-    counts: &[MPI_Count],
-    displs: &[isize],
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    regular: bool,
-) -> MpiResult<Schedule> {
-    let me = rt.comm(slot)?.rank as usize;
-    let in_place = abi::is_in_place(recvbuf);
-    if in_place && me != root {
-        return Err(in_place_error("at a process other than the root"));
-    }
-    let ins = if me == root {
-        // SAFETY: the root's send blocks (MPI contract).
-        unsafe { blocks(rt, sendbuf, counts, displs, sendtype)? }
-    } else {
-        Vec::new()
-    };
-    let out = if in_place {
-        None
-    } else {
-        // SAFETY: the receive buffer holds `recvcount` elements.
-        Some(unsafe { user_buf(rt, recvbuf, recvcount, recvtype)? })
-    };
-    let mut data = Vec::with_capacity(ins.iter().map(|u| u.len).sum());
-    for (r, ub) in ins.iter().enumerate() {
-        if !(r == me && in_place) {
-            // SAFETY: the root's send blocks are readable.
-            data.extend_from_slice(&unsafe { ub.data() });
-        }
-    }
-    let mut b = builder(rt, slot)?;
-    let lens = ins
-        .iter()
-        .enumerate()
-        .map(|(r, u)| if r == me && in_place { 0 } else { u.len });
-    let all = b.input(data);
-    let parts = all.split(lens);
-    let own_len = out.as_ref().map_or(0, |u| u.len);
-    let own = if regular {
-        let blk = ins.iter().map(|u| u.len).max().unwrap_or(own_len);
-        algo::scatter(&mut b, root, &parts, blk)
-    } else {
-        let own = if me == root {
-            parts[me]
-        } else {
-            b.buf(own_len)
-        };
-        algo::scatterv(&mut b, root, own, &parts);
-        own
-    };
-    if let Some(ub) = out {
-        let k = b.sink(sink(&ub));
-        b.unpack(own, k);
-    }
-    Ok(b.finish())
-}
-
+#[allow(clippy::too_many_arguments)]
 unsafe fn scatter<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -664,24 +423,16 @@ unsafe fn scatter<C: Count>(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let sendcount = sendcount.get();
-    let recvcount = recvcount.get();
-    let (slot, me, n) = comm_info(rt, comm)?;
-    let root = rt.comm(slot)?.check_root(root)?;
-    let (counts, displs) = if me == root {
-        regular(sendcount, n)
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let slot = comm_slot(comm)?;
+    let sendtype = type_arg(rt, sendbuf, sendtype);
+    let send = |n| Blocks::regular(sendbuf, sendcount.get(), n, sendtype);
+    let recv = arg_or_in_place(rt, recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe {
-        scatter_any(
-            rt, slot, root, sendbuf, &counts, &displs, sendtype, recvbuf, recvcount, recvtype, true,
-        )
-    }
+    unsafe { calls::scatter(rt, slot, root, send, recv.as_ref(), true) }
 }
 collective!(MPI_Scatter / MPI_Scatter_c, MPI_Iscatter / MPI_Iscatter_c, MPI_Scatter_init / MPI_Scatter_init_c: scatter(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn scatterv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -694,75 +445,26 @@ unsafe fn scatterv<C: Count, D: Displ>(
     root: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let recvcount = recvcount.get();
-    let (slot, me, n) = comm_info(rt, comm)?;
-    let root = rt.comm(slot)?.check_root(root)?;
-    let (counts, displs) = if me == root {
+    let slot = comm_slot(comm)?;
+    let sendtype = type_arg(rt, sendbuf, sendtype);
+    let send = |n| {
         // SAFETY: the root's arrays have `n` entries.
-        unsafe {
-            (
-                counts::counts(sendcounts, n, "count")?,
-                counts::displs(displs, n)?,
-            )
-        }
-    } else {
-        (Vec::new(), Vec::new())
+        let (counts, displs) = unsafe { counts_displs(sendcounts, displs, n)? };
+        Blocks::typed(sendbuf, counts, &displs, sendtype)
     };
+    let recv = arg_or_in_place(rt, recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe {
-        scatter_any(
-            rt, slot, root, sendbuf, &counts, &displs, sendtype, recvbuf, recvcount, recvtype,
-            false,
-        )
-    }
+    unsafe { calls::scatter(rt, slot, root, send, recv.as_ref(), false) }
 }
 collective!(MPI_Scatterv / MPI_Scatterv_c, MPI_Iscatterv / MPI_Iscatterv_c, MPI_Scatterv_init / MPI_Scatterv_init_c: scatterv(sendbuf: *const c_void, sendcounts: *const C, displs: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
-/// Allgather and allgatherv (MPI-4.0 §6.7).
-unsafe fn allgather_any(
-    rt: &mut Runtime,
-    slot: usize,
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    counts: &[MPI_Count],
-    displs: &[isize],
-    recvtype: MPI_Datatype,
-) -> MpiResult<Schedule> {
-    let me = rt.comm(slot)?.rank as usize;
-    let in_place = abi::is_in_place(sendbuf);
-    // SAFETY: the receive blocks (MPI contract).
-    let outs = unsafe { blocks(rt, recvbuf, counts, displs, recvtype)? };
-    let mut own = if in_place {
-        // SAFETY: this process's block of the receive buffer is readable.
-        unsafe { packed(&outs[me]) }
-    } else {
-        // SAFETY: the send buffer holds `sendcount` elements.
-        unsafe { packed(&user_buf(rt, sendbuf, sendcount, sendtype)?) }
-    };
-    if own.len() > outs[me].len {
-        return Err(err(
-            Class::Truncate,
-            "the send data is longer than this process's receive block",
-        ));
-    }
-    own.resize(outs[me].len, 0);
-    let mut b = builder(rt, slot)?;
-    let all = b.buf(outs.iter().map(|u| u.len).sum());
-    let parts = all.split(outs.iter().map(|u| u.len));
-    let mine = b.input(own);
-    b.copy(mine, parts[me]);
-    algo::allgatherv(&mut b, &parts);
-    for (r, ub) in outs.iter().enumerate() {
-        if !(r == me && in_place) {
-            let k = b.sink(sink(ub));
-            b.unpack(parts[r], k);
-        }
-    }
-    Ok(b.finish())
+/// Communicator slot and size.
+fn slot_size(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize)> {
+    let slot = comm_slot(comm)?;
+    Ok((slot, rt.comm(slot)?.size() as usize))
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn allgather<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -773,19 +475,15 @@ unsafe fn allgather<C: Count>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let sendcount = sendcount.get();
-    let recvcount = recvcount.get();
-    let (slot, _, n) = comm_info(rt, comm)?;
-    let (counts, displs) = regular(recvcount, n);
+    let (slot, n) = slot_size(rt, comm)?;
+    let recv = Blocks::regular(recvbuf, recvcount.get(), n, type_arg(rt, recvbuf, recvtype))?;
+    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
     // SAFETY: forwarded from the caller.
-    unsafe {
-        allgather_any(
-            rt, slot, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
-        )
-    }
+    unsafe { calls::allgather(rt, slot, send.as_ref(), &recv) }
 }
 collective!(MPI_Allgather / MPI_Allgather_c, MPI_Iallgather / MPI_Iallgather_c, MPI_Allgather_init / MPI_Allgather_init_c: allgather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn allgatherv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -797,97 +495,17 @@ unsafe fn allgatherv<C: Count, D: Displ>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let sendcount = sendcount.get();
-    let (slot, _, n) = comm_info(rt, comm)?;
+    let (slot, n) = slot_size(rt, comm)?;
     // SAFETY: the arrays have `n` entries.
-    let (counts, displs) = unsafe {
-        (
-            counts::counts(recvcounts, n, "count")?,
-            counts::displs(displs, n)?,
-        )
-    };
+    let (counts, displs) = unsafe { counts_displs(recvcounts, displs, n)? };
+    let recv = Blocks::typed(recvbuf, counts, &displs, type_arg(rt, recvbuf, recvtype))?;
+    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
     // SAFETY: forwarded from the caller.
-    unsafe {
-        allgather_any(
-            rt, slot, sendbuf, sendcount, sendtype, recvbuf, &counts, &displs, recvtype,
-        )
-    }
+    unsafe { calls::allgather(rt, slot, send.as_ref(), &recv) }
 }
 collective!(MPI_Allgatherv / MPI_Allgatherv_c, MPI_Iallgatherv / MPI_Iallgatherv_c, MPI_Allgatherv_init / MPI_Allgatherv_init_c: allgatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype));
 
-/// The send or receive side of an all-to-all: one block per rank.
-struct Side {
-    buf: *const c_void,
-    counts: Vec<MPI_Count>,
-    /// Byte displacements.
-    displs: Vec<isize>,
-    types: Vec<MPI_Datatype>,
-}
-
-impl Side {
-    /// A side whose displacements count extents of one datatype.
-    fn typed(
-        rt: &Runtime,
-        buf: *const c_void,
-        counts: Vec<MPI_Count>,
-        displs: &[isize],
-        dt: MPI_Datatype,
-    ) -> MpiResult<Self> {
-        let extent = super::datatype(rt, dt)?.extent;
-        Ok(Self {
-            buf,
-            types: vec![dt; counts.len()],
-            displs: displs.iter().map(|&d| d.wrapping_mul(extent)).collect(),
-            counts,
-        })
-    }
-
-    /// # Safety
-    /// The blocks lie in the application's buffer (MPI contract).
-    unsafe fn blocks(&self, rt: &Runtime) -> MpiResult<Vec<UserBuf>> {
-        (0..self.counts.len())
-            .map(|r| {
-                // SAFETY: forwarded from the caller.
-                unsafe { block(rt, self.buf, self.displs[r], self.counts[r], self.types[r]) }
-            })
-            .collect()
-    }
-}
-
-/// Alltoall, alltoallv, alltoallw (MPI-4.0 §6.8); `send` is `None` for
-/// `MPI_IN_PLACE` (the data goes out of the receive blocks).
-unsafe fn alltoall_any(
-    rt: &mut Runtime,
-    slot: usize,
-    send: Option<Side>,
-    recv: Side,
-) -> MpiResult<Schedule> {
-    // SAFETY: the receive blocks (MPI contract).
-    let outs = unsafe { recv.blocks(rt)? };
-    let ins = match &send {
-        // SAFETY: the send blocks (MPI contract).
-        Some(s) => unsafe { s.blocks(rt)? },
-        None => Vec::new(),
-    };
-    let ins = if send.is_some() { &ins } else { &outs };
-    let mut data = Vec::with_capacity(ins.iter().map(|u| u.len).sum());
-    for ub in ins {
-        // SAFETY: send blocks are readable.
-        data.extend_from_slice(&unsafe { ub.data() });
-    }
-    let mut b = builder(rt, slot)?;
-    let sent = b.input(data);
-    let sends = sent.split(ins.iter().map(|u| u.len));
-    let got = b.buf(outs.iter().map(|u| u.len).sum());
-    let recvs = got.split(outs.iter().map(|u| u.len));
-    algo::alltoallv(&mut b, &sends, &recvs);
-    for (r, ub) in outs.iter().enumerate() {
-        let k = b.sink(sink(ub));
-        b.unpack(recvs[r], k);
-    }
-    Ok(b.finish())
-}
-
+#[allow(clippy::too_many_arguments)]
 unsafe fn alltoall<C: Count>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -898,22 +516,24 @@ unsafe fn alltoall<C: Count>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let sendcount = sendcount.get();
-    let recvcount = recvcount.get();
-    let (slot, _, n) = comm_info(rt, comm)?;
-    let (rc, rd) = regular(recvcount, n);
-    let recv = Side::typed(rt, recvbuf, rc, &rd, recvtype)?;
+    let (slot, n) = slot_size(rt, comm)?;
+    let recv = Blocks::regular(recvbuf, recvcount.get(), n, type_arg(rt, recvbuf, recvtype))?;
     let send = if abi::is_in_place(sendbuf) {
         None
     } else {
-        let (sc, sd) = regular(sendcount, n);
-        Some(Side::typed(rt, sendbuf, sc, &sd, sendtype)?)
+        Some(Blocks::regular(
+            sendbuf,
+            sendcount.get(),
+            n,
+            type_arg(rt, sendbuf, sendtype),
+        )?)
     };
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall_any(rt, slot, send, recv) }
+    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv) }
 }
 collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_Alltoall_init / MPI_Alltoall_init_c: alltoall(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn alltoallv<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -926,55 +546,56 @@ unsafe fn alltoallv<C: Count, D: Displ>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, _, n) = comm_info(rt, comm)?;
+    let (slot, n) = slot_size(rt, comm)?;
     // SAFETY: the arrays have `n` entries (MPI contract).
-    let recv = unsafe {
-        Side::typed(
-            rt,
-            recvbuf,
-            counts::counts(recvcounts, n, "count")?,
-            &counts::displs(rdispls, n)?,
-            recvtype,
-        )?
-    };
+    let (rc, rd) = unsafe { counts_displs(recvcounts, rdispls, n)? };
+    let recv = Blocks::typed(recvbuf, rc, &rd, type_arg(rt, recvbuf, recvtype))?;
     let send = if abi::is_in_place(sendbuf) {
         None
     } else {
         // SAFETY: as above.
-        Some(unsafe {
-            Side::typed(
-                rt,
-                sendbuf,
-                counts::counts(sendcounts, n, "count")?,
-                &counts::displs(sdispls, n)?,
-                sendtype,
-            )?
-        })
+        let (sc, sd) = unsafe { counts_displs(sendcounts, sdispls, n)? };
+        Some(Blocks::typed(
+            sendbuf,
+            sc,
+            &sd,
+            type_arg(rt, sendbuf, sendtype),
+        )?)
     };
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall_any(rt, slot, send, recv) }
+    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv) }
 }
 collective!(MPI_Alltoallv / MPI_Alltoallv_c, MPI_Ialltoallv / MPI_Ialltoallv_c, MPI_Alltoallv_init / MPI_Alltoallv_init_c: alltoallv(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtype: MPI_Datatype));
 
 /// A side of `MPI_Alltoallw`: byte displacements, a datatype per block.
+///
+/// # Safety
+/// The arrays have `n` entries (MPI contract).
 unsafe fn side_w<C: Count, D: Displ>(
+    rt: &Runtime,
     buf: *const c_void,
     counts: *const C,
     displs: *const D,
     dts: *const MPI_Datatype,
     n: usize,
-) -> MpiResult<Side> {
-    // SAFETY: the arrays have `n` entries (MPI contract).
-    unsafe {
-        Ok(Side {
-            buf,
-            counts: counts::counts(counts, n, "count")?,
-            displs: counts::displs(displs, n)?,
-            types: types(dts, n)?,
-        })
-    }
+) -> MpiResult<Blocks> {
+    // SAFETY: the caller's promise.
+    let (counts, displs, dts) = unsafe {
+        (
+            counts::counts(counts, n, "count")?,
+            counts::displs(displs, n)?,
+            types(dts, n)?,
+        )
+    };
+    Ok(Blocks {
+        ptr: buf,
+        counts,
+        displs,
+        types: dts.into_iter().map(|dt| type_arg(rt, buf, dt)).collect(),
+    })
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn alltoallw<C: Count, D: Displ>(
     rt: &mut Runtime,
     sendbuf: *const c_void,
@@ -987,48 +608,19 @@ unsafe fn alltoallw<C: Count, D: Displ>(
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, _, n) = comm_info(rt, comm)?;
+    let (slot, n) = slot_size(rt, comm)?;
     // SAFETY: forwarded from the caller.
     unsafe {
-        let recv = side_w(recvbuf, recvcounts, rdispls, recvtypes, n)?;
+        let recv = side_w(rt, recvbuf, recvcounts, rdispls, recvtypes, n)?;
         let send = if abi::is_in_place(sendbuf) {
             None
         } else {
-            Some(side_w(sendbuf, sendcounts, sdispls, sendtypes, n)?)
+            Some(side_w(rt, sendbuf, sendcounts, sdispls, sendtypes, n)?)
         };
-        alltoall_any(rt, slot, send, recv)
+        calls::alltoall(rt, slot, send.as_ref(), &recv)
     }
 }
 collective!(MPI_Alltoallw / MPI_Alltoallw_c, MPI_Ialltoallw / MPI_Ialltoallw_c, MPI_Alltoallw_init / MPI_Alltoallw_init_c: alltoallw(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtypes: *const MPI_Datatype));
-
-/// Reduce-scatter with `counts[r]` elements for rank `r` (MPI-4.0
-/// §6.10); `MPI_IN_PLACE` takes the input from the receive buffer.
-unsafe fn reduce_scatter_any(
-    rt: &mut Runtime,
-    slot: usize,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    counts: &[MPI_Count],
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> MpiResult<Schedule> {
-    let me = rt.comm(slot)?.rank as usize;
-    let all = total(counts)?;
-    // SAFETY: forwarded from the caller: `all` elements of input.
-    let (red, input) =
-        unsafe { reduction_input(rt, sendbuf, recvbuf, all, datatype, op, true, true)? };
-    // SAFETY: the receive buffer holds this rank's count.
-    let out = sink(&unsafe { user_buf(rt, recvbuf, counts[me], datatype)? });
-    let size = elem_size(rt, datatype)?;
-    let mut b = builder(rt, slot)?;
-    b.set_op(red);
-    let acc = b.input(input);
-    let bytes: Vec<usize> = counts.iter().map(|&c| c as usize * size).collect();
-    let own = algo::reduce_scatter(&mut b, acc, &bytes);
-    let k = b.sink(out);
-    b.unpack(own, k);
-    Ok(b.finish())
-}
 
 unsafe fn reduce_scatter<C: Count>(
     rt: &mut Runtime,
@@ -1039,12 +631,12 @@ unsafe fn reduce_scatter<C: Count>(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, _, n) = comm_info(rt, comm)?;
-    // SAFETY: the array has `n` entries; the rest is forwarded.
-    unsafe {
-        let counts = counts::counts(recvcounts, n, "count")?;
-        reduce_scatter_any(rt, slot, sendbuf, recvbuf, &counts, datatype, op)
-    }
+    let (slot, n) = slot_size(rt, comm)?;
+    // SAFETY: the array has `n` entries.
+    let counts = unsafe { counts::counts(recvcounts, n, "count")? };
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
+    // SAFETY: forwarded from the caller.
+    unsafe { calls::reduce_scatter(rt, slot, &args, &counts) }
 }
 collective!(MPI_Reduce_scatter / MPI_Reduce_scatter_c, MPI_Ireduce_scatter / MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init / MPI_Reduce_scatter_init_c: reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const C, datatype: MPI_Datatype, op: MPI_Op));
 
@@ -1057,53 +649,12 @@ unsafe fn reduce_scatter_block<C: Count>(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let recvcount = recvcount.get();
-    let (slot, _, n) = comm_info(rt, comm)?;
+    let (slot, n) = slot_size(rt, comm)?;
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
-    unsafe {
-        reduce_scatter_any(
-            rt,
-            slot,
-            sendbuf,
-            recvbuf,
-            &vec![recvcount; n],
-            datatype,
-            op,
-        )
-    }
+    unsafe { calls::reduce_scatter(rt, slot, &args, &vec![recvcount.get(); n]) }
 }
 collective!(MPI_Reduce_scatter_block / MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block / MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init / MPI_Reduce_scatter_block_init_c: reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: C, datatype: MPI_Datatype, op: MPI_Op));
-
-/// Inclusive (MPI-4.0 §6.11.1) or exclusive (§6.11.2) scan.
-unsafe fn scan_any(
-    rt: &mut Runtime,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    exclusive: bool,
-) -> MpiResult<Schedule> {
-    let (slot, me, _) = comm_info(rt, comm)?;
-    // SAFETY: forwarded from the caller.
-    let (red, input) =
-        unsafe { reduction_input(rt, sendbuf, recvbuf, count, datatype, op, true, true)? };
-    // SAFETY: the receive buffer holds `count` elements.
-    let out = sink(&unsafe { user_buf(rt, recvbuf, count, datatype)? });
-    let mut b = builder(rt, slot)?;
-    b.set_op(red);
-    let len = input.len();
-    let partial = b.input(input);
-    let result = b.buf(len);
-    algo::scan(&mut b, partial, result, exclusive);
-    // The exclusive scan leaves rank 0's receive buffer undefined.
-    if !(exclusive && me == 0) {
-        let k = b.sink(out);
-        b.unpack(result, k);
-    }
-    Ok(b.finish())
-}
 
 unsafe fn scan<C: Count>(
     rt: &mut Runtime,
@@ -1114,9 +665,10 @@ unsafe fn scan<C: Count>(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let count = count.get();
+    let slot = comm_slot(comm)?;
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
-    unsafe { scan_any(rt, sendbuf, recvbuf, count, datatype, op, comm, false) }
+    unsafe { calls::scan(rt, slot, &args, count.get(), false) }
 }
 collective!(MPI_Scan / MPI_Scan_c, MPI_Iscan / MPI_Iscan_c, MPI_Scan_init / MPI_Scan_init_c: scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
 
@@ -1129,8 +681,9 @@ unsafe fn exscan<C: Count>(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let count = count.get();
+    let slot = comm_slot(comm)?;
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
-    unsafe { scan_any(rt, sendbuf, recvbuf, count, datatype, op, comm, true) }
+    unsafe { calls::scan(rt, slot, &args, count.get(), true) }
 }
 collective!(MPI_Exscan / MPI_Exscan_c, MPI_Iexscan / MPI_Iexscan_c, MPI_Exscan_init / MPI_Exscan_init_c: exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
