@@ -55,6 +55,7 @@ pub mod attr;
 pub mod bsend;
 pub mod buffer;
 pub mod comm;
+pub mod completion;
 pub mod datatype;
 pub mod errh;
 pub mod error;

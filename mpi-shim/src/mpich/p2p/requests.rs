@@ -23,6 +23,7 @@ use super::super::{
     write_status,
 };
 use crate::abi::{self, Kind, MPI_Request, MPI_Status};
+use crate::core::completion::{Any, outcome};
 use crate::core::request::Generalized;
 use crate::core::{MpiResult, Req, Runtime, Status};
 
@@ -136,25 +137,18 @@ unsafe fn status_at(statuses: *mut MPI_Status, k: usize) -> *mut MPI_Status {
     }
 }
 
-/// The slot of `h` if it names an active request (not null, not an
-/// inactive persistent request).
-fn active(rt: &Runtime, h: MPI_Request) -> MpiResult<Option<usize>> {
-    match req_slot(h)? {
-        Some(i) if rt.is_active(i)? => Ok(Some(i)),
-        _ => Ok(None),
-    }
+/// The slots of an array of handles (`None` for `MPI_REQUEST_NULL`),
+/// every handle checked before any request is looked at: an invalid one
+/// is `MPI_ERR_REQUEST` with no output written.
+fn slots(hs: &[MPI_Request]) -> MpiResult<Vec<Option<usize>>> {
+    hs.iter().map(|&h| req_slot(h)).collect()
 }
 
 /// Complete the request `*h` (waiting if need be) and return its status;
-/// the handle becomes `MPI_REQUEST_NULL` unless the request lives on (a
-/// persistent one, or a generalized one not yet complete).
+/// the handle becomes `MPI_REQUEST_NULL` unless the request lives on
+/// ([`Runtime::complete`]).
 fn complete(rt: &mut Runtime, h: &mut MPI_Request) -> MpiResult<Status> {
-    let Some(i) = req_slot(*h)? else {
-        return Ok(Status::empty());
-    };
-    let persistent = rt.is_persistent(i);
-    let res = rt.wait_req(i);
-    let lives_on = persistent || (res.is_err() && rt.req_exists(i));
+    let (res, lives_on) = rt.complete(req_slot(*h)?);
     if !lives_on {
         *h = abi::MPI_REQUEST_NULL;
     }
@@ -370,9 +364,7 @@ pub unsafe extern "C" fn MPI_Waitall(
         check_statuses(statuses, count)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
-        for &h in hs.iter() {
-            req_slot(h)?;
-        }
+        slots(hs)?;
         let mut failed = false;
         for (k, h) in hs.iter_mut().enumerate() {
             // SAFETY: the caller's status array holds `count` entries.
@@ -396,13 +388,7 @@ pub unsafe extern "C" fn MPI_Testall(
         if flag.is_null() {
             return Err(err(Class::Arg, "null flag"));
         }
-        rt.ep.progress();
-        let mut all = true;
-        for &h in hs.iter() {
-            if let Some(i) = active(rt, h)? {
-                all &= rt.req_done(i)?;
-            }
-        }
+        let all = rt.all_done(&slots(hs)?)?;
         let mut failed = false;
         if all {
             for (k, h) in hs.iter_mut().enumerate() {
@@ -416,22 +402,7 @@ pub unsafe extern "C" fn MPI_Testall(
     })
 }
 
-/// One look for a completed active request among `hs`: `Some(None)` when
-/// none is active, `Some(Some(k))` for the first complete one.
-fn any_done(rt: &mut Runtime, hs: &[MPI_Request]) -> MpiResult<Option<Option<usize>>> {
-    let mut any_active = false;
-    for (k, &h) in hs.iter().enumerate() {
-        if let Some(i) = active(rt, h)? {
-            any_active = true;
-            if rt.req_done(i)? {
-                return Ok(Some(Some(k)));
-            }
-        }
-    }
-    Ok((!any_active).then_some(None))
-}
-
-/// Complete the request `any_done` found (or report there was none) for
+/// Complete the request [`Runtime::any_done`] found (or report there was none) for
 /// Waitany and Testany.
 unsafe fn finish_any(
     rt: &mut Runtime,
@@ -469,7 +440,8 @@ pub unsafe extern "C" fn MPI_Waitany(
         if index.is_null() {
             return Err(err(Class::Arg, "null index"));
         }
-        let found = rt.wait_until(|rt| any_done(rt, hs).map(Into::into))?;
+        let reqs = slots(hs)?;
+        let found = rt.wait_until(|rt| rt.any_done(&reqs).map(Any::ready))?;
         // SAFETY: forwarded from the caller.
         unsafe { finish_any(rt, hs, found, index, status) }
     })
@@ -490,7 +462,7 @@ pub unsafe extern "C" fn MPI_Testany(
         if index.is_null() || flag.is_null() {
             return Err(err(Class::Arg, "null output argument"));
         }
-        let found = any_done(rt, hs)?;
+        let found = rt.any_done(&slots(hs)?)?.done();
         // SAFETY: output argument.
         unsafe { out(flag, c_int::from(found.is_some()))? };
         match found {
@@ -502,27 +474,7 @@ pub unsafe extern "C" fn MPI_Testany(
     })
 }
 
-/// One look for the completed active requests among `hs`: `Some(None)`
-/// when none is active, `Some(Some(ks))` when some are complete.
-fn some_done(rt: &mut Runtime, hs: &[MPI_Request]) -> MpiResult<Option<Option<Vec<usize>>>> {
-    let mut any_active = false;
-    let mut done = Vec::new();
-    for (k, &h) in hs.iter().enumerate() {
-        if let Some(i) = active(rt, h)? {
-            any_active = true;
-            if rt.req_done(i)? {
-                done.push(k);
-            }
-        }
-    }
-    Ok(match (any_active, done.is_empty()) {
-        (false, _) => Some(None),
-        (true, true) => None,
-        (true, false) => Some(Some(done)),
-    })
-}
-
-/// Complete the requests `some_done` found (or report there were none
+/// Complete the requests [`Runtime::some_done`] found (or report there were none
 /// active) for Waitsome and Testsome.
 unsafe fn finish_some(
     rt: &mut Runtime,
@@ -567,7 +519,8 @@ pub unsafe extern "C" fn MPI_Waitsome(
         if outcount.is_null() {
             return Err(err(Class::Arg, "null outcount"));
         }
-        let found = rt.wait_until(|rt| some_done(rt, hs).map(Into::into))?;
+        let reqs = slots(hs)?;
+        let found = rt.wait_until(|rt| rt.some_done(&reqs).map(Any::ready))?;
         // SAFETY: forwarded from the caller.
         unsafe { finish_some(rt, hs, found, outcount, indices, statuses) }
     })
@@ -588,7 +541,7 @@ pub unsafe extern "C" fn MPI_Testsome(
         if outcount.is_null() {
             return Err(err(Class::Arg, "null outcount"));
         }
-        match some_done(rt, hs)? {
+        match rt.some_done(&slots(hs)?)?.done() {
             // SAFETY: forwarded from the caller.
             Some(found) => unsafe { finish_some(rt, hs, found, outcount, indices, statuses) },
             // SAFETY: output argument.
@@ -602,44 +555,6 @@ pub unsafe extern "C" fn MPI_Testsome(
 // §3.7.6): like Testall, Testany and Testsome, but no request is freed or
 // made inactive, so the same requests may be queried again and then
 // completed by a wait or test.
-
-/// What a request has to say, looked at without being freed or made
-/// inactive.
-enum Peek {
-    /// A null or inactive request, which the "any" and "some" queries
-    /// ignore.
-    Inactive,
-    /// An active request not complete yet.
-    Pending,
-    /// A complete request: its status, or the error it failed with.
-    Done(MpiResult<Status>),
-}
-
-fn peek(rt: &mut Runtime, h: MPI_Request) -> MpiResult<Peek> {
-    let Some(i) = active(rt, h)? else {
-        return Ok(Peek::Inactive);
-    };
-    Ok(match rt.req_status(i) {
-        Ok(Some(st)) => Peek::Done(Ok(st)),
-        Ok(None) => Peek::Pending,
-        Err(e) => Peek::Done(Err(e)),
-    })
-}
-
-/// The status to report for a request's outcome, and whether it failed
-/// (its error class in `MPI_ERROR`, for `MPI_ERR_IN_STATUS`).
-fn outcome(r: MpiResult<Status>) -> (Status, bool) {
-    match r {
-        Ok(st) => (st, false),
-        Err(e) => (Status::error(e.code), true),
-    }
-}
-
-/// Every request checked before any is queried: an invalid handle is
-/// `MPI_ERR_REQUEST` with no output written.
-fn check_handles(hs: &[MPI_Request]) -> MpiResult<()> {
-    hs.iter().try_for_each(|&h| req_slot(h).map(drop))
-}
 
 /// `flag` is true when every active request is complete; then each status
 /// is written (the empty status for null and inactive requests), failures
@@ -658,16 +573,10 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
         if flag.is_null() {
             return Err(err(Class::Arg, "null flag"));
         }
-        check_handles(hs)?;
-        let mut outcomes = Vec::with_capacity(hs.len());
-        for &h in hs {
-            outcomes.push(match peek(rt, h)? {
-                Peek::Inactive => Ok(Status::empty()),
-                Peek::Done(r) => r,
-                // SAFETY: output argument.
-                Peek::Pending => return unsafe { out(flag, 0) },
-            });
-        }
+        let Some(outcomes) = rt.status_all(&slots(hs)?)? else {
+            // SAFETY: output argument.
+            return unsafe { out(flag, 0) };
+        };
         let mut failed = false;
         for (k, r) in outcomes.into_iter().enumerate() {
             let (st, bad) = outcome(r);
@@ -700,26 +609,20 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
         if index.is_null() || flag.is_null() {
             return Err(err(Class::Arg, "null output argument"));
         }
-        check_handles(hs)?;
-        let mut any_active = false;
-        for (k, &h) in hs.iter().enumerate() {
-            let r = match peek(rt, h)? {
-                Peek::Inactive => continue,
-                Peek::Pending => {
-                    any_active = true;
-                    continue;
+        let any_active = match rt.status_any(&slots(hs)?)? {
+            Any::Done((k, r)) => {
+                let (st, _) = outcome(r.clone());
+                // SAFETY: output arguments (status may be ignored).
+                unsafe {
+                    out(index, k as c_int)?;
+                    out(flag, 1)?;
+                    write_status(status, st);
                 }
-                Peek::Done(r) => r,
-            };
-            let (st, _) = outcome(r.clone());
-            // SAFETY: output arguments (status may be ignored).
-            unsafe {
-                out(index, k as c_int)?;
-                out(flag, 1)?;
-                write_status(status, st);
+                return r.map(drop);
             }
-            return r.map(drop);
-        }
+            Any::Pending => true,
+            Any::NoneActive => false,
+        };
         if !any_active {
             // SAFETY: status is an output argument (or ignored).
             unsafe { write_status(status, Status::empty()) };
@@ -750,23 +653,10 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
         if outcount.is_null() {
             return Err(err(Class::Arg, "null outcount"));
         }
-        check_handles(hs)?;
-        let mut any_active = false;
-        let mut done = Vec::new();
-        for (k, &h) in hs.iter().enumerate() {
-            match peek(rt, h)? {
-                Peek::Inactive => {}
-                Peek::Pending => any_active = true,
-                Peek::Done(r) => {
-                    any_active = true;
-                    done.push((k, r));
-                }
-            }
-        }
-        if !any_active {
+        let Any::Done(done) = rt.status_some(&slots(hs)?)? else {
             // SAFETY: output argument.
             return unsafe { out(outcount, abi::MPI_UNDEFINED) };
-        }
+        };
         if !done.is_empty() && indices.is_null() {
             return Err(err(Class::Arg, "null index array"));
         }
