@@ -259,17 +259,22 @@ impl Runtime {
     }
 
     /// `MPI_Comm_create_from_group`: collective over the members of
-    /// `group` only; returns the new communicator's slot. See the module
+    /// `group` only; returns the new communicator's slot (`None` for the empty group). See the module
     /// docs for the context-id agreement.
     pub fn comm_from_group(
         &mut self,
         group: &Group,
         tag: &str,
         errhandler: Errhandler,
-    ) -> MpiResult<usize> {
+    ) -> MpiResult<Option<usize>> {
+        // A process left out passes the empty group and gets no
+        // communicator (MPI-4.1 §7.4.2), without communicating.
+        if group.members.is_empty() {
+            return Ok(None);
+        }
         let slot = self.make_comm(group.members.clone(), tag, errhandler, None)?;
         self.comm_mut(slot)?.session = group.session;
-        Ok(slot)
+        Ok(Some(slot))
     }
 
     /// A communicator over `members` in a new slot, or in predefined

@@ -216,9 +216,10 @@ impl Cart {
 }
 
 /// Fill the zero entries of `dims` so that the product of all is `nnodes`,
-/// as balanced as possible and non-increasing (MPI-4.0 §8.5.2): prime
-/// factors of what is left, largest first, each to the smallest free
-/// dimension.
+/// as balanced as possible and non-increasing (MPI-4.1 §8.5.2): of the
+/// ways to split what is left into that many factors, the one whose
+/// largest and smallest factors are closest, then whose largest is
+/// smallest ([`balanced`]; 72 in two dimensions is 9 x 8).
 pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
     if nnodes < 0 {
         return Err(MpiError::new(
@@ -247,7 +248,7 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
             "{nnodes} nodes are not a multiple of the fixed dimensions' product {fixed}"
         )));
     }
-    let mut rest = (i64::from(nnodes) / fixed) as i32;
+    let rest = (i64::from(nnodes) / fixed) as i32;
     if free.is_empty() {
         return if rest == 1 {
             Ok(())
@@ -257,28 +258,97 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
             )))
         };
     }
-    let mut factors = Vec::new();
-    let mut p = 2;
-    while p * p <= rest {
-        while rest % p == 0 {
-            factors.push(p);
-            rest /= p;
-        }
-        p += 1;
-    }
-    if rest > 1 {
-        factors.push(rest);
-    }
-    let mut out = vec![1i32; free.len()];
-    for f in factors.into_iter().rev() {
-        let smallest = (0..out.len()).min_by_key(|&i| out[i]).unwrap_or(0);
-        out[smallest] *= f;
-    }
-    out.sort_unstable_by(|a, b| b.cmp(a));
+    let out = balanced(rest, free.len());
     for (i, v) in free.into_iter().zip(out) {
         dims[i] = v;
     }
     Ok(())
+}
+
+/// `n` (> 0) as the product of `k` (> 0) non-increasing factors, the
+/// largest and smallest as close as possible, then the largest as small as
+/// possible: a search over non-increasing sequences of divisors (an `i32`
+/// has at most 1,600), trying the largest factor from small to large so
+/// that the first sequences found are already close and the spread they
+/// set cuts off the rest.
+fn balanced(n: i32, k: usize) -> Vec<i32> {
+    let mut divisors: Vec<i32> = (1..)
+        .take_while(|&d: &i32| i64::from(d) * i64::from(d) <= i64::from(n))
+        .filter(|&d| n % d == 0)
+        .flat_map(|d| [d, n / d])
+        .collect();
+    divisors.sort_unstable();
+    divisors.dedup();
+    if k == 1 {
+        return vec![n];
+    }
+    let mut best: Option<Best> = None;
+    let mut current = Vec::with_capacity(k);
+    for &first in divisors.iter().filter(|&&d| at_least_root(d, n, k)) {
+        // The smallest factor is at most the (k-1)-th root of the rest.
+        if best
+            .as_ref()
+            .is_some_and(|b| first - ceil_root(n / first, k - 1) > b.0.0)
+        {
+            break;
+        }
+        current.push(first);
+        search(n / first, k - 1, &divisors, &mut current, &mut best);
+        current.pop();
+    }
+    best.map(|(_, v)| v).unwrap_or_else(|| vec![n])
+}
+
+/// The best sequence so far: (spread, largest) and the factors.
+type Best = ((i32, i32), Vec<i32>);
+
+/// Whether `d^k >= n`.
+fn at_least_root(d: i32, n: i32, k: usize) -> bool {
+    (f64::from(d)).powi(k as i32) >= f64::from(n)
+}
+
+/// `x^(1/m)` rounded up (never below the true root, so that floating
+/// point never cuts the best sequence).
+fn ceil_root(x: i32, m: usize) -> i32 {
+    f64::from(x).powf(1.0 / m as f64).ceil() as i32
+}
+
+/// Extend `current` (non-increasing factors, the first chosen) with `k`
+/// more whose product is `left`, largest first, keeping the best complete
+/// sequence in `best`.
+fn search(left: i32, k: usize, divisors: &[i32], current: &mut Vec<i32>, best: &mut Option<Best>) {
+    let (first, cap) = (current[0], current[current.len() - 1]);
+    if k == 1 {
+        let key = (first - left, first);
+        if left <= cap && best.as_ref().is_none_or(|b| key < b.0) {
+            current.push(left);
+            *best = Some((key, current.clone()));
+            current.pop();
+        }
+        return;
+    }
+    for &d in divisors
+        .iter()
+        .rev()
+        .filter(|&&d| d <= cap && left % d == 0)
+    {
+        // The other `k - 1` factors are at most `d`.
+        if !at_least_root(d, left, k) {
+            break;
+        }
+        if let Some(((spread, _), _)) = best.as_ref() {
+            // The smallest factor is at most `d`: no smaller `d` does better.
+            if first - d > *spread {
+                break;
+            }
+            if first - ceil_root(left / d, k - 1).min(d) > *spread {
+                continue;
+            }
+        }
+        current.push(d);
+        search(left / d, k - 1, divisors, current, best);
+        current.pop();
+    }
 }
 
 #[cfg(test)]
@@ -322,6 +392,17 @@ mod tests {
         assert_eq!(dims(8, vec![0, 0, 0]).unwrap(), [2, 2, 2]);
         assert_eq!(dims(16, vec![0, 0, 0]).unwrap(), [4, 2, 2]);
         assert_eq!(dims(12, vec![0, 0]).unwrap(), [4, 3]);
+        assert_eq!(dims(72, vec![0, 0]).unwrap(), [9, 8]);
+        assert_eq!(dims(36, vec![0, 0, 0]).unwrap(), [4, 3, 3]);
+        assert_eq!(dims(1024, vec![0, 0, 0]).unwrap(), [16, 8, 8]);
+        assert_eq!(dims(30, vec![0, 0, 0, 0]).unwrap(), [5, 3, 2, 1]);
+        // 1,344 divisors: the search stays small.
+        assert_eq!(
+            dims(735_134_400, vec![0; 6]).unwrap(),
+            [34, 33, 30, 30, 28, 26]
+        );
+        assert_eq!(dims(720_720, vec![0; 5]).unwrap(), [20, 18, 14, 13, 11]);
+        assert_eq!(dims(2_147_483_647, vec![0, 0]).unwrap(), [2_147_483_647, 1]);
         assert_eq!(dims(6, vec![0, 3, 0]).unwrap(), [2, 3, 1]);
         assert_eq!(dims(1, vec![0, 0]).unwrap(), [1, 1]);
         assert_eq!(dims(4, vec![2, 2]).unwrap(), [2, 2]);

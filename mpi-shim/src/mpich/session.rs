@@ -440,8 +440,9 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         }
         let group = rt.groups.get(g).expect("checked").clone();
         let slot = rt.comm_from_group(&group, tag, checked_errhandler(errhandler)?)?;
+        let h = slot.map_or(abi::MPI_COMM_NULL, comm_handle);
         // SAFETY: non-null output argument.
-        unsafe { out(newcomm, comm_handle(slot)) }
+        unsafe { out(newcomm, h) }
     })
 }
 

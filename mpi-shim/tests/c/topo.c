@@ -29,6 +29,10 @@ static void dims(void) {
     OK(MPI_Dims_create(12, 3, fixed));
     CHECK(fixed[0] == 2 && fixed[1] == 3 && fixed[2] == 2, "12 with a 3: %d %d %d",
           fixed[0], fixed[1], fixed[2]);
+    /* The most balanced factors, not the greedy ones (12 x 6). */
+    int d72[2] = {0, 0};
+    OK(MPI_Dims_create(72, 2, d72));
+    CHECK(d72[0] == 9 && d72[1] == 8, "72 over 2: %d %d", d72[0], d72[1]);
     int bad[2] = {0, 3};
     EXPECT(MPI_Dims_create(7, 2, bad), MPI_ERR_DIMS);
     EXPECT(MPI_Dims_create(4, -1, bad), MPI_ERR_ARG);
