@@ -67,7 +67,7 @@ pub struct Run {
 }
 
 /// How a datatype was made (MPI-4.0 §5.1.13, `MPI_Type_get_envelope`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Combiner {
     Named,
     Dup,
@@ -82,6 +82,22 @@ pub enum Combiner {
     Subarray,
     Darray,
     Resized,
+    /// The parameterized Fortran types (MPI-4.1 §19.1.9): predefined
+    /// types whose contents are the precision and range asked for.
+    F90Real,
+    F90Complex,
+    F90Integer,
+}
+
+impl Combiner {
+    /// Whether a type of this combiner is predefined (and so cannot be
+    /// freed): a named type or a parameterized Fortran type.
+    pub fn is_predefined(self) -> bool {
+        matches!(
+            self,
+            Combiner::Named | Combiner::F90Real | Combiner::F90Complex | Combiner::F90Integer
+        )
+    }
 }
 
 /// The constructor and the arguments it was called with, as
@@ -425,6 +441,19 @@ impl Datatype {
             committed: false,
             predefined: None,
             ..Datatype::clone(old)
+        }
+    }
+
+    /// The parameterized Fortran type of `combiner` with arguments `ints`
+    /// (`r` for an integer, `p` and `r` for a real or complex kind) that
+    /// predefined type `base` holds (MPI-4.1 §19.1.9): the same type map,
+    /// committed, with those contents.
+    pub fn f90(base: &Datatype, combiner: Combiner, ints: Vec<i32>) -> Self {
+        Self {
+            envelope: Envelope::new(combiner, ints, vec![], vec![]),
+            committed: true,
+            predefined: None,
+            ..base.clone()
         }
     }
 

@@ -199,6 +199,10 @@ pub struct Runtime {
     /// Names the application gave predefined datatypes, by the entry
     /// layer's handle (MPI-4.0 §7.8 allows renaming them).
     pub predefined_type_names: HashMap<i32, String>,
+    /// The parameterized Fortran types made so far (MPI-4.1 §19.1.9), by
+    /// combiner and arguments: their slots in `types`, so that asking
+    /// again gives the same type.
+    pub f90_types: HashMap<(datatype::Combiner, Vec<i32>), usize>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
     /// Keyvals, datatype attributes, predefined attribute values.
@@ -249,6 +253,7 @@ impl Runtime {
             },
             types: table::Table::new(FIRST_DERIVED_TYPE),
             predefined_type_names: HashMap::new(),
+            f90_types: HashMap::new(),
             next_ctx: session::FIRST_AGREED_CTX,
             attrs: attr::Attrs::default(),
             errors: errh::Errors::default(),

@@ -58,10 +58,27 @@ static void predefined(void) {
     OK(MPI_Type_create_f90_integer(5, &m));
     OK(MPI_Type_size(m, &msize));
     CHECK(msize == 4, "f90 integer of 5 digits: %d bytes", msize);
+    /* A parameterized type: predefined (one handle per arguments, never
+     * freed), its combiner and contents the arguments (MPI-4.1 §19.1.9). */
+    int fi[2] = {0, 0}, fni, fna, fnd, fcomb;
+    OK(MPI_Type_get_envelope(m, &fni, &fna, &fnd, &fcomb));
+    OK(MPI_Type_get_contents(m, 2, 0, 0, fi, NULL, NULL));
+    CHECK(fcomb == MPI_COMBINER_F90_INTEGER && fni == 1 && fna == 0 && fnd == 0 && fi[0] == 5,
+          "f90 integer envelope %d %d %d %d, r %d", fcomb, fni, fna, fnd, fi[0]);
+    MPI_Datatype again;
     OK(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &m));
-    CHECK(m == MPI_REAL8, "f90 real of precision 10");
+    OK(MPI_Type_create_f90_real(10, MPI_UNDEFINED, &again));
+    OK(MPI_Type_size(m, &msize));
+    CHECK(m == again && msize == 8, "f90 real of precision 10: %d bytes", msize);
+    OK(MPI_Type_get_envelope(m, &fni, &fna, &fnd, &fcomb));
+    OK(MPI_Type_get_contents(m, 2, 0, 0, fi, NULL, NULL));
+    CHECK(fcomb == MPI_COMBINER_F90_REAL && fni == 2 && fi[0] == 10 && fi[1] == MPI_UNDEFINED,
+          "f90 real envelope %d %d, p %d r %d", fcomb, fni, fi[0], fi[1]);
     OK(MPI_Type_create_f90_complex(6, 37, &m));
-    CHECK(m == MPI_COMPLEX8, "f90 complex of precision 6");
+    OK(MPI_Type_size(m, &msize));
+    CHECK(msize == 8, "f90 complex of precision 6: %d bytes", msize);
+    OK(MPI_Type_get_envelope(m, &fni, &fna, &fnd, &fcomb));
+    CHECK(fcomb == MPI_COMBINER_F90_COMPLEX && fni == 2, "f90 complex envelope %d %d", fcomb, fni);
     /* A pair type travels with its padding skipped. */
     struct { double d; int i; } out[3], in[3];
     for (int k = 0; k < 3; k++) out[k].d = rank + k * 0.5, out[k].i = rank * 10 + k;

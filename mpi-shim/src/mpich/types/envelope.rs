@@ -22,6 +22,9 @@ fn combiner_code(c: Combiner) -> c_int {
         Combiner::Subarray => abi::MPI_COMBINER_SUBARRAY,
         Combiner::Darray => abi::MPI_COMBINER_DARRAY,
         Combiner::Resized => abi::MPI_COMBINER_RESIZED,
+        Combiner::F90Real => abi::MPI_COMBINER_F90_REAL,
+        Combiner::F90Complex => abi::MPI_COMBINER_F90_COMPLEX,
+        Combiner::F90Integer => abi::MPI_COMBINER_F90_INTEGER,
     }
 }
 

@@ -109,12 +109,19 @@ fn derived_slot(rt: &Runtime, h: MPI_Datatype) -> MpiResult<usize> {
         .ok_or_else(|| err(Class::Type, format!("invalid datatype {h:#x}")))
 }
 
-/// The handle of `t` to give the application: a predefined type's own,
-/// or a new handle of a derived one.
+/// The handle of `t` to give the application: a predefined type's own
+/// (a parameterized Fortran type's included), or a new handle of a
+/// derived one.
 fn handle_of(rt: &mut Runtime, t: &Arc<Type>) -> MPI_Datatype {
-    match t.predefined {
-        Some(h) => h,
-        None => abi::direct_handle(Kind::Datatype, rt.types.insert(t.clone())),
+    let e = &t.envelope;
+    let f90 = (t.predefined.is_none() && e.combiner.is_predefined())
+        .then(|| rt.f90_types.get(&(e.combiner, e.ints.clone())).copied())
+        .flatten();
+    match (t.predefined, f90) {
+        (Some(h), _) => h,
+        // A parameterized Fortran type is predefined: its one handle.
+        (None, Some(slot)) => abi::direct_handle(Kind::Datatype, slot),
+        (None, None) => abi::direct_handle(Kind::Datatype, rt.types.insert(t.clone())),
     }
 }
 
@@ -691,7 +698,15 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
             return Err(err(Class::Arg, "null datatype pointer"));
         }
         // SAFETY: non-null pointer to the caller's handle.
-        let slot = derived_slot(rt, unsafe { *datatype })?;
+        let h = unsafe { *datatype };
+        let slot = derived_slot(rt, h)?;
+        if rt
+            .types
+            .get(slot)
+            .is_some_and(|t| t.envelope.combiner.is_predefined())
+        {
+            return Err(err(Class::Type, format!("{h:#x} is a predefined datatype")));
+        }
         // Communication in flight and types built from it hold their own
         // reference (MPI-4.0 §5.1.9).
         rt.types.remove(slot);
@@ -918,19 +933,21 @@ pub unsafe extern "C" fn MPI_Type_match_size(
     })
 }
 
-/// The first of `kinds` (a predefined type, the largest decimal
-/// precision and exponent range it holds) that has at least precision `p`
-/// and range `r` (`MPI_UNDEFINED`: any).
+/// The parameterized type of `combiner` for the first of `kinds` (a
+/// predefined type, the largest decimal precision and exponent range it
+/// holds) that has at least precision `p` and range `r` (`MPI_UNDEFINED`:
+/// any), made once per arguments (MPI-4.1 §19.1.9: a predefined type,
+/// which cannot be freed, whose contents are `p` and `r`).
 fn f90_type(
     name: &str,
+    combiner: Combiner,
     kinds: &[(MPI_Datatype, c_int, c_int)],
-    p: c_int,
-    r: c_int,
+    (p, r): (c_int, c_int),
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call(name, abi::MPI_COMM_WORLD, |_| {
+    call(name, abi::MPI_COMM_WORLD, |rt| {
         let wanted = |x: c_int, have: c_int| x == abi::MPI_UNDEFINED || (0..=have).contains(&x);
-        let (t, _, _) = kinds
+        let (base, _, _) = kinds
             .iter()
             .copied()
             .find(|&(_, hp, hr)| wanted(p, hp) && wanted(r, hr))
@@ -940,8 +957,25 @@ fn f90_type(
                     format!("no Fortran type holds precision {p} and range {r}"),
                 )
             })?;
-        // SAFETY: output argument.
-        unsafe { out(newtype, t) }
+        nonnull(newtype, "newtype")?;
+        let ints = if combiner == Combiner::F90Integer {
+            vec![r]
+        } else {
+            vec![p, r]
+        };
+        let key = (combiner, ints.clone());
+        let slot = match rt.f90_types.get(&key) {
+            Some(&slot) => slot,
+            None => {
+                let base = super::datatype(rt, base)?;
+                let t = Type::f90(&base, combiner, ints);
+                let slot = rt.types.insert(Arc::new(t));
+                rt.f90_types.insert(key, slot);
+                slot
+            }
+        };
+        // SAFETY: output argument, checked non-null.
+        unsafe { out(newtype, abi::direct_handle(Kind::Datatype, slot)) }
     })
 }
 
@@ -960,9 +994,9 @@ pub unsafe extern "C" fn MPI_Type_create_f90_integer(
     ];
     f90_type(
         "MPI_Type_create_f90_integer",
+        Combiner::F90Integer,
         &kinds,
-        abi::MPI_UNDEFINED,
-        r,
+        (abi::MPI_UNDEFINED, r),
         newtype,
     )
 }
@@ -980,7 +1014,13 @@ pub unsafe extern "C" fn MPI_Type_create_f90_real(
         (abi::MPI_REAL8, 15, 307),
         (abi::MPI_REAL16, 33, 4931),
     ];
-    f90_type("MPI_Type_create_f90_real", &kinds, p, r, newtype)
+    f90_type(
+        "MPI_Type_create_f90_real",
+        Combiner::F90Real,
+        &kinds,
+        (p, r),
+        newtype,
+    )
 }
 
 /// MPI-4.0 §19.1.9: the `COMPLEX` kind whose parts have precision `p` and
@@ -996,7 +1036,13 @@ pub unsafe extern "C" fn MPI_Type_create_f90_complex(
         (abi::MPI_COMPLEX16, 15, 307),
         (abi::MPI_COMPLEX32, 33, 4931),
     ];
-    f90_type("MPI_Type_create_f90_complex", &kinds, p, r, newtype)
+    f90_type(
+        "MPI_Type_create_f90_complex",
+        Combiner::F90Complex,
+        &kinds,
+        (p, r),
+        newtype,
+    )
 }
 
 // ---------------------------------------------------------------------
