@@ -236,16 +236,13 @@ pub(crate) fn delete_comm_attrs(name: &str, slot: usize) -> MpiResult<()> {
     delete_all(name, Target::Comm(slot))
 }
 
-/// For the datatype code: `MPI_Type_dup` copies attributes with this.
-#[allow(dead_code)]
+/// Attribute copies for `MPI_Type_dup`.
 pub(crate) fn copy_type_attrs(name: &str, from: MPI_Datatype, to: MPI_Datatype) -> MpiResult<()> {
     copy_all(name, Target::Type(from), Target::Type(to))
 }
 
-/// For the datatype code: `MPI_Type_free` must call this before freeing
-/// (it runs the delete callbacks), then drop the handle's entry of
-/// `rt.attrs.types`.
-#[allow(dead_code)]
+/// Attribute deletion for `MPI_Type_free`, before the type goes (which
+/// drops the handle's entry of `rt.attrs.types`).
 pub(crate) fn delete_type_attrs(name: &str, dt: MPI_Datatype) -> MpiResult<()> {
     delete_all(name, Target::Type(dt))
 }

@@ -46,6 +46,27 @@ static int delete_fn(MPI_Comm comm, int keyval, void *value, void *extra) {
     return MPI_SUCCESS;
 }
 
+/* Attributes of derived types: copied by MPI_Type_dup, deleted by
+ * MPI_Type_free. */
+static int attr_copies, attr_deletes;
+static int count_copy(MPI_Datatype t, int keyval, void *extra, void *in, void *out, int *flag) {
+    (void)t;
+    (void)keyval;
+    (void)extra;
+    *(void **)out = in;
+    *flag = 1;
+    attr_copies++;
+    return MPI_SUCCESS;
+}
+static int count_delete(MPI_Datatype t, int keyval, void *value, void *extra) {
+    (void)t;
+    (void)keyval;
+    (void)extra;
+    CHECK(*(int *)value == 7, "deleted value %d", *(int *)value);
+    attr_deletes++;
+    return MPI_SUCCESS;
+}
+
 static int type_deletes;
 static int type_delete_fn(MPI_Datatype t, int keyval, void *value, void *extra) {
     (void)keyval;
@@ -389,6 +410,21 @@ static void attributes(void) {
     OK(MPI_Type_delete_attr(MPI_INT, tk));
     CHECK(type_deletes == 1, "type deletes %d", type_deletes);
     OK(MPI_Type_free_keyval(&tk));
+
+    int dk, seven = 7;
+    MPI_Datatype pair, copy;
+    OK(MPI_Type_contiguous(2, MPI_INT, &pair));
+    OK(MPI_Type_create_keyval(count_copy, count_delete, &dk, NULL));
+    OK(MPI_Type_set_attr(pair, dk, &seven));
+    OK(MPI_Type_dup(pair, &copy));
+    OK(MPI_Type_get_attr(copy, dk, &got, &flag));
+    CHECK(flag && got == &seven && attr_copies == 1, "dup's attribute %d, %d copies", flag,
+          attr_copies);
+    OK(MPI_Type_free(&copy));
+    CHECK(attr_deletes == 1, "%d deletes after freeing the dup", attr_deletes);
+    OK(MPI_Type_free(&pair));
+    CHECK(attr_deletes == 2, "%d deletes after freeing the original", attr_deletes);
+    OK(MPI_Type_free_keyval(&dk));
 }
 
 static void comm_info(void) {

@@ -665,10 +665,46 @@ large_count! {
     }
 }
 
+/// The duplicate's attributes are copied by their keyvals' callbacks
+/// (MPI-4.1 §7.7.4), which run without the library lock; if one fails,
+/// the duplicate is freed and the error returned.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    // SAFETY: `newtype` is null or writable (MPI contract).
-    unsafe { construct("MPI_Type_dup", oldtype, newtype, |old| Ok(Type::dup(old))) }
+    let name = "MPI_Type_dup";
+    call_unlocked(name, abi::MPI_COMM_WORLD, || {
+        nonnull(newtype, "newtype")?;
+        let h = locked(name, |rt| {
+            let t = Type::dup(&super::datatype(rt, oldtype)?);
+            Ok(abi::direct_handle(
+                Kind::Datatype,
+                rt.types.insert(Arc::new(t)),
+            ))
+        })?;
+        if let Err(e) = super::attr::copy_type_attrs(name, oldtype, h) {
+            locked(name, |rt| free_type(rt, h))?;
+            return Err(e);
+        }
+        // SAFETY: output argument, checked non-null.
+        unsafe { out(newtype, h) }
+    })
+}
+
+/// Forget derived type `h` and its attributes (their delete callbacks
+/// ran before).
+fn free_type(rt: &mut Runtime, h: MPI_Datatype) -> MpiResult<()> {
+    let slot = derived_slot(rt, h)?;
+    if rt
+        .types
+        .get(slot)
+        .is_some_and(|t| t.envelope.combiner.is_predefined())
+    {
+        return Err(err(Class::Type, format!("{h:#x} is a predefined datatype")));
+    }
+    // Communication in flight and types built from it hold their own
+    // reference (MPI-4.1 §5.1.9).
+    rt.types.remove(slot);
+    rt.attrs.types.remove(&i64::from(h));
+    Ok(())
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -693,23 +729,18 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_free", abi::MPI_COMM_WORLD, |rt| {
+    let name = "MPI_Type_free";
+    call_unlocked(name, abi::MPI_COMM_WORLD, || {
         if datatype.is_null() {
             return Err(err(Class::Arg, "null datatype pointer"));
         }
         // SAFETY: non-null pointer to the caller's handle.
         let h = unsafe { *datatype };
-        let slot = derived_slot(rt, h)?;
-        if rt
-            .types
-            .get(slot)
-            .is_some_and(|t| t.envelope.combiner.is_predefined())
-        {
-            return Err(err(Class::Type, format!("{h:#x} is a predefined datatype")));
-        }
-        // Communication in flight and types built from it hold their own
-        // reference (MPI-4.0 §5.1.9).
-        rt.types.remove(slot);
+        locked(name, |rt| derived_slot(rt, h).map(drop))?;
+        // The attributes' delete callbacks run first, without the lock
+        // (MPI-4.1 §7.7.4); one that fails leaves the type.
+        super::attr::delete_type_attrs(name, h)?;
+        locked(name, |rt| free_type(rt, h))?;
         // SAFETY: as above.
         unsafe { *datatype = abi::MPI_DATATYPE_NULL };
         Ok(())
