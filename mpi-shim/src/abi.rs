@@ -291,6 +291,8 @@ constants! {
     MPI_Datatype, TYPE, MPI_CXX_FLOAT_COMPLEX = 0x4c00_0834;
     MPI_Datatype, TYPE, MPI_CXX_DOUBLE_COMPLEX = 0x4c00_1035;
     MPI_Datatype, TYPE, MPI_CXX_LONG_DOUBLE_COMPLEX = 0x4c00_2036;
+    // MPICH's half-precision float (mpi4py's 'e' and 'f2' type codes).
+    MPI_Datatype, TYPE, MPIX_C_FLOAT16 = 0x4c00_0246;
     c_int, INT, MPI_TYPECLASS_REAL = 1;
     c_int, INT, MPI_TYPECLASS_INTEGER = 2;
     c_int, INT, MPI_TYPECLASS_COMPLEX = 3;
@@ -622,9 +624,10 @@ pub const POINTERS: &[Constant] = &[
     data("MPI_T_PVAR_ALL_HANDLES", "MPI_T_pvar_handle const"),
 ];
 
-/// Handle kinds whose Fortran conversions (`MPI_Comm_c2f`, ...) are
-/// macros in MPICH's header, with their C type: a Fortran handle of an
-/// `int` handle is the same number (MPI-4.0 §19.3.4).
+/// Handle kinds whose Fortran conversions (`MPI_Comm_c2f`, ...) and their
+/// profiling names (`PMPI_Comm_c2f`, ...) are macros in MPICH's header,
+/// with their C type: a Fortran handle of an `int` handle is the same
+/// number (MPI-4.0 §19.3.4).
 pub const HANDLE_CONVERSIONS: &[(&str, &str)] = &[
     ("Comm", "MPI_Comm"),
     ("Type", "MPI_Datatype"),
@@ -700,9 +703,11 @@ pub fn header() -> String {
     let all: Vec<&Constant> = CONSTANTS.iter().chain(POINTERS).collect();
     write_constants(&mut h, &all);
     h.push_str(HEADER_AFTER_CONSTANTS);
-    for (kind, ty) in HANDLE_CONVERSIONS {
-        let _ = writeln!(h, "#define MPI_{kind}_c2f(h) ((MPI_Fint)(h))");
-        let _ = writeln!(h, "#define MPI_{kind}_f2c(h) (({ty})(h))");
+    for prefix in ["MPI", "PMPI"] {
+        for (kind, ty) in HANDLE_CONVERSIONS {
+            let _ = writeln!(h, "#define {prefix}_{kind}_c2f(h) ((MPI_Fint)(h))");
+            let _ = writeln!(h, "#define {prefix}_{kind}_f2c(h) (({ty})(h))");
+        }
     }
     h.push('\n');
     for p in crate::mpich::prototypes() {

@@ -53,12 +53,14 @@ fn printer() -> String {
         };
         writeln!(c, "    printf(\"{} %lld\\n\", {expr});", k.name).unwrap();
     }
-    for (kind, ty) in HANDLE_CONVERSIONS {
-        writeln!(
-            c,
-            "    printf(\"MPI_{kind}_c2f %lld %lld\\n\", (long long)MPI_{kind}_c2f(({ty})0x44000001), (long long)MPI_{kind}_f2c(7));"
-        )
-        .unwrap();
+    for prefix in ["MPI", "PMPI"] {
+        for (kind, ty) in HANDLE_CONVERSIONS {
+            writeln!(
+                c,
+                "    printf(\"{prefix}_{kind}_c2f %lld %lld\\n\", (long long){prefix}_{kind}_c2f(({ty})0x44000001), (long long){prefix}_{kind}_f2c(7));"
+            )
+            .unwrap();
+        }
     }
     for t in [
         "MPI_Status",

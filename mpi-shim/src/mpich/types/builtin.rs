@@ -19,8 +19,8 @@ use crate::ops::Pair;
 use Elem::*;
 
 /// The predefined basic types: handle, name, class, and what reductions
-/// see of them (quad precision and its complex are opaque: no hardware
-/// here computes them). MPICH's handles carry the size in bytes in bits
+/// see of them (quad precision, its complex and half precision are
+/// opaque: no reduction kernel computes them). MPICH's handles carry the size in bytes in bits
 /// 8-15.
 const BASIC: &[(MPI_Datatype, &str, Class, Elem)] = &[
     (abi::MPI_CHAR, "MPI_CHAR", Raw, I8),
@@ -112,6 +112,7 @@ const BASIC: &[(MPI_Datatype, &str, Class, Elem)] = &[
     (abi::MPI_COMPLEX8, "MPI_COMPLEX8", Complex, C32),
     (abi::MPI_COMPLEX16, "MPI_COMPLEX16", Complex, C64),
     (abi::MPI_COMPLEX32, "MPI_COMPLEX32", Complex, Opaque),
+    (abi::MPIX_C_FLOAT16, "MPIX_C_FLOAT16", Float, Opaque),
 ];
 
 /// The predefined pair types: `{first; second}` as a C struct lays it out
