@@ -19,6 +19,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_get_parent(MPI_Comm *parent)",
     "int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)",
     "int MPI_Comm_free(MPI_Comm *comm)",
+    "int MPI_Comm_disconnect(MPI_Comm *comm)",
     "int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)",
     "int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)",
     "int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)",
@@ -163,7 +164,26 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
 /// (MPI-4.0 §7.7.2); if one fails, the communicator stays.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    let name = "MPI_Comm_free";
+    // SAFETY: forwarded from the caller.
+    unsafe { free_comm("MPI_Comm_free", comm, false) }
+}
+
+/// `MPI_Comm_free` that first waits, collectively, until the members are
+/// done with the communicator (MPI-4.1 §11.10.4): every communicator of
+/// this library is an intracommunicator, so a barrier on it, after which
+/// no member sends on it again.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { free_comm("MPI_Comm_disconnect", comm, true) }
+}
+
+/// Free the communicator `*comm` (after a barrier on it when
+/// `disconnect`) and null the handle.
+///
+/// # Safety
+/// `comm` is null or points to a handle (MPI contract).
+unsafe fn free_comm(name: &str, comm: *mut MPI_Comm, disconnect: bool) -> c_int {
     if comm.is_null() {
         return fail(
             name,
@@ -179,6 +199,9 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
             rt.comm(slot)?;
             if slot <= core::SELF {
                 return Err(err(Class::Comm, "predefined communicators cannot be freed"));
+            }
+            if disconnect {
+                crate::coll::barrier(rt, slot)?;
             }
             Ok(slot)
         })?;

@@ -5,11 +5,14 @@
 //! binary built against MPICH loads and resolves every symbol; calling one
 //! reports `MPI_ERR_UNSUPPORTED_OPERATION` (MPI-4.0 §9.4) through the
 //! error handler of its communicator argument, or of `MPI_COMM_WORLD` when
-//! it has none, naming the function and the area.
+//! it has none, naming the function and the area; a communicator argument
+//! that names no communicator is `MPI_ERR_COMM` first.
 //!
 //! A few functions of these areas have a true answer without the area:
-//! `MPI_Comm_get_parent` (no process of this library was spawned) and the
-//! Fortran conversions of file handles (only `MPI_FILE_NULL` exists).
+//! `MPI_Comm_get_parent` (no process of this library was spawned), the
+//! Fortran conversions of file handles (only `MPI_FILE_NULL` exists), and
+//! `MPI_Comm_disconnect` (in `comm`: every communicator is an
+//! intracommunicator).
 //! `MPI_Alloc_mem` / `MPI_Free_mem` have their own module, `mem`.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -26,9 +29,16 @@ const RMA: &str = "one-sided communication is not supported by this library";
 const DYNAMIC: &str = "dynamic process management is not supported by this library";
 const INTERCOMM: &str = "intercommunicators are not supported by this library";
 
-/// Report that `name` is not supported, through `comm`'s error handler.
-fn unsupported(name: &str, comm: MPI_Comm, area: &str) -> c_int {
-    call(name, comm, |_| Err(err(Class::UnsupportedOperation, area)))
+/// Report that `name` is not supported, through the error handler of its
+/// communicator argument, if it has one (of `MPI_COMM_WORLD` otherwise):
+/// an argument that names no communicator is reported as such first.
+fn unsupported(name: &str, comm: Option<MPI_Comm>, area: &str) -> c_int {
+    call(name, comm.unwrap_or(abi::MPI_COMM_WORLD), |rt| {
+        if let Some(c) = comm {
+            rt.comm(comm_slot(c)?)?;
+        }
+        Err(err(Class::UnsupportedOperation, area))
+    })
 }
 
 /// Declares each function (MPICH's C prototype, then the same signature
@@ -47,8 +57,8 @@ macro_rules! unsupported {
             }
         )*)*
     };
-    (@comm $comm:ident) => { $comm };
-    (@comm) => { abi::MPI_COMM_WORLD };
+    (@comm $comm:ident) => { Some($comm) };
+    (@comm) => { None };
 }
 
 unsupported! {
@@ -364,8 +374,6 @@ unsupported! {
             fn MPI_Comm_accept(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) on comm;
         "int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)"
             fn MPI_Comm_connect(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) on comm;
-        "int MPI_Comm_disconnect(MPI_Comm *comm)"
-            fn MPI_Comm_disconnect(comm: *mut MPI_Comm);
         "int MPI_Comm_join(int fd, MPI_Comm *intercomm)"
             fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm);
         "int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])"
