@@ -53,6 +53,14 @@ impl<T> Any<T> {
     }
 }
 
+/// The requests of an array call, as the entry layer reads them, without
+/// copying the application's array: how many, and the slot of each
+/// (`None` for a null request; an error for a handle that names none).
+pub trait Requests {
+    fn count(&self) -> usize;
+    fn slot(&self, k: usize) -> MpiResult<Option<usize>>;
+}
+
 /// A request's position in the caller's array and its outcome.
 pub type Outcome = (usize, MpiResult<Status>);
 
@@ -90,11 +98,11 @@ impl Runtime {
     }
 
     /// Whether every active request among `reqs` is complete (one look).
-    pub fn all_done(&mut self, reqs: &[Option<usize>]) -> MpiResult<bool> {
+    pub fn all_done(&mut self, reqs: &impl Requests) -> MpiResult<bool> {
         self.ep.progress();
         let mut all = true;
-        for &r in reqs {
-            if let Some(i) = self.active(r)? {
+        for k in 0..reqs.count() {
+            if let Some(i) = self.active(reqs.slot(k)?)? {
                 all &= self.req_done(i)?;
             }
         }
@@ -103,10 +111,10 @@ impl Runtime {
 
     /// The position of the first complete active request among `reqs`
     /// (one look).
-    pub fn any_done(&mut self, reqs: &[Option<usize>]) -> MpiResult<Any<usize>> {
+    pub fn any_done(&mut self, reqs: &impl Requests) -> MpiResult<Any<usize>> {
         let mut any_active = false;
-        for (k, &r) in reqs.iter().enumerate() {
-            if let Some(i) = self.active(r)? {
+        for k in 0..reqs.count() {
+            if let Some(i) = self.active(reqs.slot(k)?)? {
                 any_active = true;
                 if self.req_done(i)? {
                     return Ok(Any::Done(k));
@@ -122,11 +130,11 @@ impl Runtime {
 
     /// The positions of the complete active requests among `reqs` (one
     /// look); `Done` holds at least one.
-    pub fn some_done(&mut self, reqs: &[Option<usize>]) -> MpiResult<Any<Vec<usize>>> {
+    pub fn some_done(&mut self, reqs: &impl Requests) -> MpiResult<Any<Vec<usize>>> {
         let mut any_active = false;
         let mut done = Vec::new();
-        for (k, &r) in reqs.iter().enumerate() {
-            if let Some(i) = self.active(r)? {
+        for k in 0..reqs.count() {
+            if let Some(i) = self.active(reqs.slot(k)?)? {
                 any_active = true;
                 if self.req_done(i)? {
                     done.push(k);
@@ -157,11 +165,11 @@ impl Runtime {
     /// complete; `None` before.
     pub fn status_all(
         &mut self,
-        reqs: &[Option<usize>],
+        reqs: &impl Requests,
     ) -> MpiResult<Option<Vec<MpiResult<Status>>>> {
-        let mut outcomes = Vec::with_capacity(reqs.len());
-        for &r in reqs {
-            outcomes.push(match self.peek(r)? {
+        let mut outcomes = Vec::with_capacity(reqs.count());
+        for k in 0..reqs.count() {
+            outcomes.push(match self.peek(reqs.slot(k)?)? {
                 Peek::Inactive => Ok(Status::empty()),
                 Peek::Done(res) => res,
                 Peek::Pending => return Ok(None),
@@ -172,10 +180,10 @@ impl Runtime {
 
     /// `MPI_Request_get_status_any`: the first complete active request
     /// and its outcome.
-    pub fn status_any(&mut self, reqs: &[Option<usize>]) -> MpiResult<Any<Outcome>> {
+    pub fn status_any(&mut self, reqs: &impl Requests) -> MpiResult<Any<Outcome>> {
         let mut any_active = false;
-        for (k, &r) in reqs.iter().enumerate() {
-            match self.peek(r)? {
+        for k in 0..reqs.count() {
+            match self.peek(reqs.slot(k)?)? {
                 Peek::Inactive => {}
                 Peek::Pending => any_active = true,
                 Peek::Done(res) => return Ok(Any::Done((k, res))),
@@ -190,11 +198,11 @@ impl Runtime {
 
     /// `MPI_Request_get_status_some`: the complete active requests and
     /// their outcomes (`Done` may be empty: active ones, none complete).
-    pub fn status_some(&mut self, reqs: &[Option<usize>]) -> MpiResult<Any<Vec<Outcome>>> {
+    pub fn status_some(&mut self, reqs: &impl Requests) -> MpiResult<Any<Vec<Outcome>>> {
         let mut any_active = false;
         let mut done = Vec::new();
-        for (k, &r) in reqs.iter().enumerate() {
-            match self.peek(r)? {
+        for k in 0..reqs.count() {
+            match self.peek(reqs.slot(k)?)? {
                 Peek::Inactive => {}
                 Peek::Pending => any_active = true,
                 Peek::Done(res) => {

@@ -51,6 +51,10 @@ pub(crate) fn code_out(code: Code) -> c_int {
 
 /// An MPICH error code as the core's.
 pub(crate) fn code_in(v: c_int) -> Code {
+    // Every status the application reads back carries one: no look-up.
+    if v == abi::MPI_SUCCESS {
+        return Code::SUCCESS;
+    }
     if let Some(&c) = values().back.get(&v) {
         Code::Class(c)
     } else if v >= FIRST_USER_CODE {

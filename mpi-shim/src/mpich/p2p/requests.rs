@@ -23,7 +23,7 @@ use super::super::{
     write_status,
 };
 use crate::abi::{self, Kind, MPI_Request, MPI_Status};
-use crate::core::completion::{Any, outcome};
+use crate::core::completion::{Any, Requests, outcome};
 use crate::core::request::Generalized;
 use crate::core::{MpiResult, Req, Runtime, Status};
 
@@ -137,11 +137,23 @@ unsafe fn status_at(statuses: *mut MPI_Status, k: usize) -> *mut MPI_Status {
     }
 }
 
-/// The slots of an array of handles (`None` for `MPI_REQUEST_NULL`),
-/// every handle checked before any request is looked at: an invalid one
-/// is `MPI_ERR_REQUEST` with no output written.
-fn slots(hs: &[MPI_Request]) -> MpiResult<Vec<Option<usize>>> {
-    hs.iter().map(|&h| req_slot(h)).collect()
+/// An array of request handles as the core reads it.
+struct Handles<'a>(&'a [MPI_Request]);
+
+impl Requests for Handles<'_> {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn slot(&self, k: usize) -> MpiResult<Option<usize>> {
+        req_slot(self.0[k])
+    }
+}
+
+/// Every handle of an array checked before any request is looked at: an
+/// invalid one is `MPI_ERR_REQUEST` with no output written.
+fn check_handles(hs: &[MPI_Request]) -> MpiResult<()> {
+    hs.iter().try_for_each(|&h| req_slot(h).map(drop))
 }
 
 /// Complete the request `*h` (waiting if need be) and return its status;
@@ -364,7 +376,7 @@ pub unsafe extern "C" fn MPI_Waitall(
         check_statuses(statuses, count)?;
         // SAFETY: forwarded from the caller.
         let hs = unsafe { handles(count, requests)? };
-        slots(hs)?;
+        check_handles(hs)?;
         let mut failed = false;
         for (k, h) in hs.iter_mut().enumerate() {
             // SAFETY: the caller's status array holds `count` entries.
@@ -388,7 +400,7 @@ pub unsafe extern "C" fn MPI_Testall(
         if flag.is_null() {
             return Err(err(Class::Arg, "null flag"));
         }
-        let all = rt.all_done(&slots(hs)?)?;
+        let all = rt.all_done(&Handles(hs))?;
         let mut failed = false;
         if all {
             for (k, h) in hs.iter_mut().enumerate() {
@@ -440,8 +452,7 @@ pub unsafe extern "C" fn MPI_Waitany(
         if index.is_null() {
             return Err(err(Class::Arg, "null index"));
         }
-        let reqs = slots(hs)?;
-        let found = rt.wait_until(|rt| rt.any_done(&reqs).map(Any::ready))?;
+        let found = rt.wait_until(|rt| rt.any_done(&Handles(hs)).map(Any::ready))?;
         // SAFETY: forwarded from the caller.
         unsafe { finish_any(rt, hs, found, index, status) }
     })
@@ -462,7 +473,7 @@ pub unsafe extern "C" fn MPI_Testany(
         if index.is_null() || flag.is_null() {
             return Err(err(Class::Arg, "null output argument"));
         }
-        let found = rt.any_done(&slots(hs)?)?.done();
+        let found = rt.any_done(&Handles(hs))?.done();
         // SAFETY: output argument.
         unsafe { out(flag, c_int::from(found.is_some()))? };
         match found {
@@ -519,8 +530,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
         if outcount.is_null() {
             return Err(err(Class::Arg, "null outcount"));
         }
-        let reqs = slots(hs)?;
-        let found = rt.wait_until(|rt| rt.some_done(&reqs).map(Any::ready))?;
+        let found = rt.wait_until(|rt| rt.some_done(&Handles(hs)).map(Any::ready))?;
         // SAFETY: forwarded from the caller.
         unsafe { finish_some(rt, hs, found, outcount, indices, statuses) }
     })
@@ -541,7 +551,7 @@ pub unsafe extern "C" fn MPI_Testsome(
         if outcount.is_null() {
             return Err(err(Class::Arg, "null outcount"));
         }
-        match rt.some_done(&slots(hs)?)?.done() {
+        match rt.some_done(&Handles(hs))?.done() {
             // SAFETY: forwarded from the caller.
             Some(found) => unsafe { finish_some(rt, hs, found, outcount, indices, statuses) },
             // SAFETY: output argument.
@@ -573,7 +583,8 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
         if flag.is_null() {
             return Err(err(Class::Arg, "null flag"));
         }
-        let Some(outcomes) = rt.status_all(&slots(hs)?)? else {
+        check_handles(hs)?;
+        let Some(outcomes) = rt.status_all(&Handles(hs))? else {
             // SAFETY: output argument.
             return unsafe { out(flag, 0) };
         };
@@ -609,7 +620,8 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
         if index.is_null() || flag.is_null() {
             return Err(err(Class::Arg, "null output argument"));
         }
-        let any_active = match rt.status_any(&slots(hs)?)? {
+        check_handles(hs)?;
+        let any_active = match rt.status_any(&Handles(hs))? {
             Any::Done((k, r)) => {
                 let (st, _) = outcome(r.clone());
                 // SAFETY: output arguments (status may be ignored).
@@ -653,7 +665,8 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
         if outcount.is_null() {
             return Err(err(Class::Arg, "null outcount"));
         }
-        let Any::Done(done) = rt.status_some(&slots(hs)?)? else {
+        check_handles(hs)?;
+        let Any::Done(done) = rt.status_some(&Handles(hs))? else {
             // SAFETY: output argument.
             return unsafe { out(outcount, abi::MPI_UNDEFINED) };
         };
