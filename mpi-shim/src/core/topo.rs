@@ -219,7 +219,7 @@ impl Cart {
 /// as balanced as possible and non-increasing (MPI-4.1 §8.5.2): of the
 /// ways to split what is left into that many factors, the one whose
 /// largest and smallest factors are closest, then whose largest is
-/// smallest ([`balanced`]; 72 in two dimensions is 9 x 8).
+/// smallest (72 in two dimensions is 9 x 8).
 pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
     if nnodes < 0 {
         return Err(MpiError::new(
