@@ -274,12 +274,24 @@ unsafe fn call_large(f: usize, invec: *mut c_void, inoutvec: *mut c_void, len: u
     unsafe { f(invec, inoutvec, &mut len, &mut dt) }
 }
 
-/// `MPI_Op_create` and `MPI_Op_create_c`, once the function is an
-/// operation.
+/// `MPI_Op_create` and `MPI_Op_create_c`: the application's function `f`
+/// (null: `None`), called through `call` on at most `max_len` elements.
 ///
 /// # Safety
-/// `op` is null or writable.
-unsafe fn op_create(name: &str, user: Option<UserOp>, op: *mut Handle) -> c_int {
+/// `op` is null or writable; `f` is of the type `call` expects.
+unsafe fn op_create(
+    name: &str,
+    f: Option<usize>,
+    (call, max_len): (crate::ops::UserCaller, usize),
+    commute: c_int,
+    op: *mut Handle,
+) -> c_int {
+    let user = f.map(|f| UserOp {
+        f,
+        call,
+        max_len,
+        commute: commute != 0,
+    });
     // SAFETY: the caller's output pointer.
     unsafe {
         let mut made = handle_ptr_in(op);
@@ -300,14 +312,17 @@ pub unsafe extern "C" fn MPI_Op_create(
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
-    let user = user_fn.map(|f| UserOp {
-        f: f as usize,
-        call: call_int,
-        max_len: c_int::MAX as usize,
-        commute: commute != 0,
-    });
-    // SAFETY: forwarded.
-    unsafe { op_create("MPI_Op_create", user, op) }
+    let caller = (call_int as crate::ops::UserCaller, c_int::MAX as usize);
+    // SAFETY: forwarded; `call_int` calls a `UserFn`.
+    unsafe {
+        op_create(
+            "MPI_Op_create",
+            user_fn.map(|f| f as usize),
+            caller,
+            commute,
+            op,
+        )
+    }
 }
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
@@ -316,14 +331,17 @@ pub unsafe extern "C" fn MPI_Op_create_c(
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
-    let user = user_fn.map(|f| UserOp {
-        f: f as usize,
-        call: call_large,
-        max_len: i64::MAX as usize,
-        commute: commute != 0,
-    });
-    // SAFETY: forwarded.
-    unsafe { op_create("MPI_Op_create_c", user, op) }
+    let caller = (call_large as crate::ops::UserCaller, i64::MAX as usize);
+    // SAFETY: forwarded; `call_large` calls a `UserFnC`.
+    unsafe {
+        op_create(
+            "MPI_Op_create_c",
+            user_fn.map(|f| f as usize),
+            caller,
+            commute,
+            op,
+        )
+    }
 }
 
 /// The application's error handler functions, by the library's handle of
