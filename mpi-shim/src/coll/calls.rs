@@ -227,11 +227,20 @@ fn rank_size(rt: &Runtime, slot: usize) -> MpiResult<(usize, usize)> {
     Ok((c.rank as usize, c.size() as usize))
 }
 
-/// The rank of checked root `root` of communicator `slot`, and this
-/// process's.
-fn root_and_me(rt: &Runtime, slot: usize, root: i32) -> MpiResult<(usize, usize)> {
+/// The rank of checked root `root` of communicator `slot`, this
+/// process's, and the size.
+fn root_and_me(rt: &Runtime, slot: usize, root: i32) -> MpiResult<(usize, usize, usize)> {
     let c = rt.comm(slot)?;
-    Ok((c.check_root(root)?, c.rank as usize))
+    Ok((c.check_root(root)?, c.rank as usize, c.size() as usize))
+}
+
+/// `MPI_IN_PLACE` in a rooted call is the root's alone (MPI-4.1 §6.5,
+/// §6.6).
+fn in_place_at_root(in_place: bool, me: usize, root: usize) -> MpiResult<()> {
+    if in_place && me != root {
+        return Err(in_place_error("at a process other than the root"));
+    }
+    Ok(())
 }
 
 /// A count summed over ranks.
@@ -267,7 +276,7 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<Schedule> {
 /// The buffer addresses its elements (MPI contract): readable at the
 /// root, writable elsewhere until the schedule ends.
 pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: i32, buf: &Arg) -> MpiResult<Schedule> {
-    let (root, me) = root_and_me(rt, slot, root)?;
+    let (root, me, _) = root_and_me(rt, slot, root)?;
     // SAFETY: forwarded from the caller.
     let ub = unsafe { buf.buf()? };
     let data = if me == root {
@@ -295,7 +304,7 @@ pub unsafe fn reduce(
     args: &Reduce,
     count: i64,
 ) -> MpiResult<Schedule> {
-    let (root, me) = root_and_me(rt, slot, root)?;
+    let (root, me, _) = root_and_me(rt, slot, root)?;
     let at_root = me == root;
     // SAFETY: forwarded from the caller.
     let (red, input) = unsafe { args.input(count, at_root, at_root)? };
@@ -350,12 +359,9 @@ pub unsafe fn gather(
     recv: impl FnOnce(usize) -> MpiResult<Blocks>,
     regular: bool,
 ) -> MpiResult<Schedule> {
-    let (root, me) = root_and_me(rt, slot, root)?;
-    let n = rank_size(rt, slot)?.1;
+    let (root, me, n) = root_and_me(rt, slot, root)?;
     let in_place = send.is_none();
-    if in_place && me != root {
-        return Err(in_place_error("at a process other than the root"));
-    }
+    in_place_at_root(in_place, me, root)?;
     let own = match send {
         None => Vec::new(),
         // SAFETY: the send buffer holds its elements.
@@ -401,12 +407,9 @@ pub unsafe fn scatter(
     recv: Option<&Arg>,
     regular: bool,
 ) -> MpiResult<Schedule> {
-    let (root, me) = root_and_me(rt, slot, root)?;
-    let n = rank_size(rt, slot)?.1;
+    let (root, me, n) = root_and_me(rt, slot, root)?;
     let in_place = recv.is_none();
-    if in_place && me != root {
-        return Err(in_place_error("at a process other than the root"));
-    }
+    in_place_at_root(in_place, me, root)?;
     let ins = if me == root {
         // SAFETY: the root's send blocks (MPI contract).
         unsafe { send(n)?.bufs()? }
