@@ -34,6 +34,7 @@ const PROGRAMS: &[&str] = &[
     "recvbuf",
     "mpi4",
     "mpi41",
+    "intercomm",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's libraries lack

@@ -10,10 +10,10 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::algo::Edge;
-use super::{Builder, Schedule, Sink, Span, algo, builder};
+use super::{Builder, Schedule, Sink, Span, algo, builder, inter};
 use crate::core::buffer::{UserBuf, check_count};
 use crate::core::datatype::Datatype;
-use crate::core::peer::Rank;
+use crate::core::peer::{Rank, Root, RootIs};
 use crate::core::topo::Neighbors;
 use crate::core::{Class, MpiError, MpiResult, Runtime};
 use crate::ops::Reduction;
@@ -35,7 +35,7 @@ impl Arg {
     ///
     /// # Safety
     /// The argument addresses `count` elements (MPI contract).
-    unsafe fn buf(&self) -> MpiResult<UserBuf> {
+    pub(super) unsafe fn buf(&self) -> MpiResult<UserBuf> {
         // SAFETY: forwarded from the caller.
         unsafe { self.buf_at(0) }
     }
@@ -94,7 +94,7 @@ impl Blocks {
 
     /// # Safety
     /// The blocks lie in the application's buffer (MPI contract).
-    unsafe fn bufs(&self) -> MpiResult<Vec<UserBuf>> {
+    pub(super) unsafe fn bufs(&self) -> MpiResult<Vec<UserBuf>> {
         (0..self.counts.len())
             .map(|r| {
                 let arg = Arg {
@@ -128,7 +128,7 @@ impl Reduce {
     ///
     /// # Safety
     /// The input holds `count` elements (MPI contract).
-    unsafe fn input(
+    pub(super) unsafe fn input(
         &self,
         count: i64,
         in_place_ok: bool,
@@ -158,7 +158,7 @@ impl Reduce {
     ///
     /// # Safety
     /// As for [`Arg::buf`].
-    unsafe fn output(&self, count: i64) -> MpiResult<UserBuf> {
+    pub(super) unsafe fn output(&self, count: i64) -> MpiResult<UserBuf> {
         // SAFETY: forwarded from the caller.
         unsafe { self.arg(self.recv()?, count).buf() }
     }
@@ -177,12 +177,12 @@ impl Reduce {
     }
 
     /// Size in bytes of one element.
-    fn elem_size(&self) -> MpiResult<usize> {
+    pub(super) fn elem_size(&self) -> MpiResult<usize> {
         Ok(self.dt.as_ref().map_err(Clone::clone)?.size)
     }
 }
 
-fn in_place_error(what: &str) -> MpiError {
+pub(super) fn in_place_error(what: &str) -> MpiError {
     MpiError::new(Class::Buffer, format!("MPI_IN_PLACE is not valid {what}"))
 }
 
@@ -205,14 +205,14 @@ pub(crate) fn sink(ub: &UserBuf) -> Sink {
 }
 
 /// A buffer of the schedule with a block for each of `outs`.
-fn blocks_for(b: &mut Builder, outs: &[UserBuf]) -> Vec<Span> {
+pub(super) fn blocks_for(b: &mut Builder, outs: &[UserBuf]) -> Vec<Span> {
     let all = b.buf(outs.iter().map(|u| u.len).sum());
     all.split(outs.iter().map(|u| u.len))
 }
 
 /// Unpack block `parts[r]` into `outs[r]` at the end, for every `r` but
 /// `skip`.
-fn unpack_all(b: &mut Builder, parts: &[Span], outs: &[UserBuf], skip: Option<usize>) {
+pub(super) fn unpack_all(b: &mut Builder, parts: &[Span], outs: &[UserBuf], skip: Option<usize>) {
     for (r, ub) in outs.iter().enumerate() {
         if Some(r) != skip {
             let k = b.sink(sink(ub));
@@ -227,11 +227,30 @@ fn rank_size(rt: &Runtime, slot: usize) -> MpiResult<(usize, usize)> {
     Ok((c.rank as usize, c.size() as usize))
 }
 
-/// The rank of checked root `root` of communicator `slot`, this
-/// process's, and the size.
-fn root_and_me(rt: &Runtime, slot: usize, root: i32) -> MpiResult<(usize, usize, usize)> {
+/// The checked root of a collective on intercommunicator `slot`, `None`
+/// on an intracommunicator.
+fn inter_root(rt: &Runtime, slot: usize, root: Root) -> MpiResult<Option<RootIs>> {
     let c = rt.comm(slot)?;
-    Ok((c.check_root(root)?, c.rank as usize, c.size() as usize))
+    Ok(if c.is_inter() {
+        Some(c.check_root(root)?)
+    } else {
+        None
+    })
+}
+
+/// The rank of checked root `root` of intracommunicator `slot`, this
+/// process's, and the size.
+fn root_and_me(rt: &Runtime, slot: usize, root: Root) -> MpiResult<(usize, usize, usize)> {
+    let c = rt.comm(slot)?;
+    let RootIs::Intra(r) = c.check_root(root)? else {
+        unreachable!("an intracommunicator's root is one of its ranks")
+    };
+    Ok((r, c.rank as usize, c.size() as usize))
+}
+
+/// Whether communicator `slot` is an intercommunicator.
+fn is_inter(rt: &Runtime, slot: usize) -> MpiResult<bool> {
+    Ok(rt.comm(slot)?.is_inter())
 }
 
 /// `MPI_IN_PLACE` in a rooted call is the root's alone (MPI-4.1 §6.5,
@@ -244,7 +263,7 @@ fn in_place_at_root(in_place: bool, me: usize, root: usize) -> MpiResult<()> {
 }
 
 /// A count summed over ranks.
-fn total(counts: &[i64]) -> MpiResult<i64> {
+pub(super) fn total(counts: &[i64]) -> MpiResult<i64> {
     counts.iter().try_fold(0i64, |acc, &c| {
         if c < 0 {
             return Err(MpiError::new(Class::Count, format!("negative count {c}")));
@@ -255,7 +274,7 @@ fn total(counts: &[i64]) -> MpiResult<i64> {
 }
 
 /// Finish a schedule whose result `acc` goes to `out`.
-fn unpack_into(mut b: Builder, acc: super::Span, out: Option<Sink>) -> Schedule {
+pub(super) fn unpack_into(mut b: Builder, acc: super::Span, out: Option<Sink>) -> Schedule {
     if let Some(k) = out {
         let k = b.sink(k);
         b.unpack(acc, k);
@@ -265,6 +284,9 @@ fn unpack_into(mut b: Builder, acc: super::Span, out: Option<Sink>) -> Schedule 
 
 /// `MPI_Barrier` (§6.3).
 pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<Schedule> {
+    if is_inter(rt, slot)? {
+        return inter::barrier(rt, slot);
+    }
     let mut b = builder(rt, slot)?;
     algo::barrier(&mut b);
     Ok(b.finish())
@@ -275,7 +297,11 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<Schedule> {
 /// # Safety
 /// The buffer addresses its elements (MPI contract): readable at the
 /// root, writable elsewhere until the schedule ends.
-pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: i32, buf: &Arg) -> MpiResult<Schedule> {
+pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> MpiResult<Schedule> {
+    if let Some(root) = inter_root(rt, slot, root)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::bcast(rt, slot, root, buf) };
+    }
     let (root, me, _) = root_and_me(rt, slot, root)?;
     // SAFETY: forwarded from the caller.
     let ub = unsafe { buf.buf()? };
@@ -300,10 +326,14 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: i32, buf: &Arg) -> MpiR
 pub unsafe fn reduce(
     rt: &mut Runtime,
     slot: usize,
-    root: i32,
+    root: Root,
     args: &Reduce,
     count: i64,
 ) -> MpiResult<Schedule> {
+    if let Some(root) = inter_root(rt, slot, root)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::reduce(rt, slot, root, args, count) };
+    }
     let (root, me, _) = root_and_me(rt, slot, root)?;
     let at_root = me == root;
     // SAFETY: forwarded from the caller.
@@ -331,7 +361,10 @@ pub unsafe fn allreduce(
     args: &Reduce,
     count: i64,
 ) -> MpiResult<Schedule> {
-    rt.comm(slot)?;
+    if is_inter(rt, slot)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::allreduce(rt, slot, args, count) };
+    }
     // SAFETY: forwarded from the caller.
     let (red, input) = unsafe { args.input(count, true, true)? };
     // SAFETY: the receive buffer holds `count` elements.
@@ -354,11 +387,15 @@ pub unsafe fn allreduce(
 pub unsafe fn gather(
     rt: &mut Runtime,
     slot: usize,
-    root: i32,
+    root: Root,
     send: Option<&Arg>,
     recv: impl FnOnce(usize) -> MpiResult<Blocks>,
     regular: bool,
 ) -> MpiResult<Schedule> {
+    if let Some(root) = inter_root(rt, slot, root)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::gather(rt, slot, root, send, recv) };
+    }
     let (root, me, n) = root_and_me(rt, slot, root)?;
     let in_place = send.is_none();
     in_place_at_root(in_place, me, root)?;
@@ -402,11 +439,15 @@ pub unsafe fn gather(
 pub unsafe fn scatter(
     rt: &mut Runtime,
     slot: usize,
-    root: i32,
+    root: Root,
     send: impl FnOnce(usize) -> MpiResult<Blocks>,
     recv: Option<&Arg>,
     regular: bool,
 ) -> MpiResult<Schedule> {
+    if let Some(root) = inter_root(rt, slot, root)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::scatter(rt, slot, root, send, recv) };
+    }
     let (root, me, n) = root_and_me(rt, slot, root)?;
     let in_place = recv.is_none();
     in_place_at_root(in_place, me, root)?;
@@ -463,6 +504,10 @@ pub unsafe fn allgather(
     send: Option<&Arg>,
     recv: &Blocks,
 ) -> MpiResult<Schedule> {
+    if is_inter(rt, slot)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::allgather(rt, slot, send, recv) };
+    }
     let me = rank_size(rt, slot)?.0;
     let in_place = send.is_none();
     // SAFETY: the receive blocks (MPI contract).
@@ -500,7 +545,10 @@ pub unsafe fn alltoall(
     send: Option<&Blocks>,
     recv: &Blocks,
 ) -> MpiResult<Schedule> {
-    rt.comm(slot)?;
+    if is_inter(rt, slot)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::alltoall(rt, slot, send, recv) };
+    }
     // SAFETY: the receive blocks (MPI contract).
     let outs = unsafe { recv.bufs()? };
     let ins = match send {
@@ -535,6 +583,10 @@ pub unsafe fn reduce_scatter(
     args: &Reduce,
     counts: &[i64],
 ) -> MpiResult<Schedule> {
+    if is_inter(rt, slot)? {
+        // SAFETY: forwarded from the caller.
+        return unsafe { inter::reduce_scatter(rt, slot, args, counts) };
+    }
     let me = rank_size(rt, slot)?.0;
     let all = total(counts)?;
     // SAFETY: forwarded from the caller: `all` elements of input.
@@ -561,6 +613,9 @@ pub unsafe fn scan(
     count: i64,
     exclusive: bool,
 ) -> MpiResult<Schedule> {
+    if is_inter(rt, slot)? {
+        return Err(inter::no_scan());
+    }
     let me = rank_size(rt, slot)?.0;
     // SAFETY: forwarded from the caller.
     let (red, input) = unsafe { args.input(count, true, true)? };

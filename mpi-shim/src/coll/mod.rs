@@ -20,6 +20,7 @@
 pub mod algo;
 pub mod calls;
 pub mod hier;
+pub mod inter;
 pub mod sched;
 
 pub use sched::{Builder, Schedule, Sink, Span};
@@ -56,14 +57,19 @@ pub const TUNING: Tuning = Tuning {
 };
 
 /// A builder for the next collective on communicator `slot`, told the
-/// node of each member so that collectives across nodes run node-aware
-/// ([`hier`]).
+/// node of each member of an intracommunicator so that collectives
+/// across nodes run node-aware ([`hier`]).
 pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
-    let members = rt.comm(slot)?.members.clone();
-    let boot = rt.ep.bootstrap();
-    let nodes: Vec<u32> = members.iter().map(|&p| boot.node_of(p)).collect();
+    let c = rt.comm(slot)?;
+    let members = (!c.is_inter()).then(|| c.members.clone());
+    let nodes = members.map(|members| {
+        let boot = rt.ep.bootstrap();
+        members.iter().map(|&p| boot.node_of(p)).collect()
+    });
     let mut b = Builder::new(rt.comm_mut(slot)?, slot);
-    b.set_nodes(nodes);
+    if let Some(nodes) = nodes {
+        b.set_nodes(nodes);
+    }
     Ok(b)
 }
 
@@ -72,11 +78,32 @@ pub fn run(rt: &mut Runtime, s: Schedule) -> MpiResult<()> {
     rt.wait_coll(Box::new(s)).map(drop)
 }
 
-/// A blocking barrier on communicator `slot` (used by `MPI_Finalize`).
+/// A blocking barrier on communicator `slot` (used by `MPI_Finalize`
+/// and `MPI_Comm_disconnect`).
 pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<()> {
+    let s = calls::barrier(rt, slot)?;
+    run(rt, s)
+}
+
+/// The context-id agreement of a duplicate of communicator `slot`
+/// (`MPI_Comm_idup`, and `MPI_Comm_dup` waits for it): the largest `next`
+/// (each process's next free id) of every process, of both groups of an
+/// intercommunicator, for communicator slot `new` once it ends.
+pub fn ctx_agreement(rt: &mut Runtime, slot: usize, next: u32, new: usize) -> MpiResult<Schedule> {
+    let u32_type = Datatype::basic(4, Elem::U32);
+    let op = Reduction::predefined(Op::Max, &u32_type)?;
+    let c = rt.comm(slot)?;
+    let local = c.is_inter().then_some(c.members.len());
     let mut b = builder(rt, slot)?;
-    algo::barrier(&mut b);
-    run(rt, b.finish())
+    b.set_op(op);
+    let acc = b.input(next.to_ne_bytes().to_vec());
+    match local {
+        Some(local) => inter::allreduce_both(&mut b, local, acc, 4),
+        None => algo::allreduce(&mut b, acc, 4),
+    }
+    let mut s = b.finish();
+    s.set_activation(new, acc);
+    Ok(s)
 }
 
 /// Allreduce with `MPI_MAX` of one `u32` over communicator `slot` (the

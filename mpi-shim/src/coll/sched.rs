@@ -132,12 +132,14 @@ pub struct Builder {
 
 impl Builder {
     /// Start the next collective on communicator `comm` (slot `slot`):
-    /// takes its sequence number.
+    /// takes its sequence number. On an intercommunicator, ranks from the
+    /// local group's size up are the remote group's
+    /// ([`Comm::everyone`]).
     pub fn new(comm: &mut Comm, slot: usize) -> Self {
         let seq = comm.coll_seq;
         comm.coll_seq = comm.coll_seq.wrapping_add(1);
         let ctx = comm.ctx + 1;
-        Self::bare(comm.members.clone(), comm.rank as usize, ctx, seq, slot)
+        Self::bare(comm.everyone(), comm.rank as usize, ctx, seq, slot)
     }
 
     /// A builder for rank `rank` of the job ranks `members`.
@@ -162,6 +164,7 @@ impl Builder {
                 pending: Vec::new(),
                 error: None,
                 stopped: false,
+                activates: None,
             },
         }
     }
@@ -336,9 +339,39 @@ pub struct Schedule {
     /// this one forever), and stops after any other.
     error: Option<MpiError>,
     stopped: bool,
+    /// A context-id agreement (`MPI_Comm_idup`): the communicator slot
+    /// it creates and the span of the agreed id; taken once done.
+    activates: Option<(usize, Span)>,
 }
 
 impl Schedule {
+    /// Make this schedule the context-id agreement of communicator slot
+    /// `comm`: the `u32` in `agreed` when it ends is the id.
+    pub fn set_activation(&mut self, comm: usize, agreed: Span) {
+        debug_assert_eq!(agreed.len, 4);
+        self.activates = Some((comm, agreed));
+    }
+
+    /// Once done, and once only: the communicator this agreement creates
+    /// and the agreed id (or why there is none).
+    pub fn take_activation(&mut self) -> Option<(usize, MpiResult<u32>)> {
+        if !self.is_done() {
+            return None;
+        }
+        let (comm, span) = self.activates.take()?;
+        let id = self.result().map(|()| {
+            let b = self.slice(span);
+            u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
+        });
+        Some((comm, id))
+    }
+
+    /// Record `e` as the schedule's outcome (an error found after it
+    /// ended, in what its completion does).
+    pub fn record_error(&mut self, e: MpiError) {
+        self.error.get_or_insert(e);
+    }
+
     pub(crate) fn tag(&self, phase: u16) -> u64 {
         Comm::tag(self.ctx, (self.seq << PHASE_BITS | u32::from(phase)) as i32)
     }

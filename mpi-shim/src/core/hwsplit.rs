@@ -29,7 +29,7 @@ use shm_engine::locality::{Level, UNKNOWN};
 use shm_engine::topo::Topology;
 
 use super::info::Info;
-use super::{MpiResult, Runtime};
+use super::{Class, MpiError, MpiResult, Runtime};
 
 /// A hardware resource `MPI_Comm_split_type` splits by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,13 +167,28 @@ impl Runtime {
 
     /// `MPI_COMM_TYPE_HW_GUIDED` by `resource` (`None`: an unknown or
     /// missing resource, which gives everyone `MPI_COMM_NULL`). Collective
-    /// over `parent`'s members on this node.
+    /// over `parent`'s members on this node; on an intercommunicator,
+    /// where only the node applies, a split of both groups by node (an
+    /// intercommunicator of each node's processes of the two groups).
     pub fn comm_split_hw(
         &mut self,
         parent: usize,
         key: i32,
         resource: Option<Resource>,
     ) -> MpiResult<Option<usize>> {
+        if self.comm(parent)?.is_inter() {
+            let color = match resource {
+                None => None,
+                Some(Resource::Node) => Some(self.ep.node()),
+                Some(Resource::Level(_)) => {
+                    return Err(MpiError::new(
+                        Class::Comm,
+                        "a split by a hardware resource inside a node needs an intracommunicator",
+                    ));
+                }
+            };
+            return self.comm_split(parent, color, key);
+        }
         let color = match resource {
             None => None,
             Some(Resource::Node) => Some(0),
@@ -190,7 +205,7 @@ impl Runtime {
         parent: usize,
         key: i32,
     ) -> MpiResult<Option<(usize, Resource)>> {
-        let members = self.comm(parent)?.members.clone();
+        let members = self.intra(parent)?.members.clone();
         let places: Option<Vec<Place>> = members.iter().map(|&m| self.ep.place(m)).collect();
         let resource = match places {
             // A member on another node: every node is a strict subset.

@@ -12,10 +12,11 @@
 //! Every engine tag carries the communicator's context id in its upper 32
 //! bits and the MPI tag below; a communicator owns two context ids, the
 //! even one for point-to-point traffic and the next for its collectives.
-//! Ids 0 and 2 are reserved for `MPI_COMM_WORLD` and `MPI_COMM_SELF`; the
-//! ids from 4 up to [`session::BOOT_CTX_BASE`] are handed out by agreement
-//! among a new communicator's members; the ids above are the bootstrap
-//! contexts of [`session`].
+//! The first ids are reserved for `MPI_COMM_WORLD` and `MPI_COMM_SELF`;
+//! the ids from [`session::FIRST_AGREED_CTX`] up to
+//! [`session::BOOT_CTX_BASE`] are handed out by agreement among a new
+//! communicator's members, each followed by a block for its duplicates
+//! ([`comm`]); the ids above are the bootstrap contexts of [`session`].
 //!
 //! # Life cycle (MPI-4.0 §11.2, §11.3)
 //!
@@ -62,6 +63,7 @@ pub mod error;
 pub mod group;
 pub mod hwsplit;
 pub mod info;
+pub mod intercomm;
 pub mod p2p;
 pub mod partitioned;
 pub mod peer;
@@ -205,6 +207,9 @@ pub struct Runtime {
     pub f90_types: HashMap<(datatype::Combiner, Vec<i32>), usize>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
+    /// Context-id agreements of `MPI_Comm_idup` in flight: another
+    /// creation waits for them (see `comm`).
+    agreements: usize,
     /// Keyvals, datatype attributes, predefined attribute values.
     pub attrs: attr::Attrs,
     /// User error handlers and error codes.
@@ -255,6 +260,7 @@ impl Runtime {
             predefined_type_names: HashMap::new(),
             f90_types: HashMap::new(),
             next_ctx: session::FIRST_AGREED_CTX,
+            agreements: 0,
             attrs: attr::Attrs::default(),
             errors: errh::Errors::default(),
             thread_level: session::ThreadLevel::Single,
@@ -423,7 +429,7 @@ impl Runtime {
             unsafe { u.dt.unpack(&u.packed[..done.status.len], u.count, u.dst) };
         }
         let c = self.comm(comm)?;
-        let rank_of = |source: u32| c.rank_of.get(&source).copied();
+        let rank_of = |source: u32| c.peer_rank(source);
         let res = match res {
             Ok(done) if done.status.cancelled => Ok(Status::cancelled()),
             Ok(done) => {
@@ -724,6 +730,7 @@ impl Runtime {
             *slot = Some(Req::Done(Status::empty()));
             if let Some(s) = r.schedule() {
                 did |= s.advance(&mut self.ep);
+                self.settle_agreement(s);
             }
             self.reqs[i] = Some(r);
         }
@@ -770,6 +777,7 @@ impl Runtime {
                 Poll::Idle
             })
         })?;
+        self.settle_agreement(&mut s);
         let comm = s.comm;
         s.result().map(|()| Status::empty()).map_err(|e| e.on(comm))
     }

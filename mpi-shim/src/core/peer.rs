@@ -35,21 +35,61 @@ pub enum Tag {
 /// `MPI_PROC_NULL`.
 pub type RecvFrom = Option<(Source, TagMatch)>;
 
+/// The root argument of a rooted collective (MPI-4.1 §6.2.2): a rank,
+/// or on an intercommunicator one of the two values the root's group
+/// passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Root {
+    /// A rank: of the communicator, or of the remote group (the root) on
+    /// an intercommunicator.
+    Rank(i32),
+    /// `MPI_ROOT`: this process is the root (intercommunicators).
+    Here,
+    /// `MPI_PROC_NULL`: a process of the root's group other than the
+    /// root (intercommunicators).
+    Null,
+}
+
+/// A checked root, from this process's point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootIs {
+    /// Rank `r` of an intracommunicator.
+    Intra(usize),
+    /// Remote rank `r` of an intercommunicator: this process's group
+    /// receives from it (or sends to it).
+    Remote(usize),
+    /// This process, the root of an intercommunicator collective.
+    Here,
+    /// This process is in the root's group, not the root: it takes no
+    /// part.
+    Idle,
+}
+
 impl Comm {
+    /// The size of the group point-to-point ranks name ([`Comm::peers`]).
+    pub fn peer_size(&self) -> i32 {
+        self.peers().len() as i32
+    }
+
     /// Check a `what` rank argument (`MPI_ANY_SOURCE` only where
     /// `wildcard`).
     pub fn check_rank(&self, rank: Rank, what: &str, wildcard: bool) -> MpiResult<()> {
         let invalid = |r: &dyn std::fmt::Display| {
+            let group = if self.is_inter() {
+                "remote group"
+            } else {
+                "communicator"
+            };
             MpiError::new(
                 Class::Rank,
                 format!(
-                    "invalid {what} rank {r} in a communicator of size {}",
-                    self.size()
+                    "invalid {what} rank {r} in a {group} of size {}",
+                    self.peer_size()
                 ),
             )
         };
         match rank {
-            Rank::Proc(r) if (0..self.size()).contains(&r) => Ok(()),
+            Rank::Proc(r) if (0..self.peer_size()).contains(&r) => Ok(()),
             Rank::Proc(r) => Err(invalid(&r)),
             Rank::Null => Ok(()),
             Rank::Any if wildcard => Ok(()),
@@ -57,19 +97,32 @@ impl Comm {
         }
     }
 
-    /// Check the root of a collective on an intracommunicator (a rank of
-    /// it; MPI-4.1 §6.1).
-    pub fn check_root(&self, root: i32) -> MpiResult<usize> {
-        if (0..self.size()).contains(&root) {
-            Ok(root as usize)
-        } else {
-            Err(MpiError::new(
-                Class::Root,
-                format!(
-                    "invalid root {root} in a communicator of size {}",
-                    self.size()
-                ),
-            ))
+    /// Check the root of a collective (MPI-4.1 §6.1, §6.2.2): a rank of
+    /// an intracommunicator; `MPI_ROOT`, `MPI_PROC_NULL` or a remote rank
+    /// on an intercommunicator.
+    pub fn check_root(&self, root: Root) -> MpiResult<RootIs> {
+        let n = self.peer_size();
+        match (root, self.is_inter()) {
+            (Root::Rank(r), false) if (0..n).contains(&r) => Ok(RootIs::Intra(r as usize)),
+            (Root::Rank(r), true) if (0..n).contains(&r) => Ok(RootIs::Remote(r as usize)),
+            (Root::Here, true) => Ok(RootIs::Here),
+            (Root::Null, true) => Ok(RootIs::Idle),
+            (root, inter) => {
+                let what = match root {
+                    Root::Rank(r) => r.to_string(),
+                    Root::Here => "MPI_ROOT".into(),
+                    Root::Null => "MPI_PROC_NULL".into(),
+                };
+                let place = if inter {
+                    "for an intercommunicator whose remote group has size"
+                } else {
+                    "in a communicator of size"
+                };
+                Err(MpiError::new(
+                    Class::Root,
+                    format!("invalid root {what} {place} {n}"),
+                ))
+            }
         }
     }
 
@@ -79,7 +132,7 @@ impl Comm {
         self.check_rank(dest, "destination", false)?;
         let tag = check_tag(tag, false)?.expect("a checked send tag is a value");
         let to = match dest {
-            Rank::Proc(r) => Some(self.members[r as usize]),
+            Rank::Proc(r) => Some(self.peers()[r as usize]),
             _ => None,
         };
         Ok((to, Comm::tag(self.ctx, tag)))
@@ -101,7 +154,7 @@ impl Comm {
         Ok(match source {
             Rank::Null => None,
             Rank::Any => Some((Source::Any, matcher)),
-            Rank::Proc(r) => Some((Source::Rank(self.members[r as usize]), matcher)),
+            Rank::Proc(r) => Some((Source::Rank(self.peers()[r as usize]), matcher)),
         })
     }
 }

@@ -61,11 +61,12 @@ use super::{Comm, MpiError, MpiResult, Phase, Runtime, SELF, WORLD};
 /// below.
 pub const BOOT_CTX_BASE: u32 = 0x8000_0000;
 
-/// Context ids reserved for `MPI_COMM_WORLD` and `MPI_COMM_SELF`; agreed
-/// ids start above them.
+/// Context ids reserved for `MPI_COMM_WORLD` and `MPI_COMM_SELF`, each
+/// followed by the ids of its duplicates ([`super::comm::ChildIds`]);
+/// agreed ids start above them.
 pub const WORLD_CTX: u32 = 0;
-pub const SELF_CTX: u32 = 2;
-pub const FIRST_AGREED_CTX: u32 = 4;
+pub const SELF_CTX: u32 = WORLD_CTX + super::comm::BLOCK;
+pub const FIRST_AGREED_CTX: u32 = SELF_CTX + super::comm::BLOCK;
 
 /// The names of the predefined process sets.
 pub const WORLD_PSET: &str = "mpi://WORLD";

@@ -79,10 +79,7 @@ impl Comm {
     /// rank here ([`Rank::Any`] for a process outside it), and the MPI
     /// tag, the lower 32 bits of the engine tag.
     pub fn status_of(&self, st: &shm_engine::Status) -> Status {
-        let source = self
-            .rank_of
-            .get(&st.source)
-            .map_or(Rank::Any, |&r| Rank::Proc(r));
+        let source = self.peer_rank(st.source).map_or(Rank::Any, Rank::Proc);
         Status::received(source, Tag::Value(st.tag as u32 as i32), st.len as u64)
     }
 }

@@ -202,9 +202,8 @@ macro_rules! collective {
                         $(if stringify!($arg) == "root" {
                             root = <$ty as Kept>::value($arg);
                         })*
-                        let neighbors = stringify!($build).starts_with("neighbor");
                         #[allow(unused_variables)] // no array (or no argument at all)
-                        let lens = array_lengths(rt, comm, root, neighbors)?;
+                        let lens = array_lengths(rt, comm, root, stringify!($build))?;
                         $(let $arg = <$ty as Kept>::keep(
                             $arg,
                             lens.map(|(recv, send)| if send_side(stringify!($arg)) { send } else { recv }),
@@ -326,7 +325,7 @@ unsafe fn bcast<C: Count>(
     let slot = comm_slot(comm)?;
     let buf = arg(rt, buffer, count.get(), datatype);
     // SAFETY: forwarded from the caller.
-    unsafe { calls::bcast(rt, slot, root, &buf) }
+    unsafe { calls::bcast(rt, slot, root_arg(root), &buf) }
 }
 collective!(MPI_Bcast / MPI_Bcast_c, MPI_Ibcast / MPI_Ibcast_c, MPI_Bcast_init / MPI_Bcast_init_c: bcast(buffer: *mut c_void, count: C, datatype: MPI_Datatype, root: c_int));
 
@@ -344,7 +343,7 @@ unsafe fn reduce<C: Count>(
     let slot = comm_slot(comm)?;
     let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
-    unsafe { calls::reduce(rt, slot, root, &args, count.get()) }
+    unsafe { calls::reduce(rt, slot, root_arg(root), &args, count.get()) }
 }
 collective!(MPI_Reduce / MPI_Reduce_c, MPI_Ireduce / MPI_Ireduce_c, MPI_Reduce_init / MPI_Reduce_init_c: reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op, root: c_int));
 
@@ -381,7 +380,7 @@ unsafe fn gather<C: Count>(
     let recvtype = type_arg(rt, recvbuf, recvtype);
     let recv = |n| Blocks::regular(recvbuf, recvcount.get(), n, recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe { calls::gather(rt, slot, root, send.as_ref(), recv, true) }
+    unsafe { calls::gather(rt, slot, root_arg(root), send.as_ref(), recv, true) }
 }
 collective!(MPI_Gather / MPI_Gather_c, MPI_Igather / MPI_Igather_c, MPI_Gather_init / MPI_Gather_init_c: gather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
@@ -407,7 +406,7 @@ unsafe fn gatherv<C: Count, D: Displ>(
         Blocks::typed(recvbuf, counts, &displs, recvtype)
     };
     // SAFETY: forwarded from the caller.
-    unsafe { calls::gather(rt, slot, root, send.as_ref(), recv, false) }
+    unsafe { calls::gather(rt, slot, root_arg(root), send.as_ref(), recv, false) }
 }
 collective!(MPI_Gatherv / MPI_Gatherv_c, MPI_Igatherv / MPI_Igatherv_c, MPI_Gatherv_init / MPI_Gatherv_init_c: gatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype, root: c_int));
 
@@ -428,7 +427,7 @@ unsafe fn scatter<C: Count>(
     let send = |n| Blocks::regular(sendbuf, sendcount.get(), n, sendtype);
     let recv = arg_or_in_place(rt, recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe { calls::scatter(rt, slot, root, send, recv.as_ref(), true) }
+    unsafe { calls::scatter(rt, slot, root_arg(root), send, recv.as_ref(), true) }
 }
 collective!(MPI_Scatter / MPI_Scatter_c, MPI_Iscatter / MPI_Iscatter_c, MPI_Scatter_init / MPI_Scatter_init_c: scatter(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
@@ -454,14 +453,22 @@ unsafe fn scatterv<C: Count, D: Displ>(
     };
     let recv = arg_or_in_place(rt, recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe { calls::scatter(rt, slot, root, send, recv.as_ref(), false) }
+    unsafe { calls::scatter(rt, slot, root_arg(root), send, recv.as_ref(), false) }
 }
 collective!(MPI_Scatterv / MPI_Scatterv_c, MPI_Iscatterv / MPI_Iscatterv_c, MPI_Scatterv_init / MPI_Scatterv_init_c: scatterv(sendbuf: *const c_void, sendcounts: *const C, displs: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
 
-/// Communicator slot and size.
+/// Communicator slot and size (of the local group).
 fn slot_size(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize)> {
     let slot = comm_slot(comm)?;
     Ok((slot, rt.comm(slot)?.size() as usize))
+}
+
+/// Communicator slot and how many blocks the arrays of an allgather or
+/// alltoall have: one per process of the remote group on an
+/// intercommunicator, one per rank otherwise.
+fn slot_peers(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize)> {
+    let slot = comm_slot(comm)?;
+    Ok((slot, rt.comm(slot)?.peer_size() as usize))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -475,7 +482,7 @@ unsafe fn allgather<C: Count>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, n) = slot_size(rt, comm)?;
+    let (slot, n) = slot_peers(rt, comm)?;
     let recv = Blocks::regular(recvbuf, recvcount.get(), n, type_arg(rt, recvbuf, recvtype))?;
     let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
     // SAFETY: forwarded from the caller.
@@ -495,7 +502,7 @@ unsafe fn allgatherv<C: Count, D: Displ>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, n) = slot_size(rt, comm)?;
+    let (slot, n) = slot_peers(rt, comm)?;
     // SAFETY: the arrays have `n` entries.
     let (counts, displs) = unsafe { counts_displs(recvcounts, displs, n)? };
     let recv = Blocks::typed(recvbuf, counts, &displs, type_arg(rt, recvbuf, recvtype))?;
@@ -516,7 +523,7 @@ unsafe fn alltoall<C: Count>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, n) = slot_size(rt, comm)?;
+    let (slot, n) = slot_peers(rt, comm)?;
     let recv = Blocks::regular(recvbuf, recvcount.get(), n, type_arg(rt, recvbuf, recvtype))?;
     let send = if abi::is_in_place(sendbuf) {
         None
@@ -546,7 +553,7 @@ unsafe fn alltoallv<C: Count, D: Displ>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, n) = slot_size(rt, comm)?;
+    let (slot, n) = slot_peers(rt, comm)?;
     // SAFETY: the arrays have `n` entries (MPI contract).
     let (rc, rd) = unsafe { counts_displs(recvcounts, rdispls, n)? };
     let recv = Blocks::typed(recvbuf, rc, &rd, type_arg(rt, recvbuf, recvtype))?;
@@ -608,7 +615,7 @@ unsafe fn alltoallw<C: Count, D: Displ>(
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> MpiResult<Schedule> {
-    let (slot, n) = slot_size(rt, comm)?;
+    let (slot, n) = slot_peers(rt, comm)?;
     // SAFETY: forwarded from the caller.
     unsafe {
         let recv = side_w(rt, recvbuf, recvcounts, rdispls, recvtypes, n)?;

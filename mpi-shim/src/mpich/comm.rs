@@ -1,11 +1,13 @@
 //! Communicators (MPI-4.0 chapter 7): rank and size, duplication and
 //! freeing (with their attribute callbacks), split and create, compare,
-//! names, info hints, error handlers. There are no intercommunicators.
+//! names, info hints, error handlers; intercommunicators (MPI-4.1 §7.6:
+//! creation, merging, the remote group), whose work is in
+//! [`crate::core::intercomm`].
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use super::attr::{copy_comm_attrs, delete_comm_attrs};
-use super::group::group_members;
+use super::group::{group_members, new_group};
 use super::info::{info_hints, new_info, set_hint};
 use super::*;
 use crate::core::hwsplit::Resource;
@@ -32,6 +34,8 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_test_inter(MPI_Comm comm, int *flag)",
     "int MPI_Comm_remote_size(MPI_Comm comm, int *size)",
     "int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)",
+    "int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm)",
+    "int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)",
     "int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)",
     "int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)",
 ];
@@ -87,8 +91,11 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) ->
     })
 }
 
-/// The nonblocking duplications complete at once: the new communicator
-/// is ready when they return, with a completed request.
+/// The nonblocking duplications: the new communicator's handle at once,
+/// and a request that is complete already (the id came from the parent's
+/// reserved block) or completes when the members have agreed on one
+/// (`crate::core::comm`); the attributes are copied at the call, as
+/// copying is local.
 fn idup(
     name: &str,
     comm: MPI_Comm,
@@ -100,8 +107,24 @@ fn idup(
         nonnull(newcomm, "newcomm")?;
         nonnull(request, "request")?;
         let hints = info.map(info_hints).transpose()?;
-        let slot = dup(name, comm, hints)?;
-        let req = locked(name, |rt| Ok(rt.add_req(Req::Done(Status::empty()))))?;
+        let (parent, slot, req) = locked(name, |rt| {
+            let parent = comm_slot(comm)?;
+            let (slot, agreement) = rt.comm_idup(parent)?;
+            if let Some(h) = hints {
+                rt.comm_mut(slot)?.info = h;
+            }
+            let req = match agreement {
+                Some(mut s) => {
+                    s.advance(&mut rt.ep);
+                    rt.add_coll(Box::new(s))
+                }
+                None => rt.add_req(Req::Done(Status::empty())),
+            };
+            Ok((parent, slot, req))
+        })?;
+        // When a copy callback fails, the call fails; an agreement in
+        // flight still ends with the other members'.
+        copy_comm_attrs(name, parent, slot)?;
         // SAFETY: output arguments, checked non-null above.
         unsafe {
             out(newcomm, comm_handle(slot))?;
@@ -169,9 +192,9 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 }
 
 /// `MPI_Comm_free` that first waits, collectively, until the members are
-/// done with the communicator (MPI-4.1 §11.10.4): every communicator of
-/// this library is an intracommunicator, so a barrier on it, after which
-/// no member sends on it again.
+/// done with the communicator (MPI-4.1 §11.10.4): a barrier on it (over
+/// both groups of an intercommunicator), after which no member sends on
+/// it again.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: forwarded from the caller.
@@ -344,11 +367,18 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     call("MPI_Comm_compare", comm1, |rt| {
         let (a, b) = (comm_slot(comm1)?, comm_slot(comm2)?);
         let (ca, cb) = (rt.comm(a)?, rt.comm(b)?);
-        use crate::core::group::Comparison;
-        let r = match core::group::compare(&ca.members, &cb.members) {
+        use crate::core::group::{Comparison, compare};
+        // Intercommunicators compare both groups (MPI-4.1 §7.4.1).
+        let remote = match (&ca.remote, &cb.remote) {
+            (None, None) => Comparison::Ident,
+            (Some(x), Some(y)) => compare(&x.members, &y.members),
+            _ => Comparison::Unequal,
+        };
+        let r = match (compare(&ca.members, &cb.members), remote) {
             _ if a == b => Comparison::Ident,
-            Comparison::Ident => Comparison::Congruent,
-            r => r,
+            (Comparison::Ident, Comparison::Ident) => Comparison::Congruent,
+            (Comparison::Unequal, _) | (_, Comparison::Unequal) => Comparison::Unequal,
+            _ => Comparison::Similar,
         };
         let r = comparison_out(r);
         // SAFETY: output argument.
@@ -429,28 +459,84 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     call("MPI_Comm_test_inter", comm, |rt| {
-        rt.comm(comm_slot(comm)?)?;
+        let inter = rt.comm(comm_slot(comm)?)?.is_inter();
         // SAFETY: output argument.
-        unsafe { out(flag, 0) }
+        unsafe { out(flag, c_int::from(inter)) }
     })
 }
 
-fn not_inter(rt: &Runtime, comm: MPI_Comm) -> MpiResult<()> {
-    rt.comm(comm_slot(comm)?)?;
-    Err(err(
-        Class::Comm,
-        "not an intercommunicator (this library has none)",
-    ))
+/// The remote group's members of intercommunicator `comm`.
+fn remote_members(rt: &Runtime, comm: MPI_Comm) -> MpiResult<&[u32]> {
+    let c = rt.comm(comm_slot(comm)?)?;
+    match &c.remote {
+        Some(r) => Ok(&r.members),
+        None => Err(err(Class::Comm, "not an intercommunicator")),
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, _size: *mut c_int) -> c_int {
-    call("MPI_Comm_remote_size", comm, |rt| not_inter(rt, comm))
+pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    call("MPI_Comm_remote_size", comm, |rt| {
+        let n = remote_members(rt, comm)?.len() as c_int;
+        // SAFETY: output argument.
+        unsafe { out(size, n) }
+    })
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, _group: *mut MPI_Group) -> c_int {
-    call("MPI_Comm_remote_group", comm, |rt| not_inter(rt, comm))
+pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    call("MPI_Comm_remote_group", comm, |rt| {
+        let members = remote_members(rt, comm)?.to_vec();
+        let session = rt.comm(comm_slot(comm)?)?.session;
+        // SAFETY: output argument.
+        unsafe { new_group(rt, core::group::Group { members, session }, group) }
+    })
+}
+
+/// `MPI_Intercomm_create` (MPI-4.1 §7.6.2): collective over `local_comm`
+/// in both groups; `peer_comm`, `remote_leader` and `tag` matter at the
+/// local leader only. The new intercommunicator takes `local_comm`'s
+/// error handler.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Intercomm_create(
+    local_comm: MPI_Comm,
+    local_leader: c_int,
+    peer_comm: MPI_Comm,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Intercomm_create", local_comm, |rt| {
+        let local = comm_slot(local_comm)?;
+        let leader = rt.intra(local)?.rank == local_leader;
+        // Invalid where it is significant only.
+        let peer = if leader {
+            comm_slot(peer_comm)?
+        } else {
+            comm_slot(peer_comm).unwrap_or(local)
+        };
+        nonnull(newintercomm, "newintercomm")?;
+        let slot = rt.intercomm_create(local, local_leader, peer, remote_leader, tag)?;
+        // SAFETY: output argument.
+        unsafe { out(newintercomm, comm_handle(slot)) }
+    })
+}
+
+/// `MPI_Intercomm_merge` (MPI-4.1 §7.6.2): the group that passes `high`
+/// false comes first in the new intracommunicator.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Intercomm_merge(
+    intercomm: MPI_Comm,
+    high: c_int,
+    newintracomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Intercomm_merge", intercomm, |rt| {
+        let slot = comm_slot(intercomm)?;
+        nonnull(newintracomm, "newintracomm")?;
+        let merged = rt.intercomm_merge(slot, high != 0)?;
+        // SAFETY: output argument.
+        unsafe { out(newintracomm, comm_handle(merged)) }
+    })
 }
 
 /// Predefined handlers, or one made by `MPI_Comm_create_errhandler`.

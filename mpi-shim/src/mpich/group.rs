@@ -54,7 +54,11 @@ pub(crate) fn group_members(rt: &Runtime, h: MPI_Group) -> MpiResult<Vec<u32>> {
 }
 
 /// Store `g` and write its handle (`MPI_GROUP_EMPTY` if it is empty).
-unsafe fn new_group(rt: &mut Runtime, g: Group, newgroup: *mut MPI_Group) -> MpiResult<()> {
+pub(crate) unsafe fn new_group(
+    rt: &mut Runtime,
+    g: Group,
+    newgroup: *mut MPI_Group,
+) -> MpiResult<()> {
     nonnull(newgroup, "newgroup")?;
     let h = if g.members.is_empty() {
         abi::MPI_GROUP_EMPTY

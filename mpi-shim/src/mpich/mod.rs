@@ -400,6 +400,16 @@ pub(crate) fn rank_arg(rank: c_int) -> Rank {
     }
 }
 
+/// The root argument of a collective as the core names it.
+pub(crate) fn root_arg(root: c_int) -> crate::core::peer::Root {
+    use crate::core::peer::Root;
+    match root {
+        abi::MPI_ROOT => Root::Here,
+        abi::MPI_PROC_NULL => Root::Null,
+        r => Root::Rank(r),
+    }
+}
+
 /// A rank the core gives back, as an `int` of this ABI (`None` is
 /// `MPI_UNDEFINED`).
 pub(crate) fn rank_out(rank: Option<Rank>) -> c_int {

@@ -26,6 +26,7 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used)",
     "int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup)",
     "int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm)",
+    "int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm)",
     "int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)",
     "int MPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler)",
     "int MPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn, MPI_Errhandler *errhandler)",
@@ -397,6 +398,48 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     )
 }
 
+/// Where the errors of a call that makes a communicator from groups go:
+/// to `errhandler` when it is predefined.
+fn from_group_target(errhandler: MPI_Errhandler) -> Target {
+    if is_predefined_errhandler(errhandler) {
+        Target::Handler(errhandler)
+    } else {
+        Target::Handler(abi::MPI_ERRHANDLER_NULL)
+    }
+}
+
+/// The checked error handler, string tag and info of a call that makes a
+/// communicator from groups.
+///
+/// # Safety
+/// `stringtag` is null or a C string.
+unsafe fn from_group_args<'a>(
+    errhandler: MPI_Errhandler,
+    stringtag: *const c_char,
+    info: MPI_Info,
+) -> MpiResult<(Errhandler, &'a str)> {
+    if !is_predefined_errhandler(errhandler) {
+        return Err(err(
+            Class::Arg,
+            format!("invalid communicator error handler {errhandler:#x}"),
+        ));
+    }
+    // SAFETY: a C string argument.
+    let tag = unsafe { c_str(stringtag, "string tag")? };
+    if tag.len() >= abi::MPI_MAX_STRINGTAG_LEN as usize {
+        return Err(err(
+            Class::Arg,
+            format!(
+                "string tag of {} bytes (at most {})",
+                tag.len(),
+                abi::MPI_MAX_STRINGTAG_LEN - 1
+            ),
+        ));
+    }
+    read_info(info)?;
+    Ok((checked_errhandler(errhandler)?, tag))
+}
+
 /// A communicator over `group`, collective over its members only (MPI-4.0
 /// §7.4.2; the context-id agreement is in [`crate::core::session`]).
 /// Errors go to `errhandler` when it is predefined, which is also the
@@ -409,40 +452,47 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     errhandler: MPI_Errhandler,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    let target = if is_predefined_errhandler(errhandler) {
-        Target::Handler(errhandler)
-    } else {
-        Target::Handler(abi::MPI_ERRHANDLER_NULL)
-    };
+    let target = from_group_target(errhandler);
     run("MPI_Comm_create_from_group", target, false, |rt| {
-        if !is_predefined_errhandler(errhandler) {
-            return Err(err(
-                Class::Arg,
-                format!("invalid communicator error handler {errhandler:#x}"),
-            ));
-        }
         let g = group_slot(rt, group)?;
-        // SAFETY: a C string argument.
-        let tag = unsafe { c_str(stringtag, "string tag")? };
-        if tag.len() >= abi::MPI_MAX_STRINGTAG_LEN as usize {
-            return Err(err(
-                Class::Arg,
-                format!(
-                    "string tag of {} bytes (at most {})",
-                    tag.len(),
-                    abi::MPI_MAX_STRINGTAG_LEN - 1
-                ),
-            ));
-        }
-        read_info(info)?;
-        if newcomm.is_null() {
-            return Err(err(Class::Arg, "null communicator pointer"));
-        }
+        // SAFETY: forwarded from the caller.
+        let (handler, tag) = unsafe { from_group_args(errhandler, stringtag, info)? };
+        nonnull(newcomm, "newcomm")?;
         let group = rt.groups.get(g).expect("checked").clone();
-        let slot = rt.comm_from_group(&group, tag, checked_errhandler(errhandler)?)?;
+        let slot = rt.comm_from_group(&group, tag, handler)?;
         let h = slot.map_or(abi::MPI_COMM_NULL, comm_handle);
         // SAFETY: non-null output argument.
         unsafe { out(newcomm, h) }
+    })
+}
+
+/// An intercommunicator of two disjoint groups, collective over both
+/// (MPI-4.1 §7.6.2; the context-id agreement is in
+/// [`crate::core::intercomm`]). Errors go as for
+/// `MPI_Comm_create_from_group`.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
+    local_group: MPI_Group,
+    local_leader: c_int,
+    remote_group: MPI_Group,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    let target = from_group_target(errhandler);
+    run("MPI_Intercomm_create_from_groups", target, false, |rt| {
+        let (l, r) = (group_slot(rt, local_group)?, group_slot(rt, remote_group)?);
+        // SAFETY: forwarded from the caller.
+        let (handler, tag) = unsafe { from_group_args(errhandler, stringtag, info)? };
+        nonnull(newintercomm, "newintercomm")?;
+        let local = rt.groups.get(l).expect("checked").clone();
+        let remote = rt.groups.get(r).expect("checked").clone();
+        let slot =
+            rt.intercomm_from_groups(&local, local_leader, &remote, remote_leader, tag, handler)?;
+        // SAFETY: non-null output argument.
+        unsafe { out(newintercomm, comm_handle(slot)) }
     })
 }
 

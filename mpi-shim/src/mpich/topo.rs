@@ -158,7 +158,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     call("MPI_Cart_create", comm_old, |rt| {
         let parent = comm_slot(comm_old)?;
-        let members = rt.comm(parent)?.members.clone();
+        let members = rt.intra(parent)?.members.clone();
         // SAFETY: `ndims` ints each (MPI contract).
         let cart = unsafe { cart_from(ndims, dims, periods) }?;
         let n = fits(&cart, members.len() as i32)?;
@@ -257,7 +257,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
                 .map(|&x| x != 0)
                 .collect();
         let (ranks, shape) = cart.sub(me, &remain);
-        let all = &rt.comm(parent)?.members;
+        let all = &rt.intra(parent)?.members;
         let members = ranks.iter().map(|&r| all[r as usize]).collect();
         nonnull(newcomm, "newcomm")?;
         let h = with_topology(rt, parent, members, Topology::Cart(shape))?;
@@ -385,7 +385,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
 ) -> c_int {
     call("MPI_Graph_create", comm_old, |rt| {
         let parent = comm_slot(comm_old)?;
-        let members = rt.comm(parent)?.members.clone();
+        let members = rt.intra(parent)?.members.clone();
         // SAFETY: the graph arrays (MPI contract).
         let (index, edges) = unsafe { graph_from(members.len() as i32, nnodes, indx, edges) }?;
         nonnull(comm_graph, "comm_graph")?;
@@ -530,7 +530,7 @@ fn check_graph_ranks(ranks: &[c_int], size: i32) -> MpiResult<()> {
 /// Collective over `parent`: a communicator of all its processes with
 /// distributed graph edges `g`.
 fn create_dist_graph(rt: &mut Runtime, parent: usize, g: DistGraph) -> MpiResult<MPI_Comm> {
-    let members = rt.comm(parent)?.members.clone();
+    let members = rt.intra(parent)?.members.clone();
     with_topology(rt, parent, members, Topology::DistGraph(g))
 }
 
@@ -549,7 +549,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 ) -> c_int {
     call("MPI_Dist_graph_create_adjacent", comm_old, |rt| {
         let parent = comm_slot(comm_old)?;
-        let size = rt.comm(parent)?.size();
+        let size = rt.intra(parent)?.size();
         info_hints(info)?;
         // SAFETY: the degrees' worth of ints in each array (MPI contract).
         let (src, sw, dst, dw) = unsafe {
@@ -600,7 +600,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     call("MPI_Dist_graph_create", comm_old, |rt| {
         let parent = comm_slot(comm_old)?;
         let (size, me) = {
-            let c = rt.comm(parent)?;
+            let c = rt.intra(parent)?;
             (c.size(), c.rank)
         };
         info_hints(info)?;

@@ -1,5 +1,5 @@
 //! The parts of MPI this library does not provide: MPI-IO, one-sided
-//! communication, dynamic processes and intercommunicators.
+//! communication and dynamic processes.
 //!
 //! Every function of these areas is exported with MPICH's prototype, so a
 //! binary built against MPICH loads and resolves every symbol; calling one
@@ -11,8 +11,7 @@
 //! A few functions of these areas have a true answer without the area:
 //! `MPI_Comm_get_parent` (no process of this library was spawned), the
 //! Fortran conversions of file handles (only `MPI_FILE_NULL` exists), and
-//! `MPI_Comm_disconnect` (in `comm`: every communicator is an
-//! intracommunicator).
+//! `MPI_Comm_disconnect` (in `comm`).
 //! `MPI_Alloc_mem` / `MPI_Free_mem` have their own module, `mem`.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -27,7 +26,6 @@ use crate::abi::{
 const IO: &str = "MPI-IO is not supported by this library";
 const RMA: &str = "one-sided communication is not supported by this library";
 const DYNAMIC: &str = "dynamic process management is not supported by this library";
-const INTERCOMM: &str = "intercommunicators are not supported by this library";
 
 /// Report that `name` is not supported, through the error handler of its
 /// communicator argument, if it has one (of `MPI_COMM_WORLD` otherwise):
@@ -388,15 +386,6 @@ unsupported! {
             fn MPI_Publish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char);
         "int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name)"
             fn MPI_Unpublish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char);
-    ]
-    // Intercommunicators (MPI-4.0 §7.6).
-    INTERCOMM: [
-        "int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm)"
-            fn MPI_Intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, newintercomm: *mut MPI_Comm) on local_comm;
-        "int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm)"
-            fn MPI_Intercomm_create_from_groups(local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newintercomm: *mut MPI_Comm);
-        "int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)"
-            fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) on intercomm;
     ]
 }
 

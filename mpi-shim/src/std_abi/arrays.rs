@@ -583,14 +583,21 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
 }
 
 /// The number of processes an `alltoallw` exchanges with: the group's
-/// size, or the (in, out) neighbours of a topology.
+/// size (the remote group's on an intercommunicator), or the (in, out)
+/// neighbours of a topology.
 fn peers(comm: c_int, neighbors: bool) -> (c_int, c_int) {
     let mut size = 0;
     // SAFETY: live local outputs; an invalid communicator leaves them 0
     // and the call itself reports it.
     unsafe {
         if !neighbors {
-            entries::MPI_Comm_size(comm, &mut size);
+            let mut inter = 0;
+            entries::MPI_Comm_test_inter(comm, &mut inter);
+            if inter != 0 {
+                entries::MPI_Comm_remote_size(comm, &mut size);
+            } else {
+                entries::MPI_Comm_size(comm, &mut size);
+            }
             return (size, size);
         }
         let mut kind = 0;

@@ -249,6 +249,48 @@ static void splits(int rank, int size) {
     OK(MPI_Comm_free(&dup));
 }
 
+/* MPI_Comm_idup does not wait for the other members: each rank
+ * duplicates, then passes a token down the line; a rank receives the token
+ * before it duplicates (a blocking duplication deadlocks here). Two
+ * duplications are in flight at once, with a collective on another
+ * communicator between them. */
+static void idup_in_flight(int rank, int size) {
+    MPI_Comm a, b, other;
+    MPI_Request reqs[2];
+    int token = 0, sum = -1, n = -1;
+    OK(MPI_Comm_dup(world, &other));
+    if (rank > 0) OK(MPI_Recv(&token, 1, MPI_INT, rank - 1, 9, world, MPI_STATUS_IGNORE));
+    OK(MPI_Comm_idup(world, &a, &reqs[0]));
+    OK(MPI_Comm_idup(other, &b, &reqs[1]));
+    token++;
+    if (rank + 1 < size) OK(MPI_Send(&token, 1, MPI_INT, rank + 1, 9, world));
+    CHECK(token == rank + 1, "token %d", token);
+    OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, world));
+    CHECK(sum == size * (size - 1) / 2, "allreduce during the duplications: %d", sum);
+    OK(MPI_Waitall(2, reqs, (MPI_Status[2]){{0}}));
+    /* The three communicators carry their own traffic. */
+    OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_MAX, a));
+    CHECK(sum == size - 1, "allreduce over the first duplicate: %d", sum);
+    OK(MPI_Allreduce(&rank, &n, 1, MPI_INT, MPI_MIN, b));
+    CHECK(n == 0, "allreduce over the second duplicate: %d", n);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size, got[3];
+    MPI_Comm comms[3] = {a, b, other};
+    MPI_Request rr[6];
+    for (int k = 0; k < 3; k++) {
+        int v = 100 * k + rank;
+        OK(MPI_Irecv(&got[k], 1, MPI_INT, left, 3, comms[k], &rr[2 * k]));
+        OK(MPI_Isend(&v, 1, MPI_INT, right, 3, comms[k], &rr[2 * k + 1]));
+        OK(MPI_Wait(&rr[2 * k + 1], MPI_STATUS_IGNORE));
+    }
+    for (int k = 0; k < 3; k++) {
+        OK(MPI_Wait(&rr[2 * k], MPI_STATUS_IGNORE));
+        CHECK(got[k] == 100 * k + left, "message on communicator %d: %d", k, got[k]);
+    }
+    OK(MPI_Comm_free(&a));
+    OK(MPI_Comm_free(&b));
+    OK(MPI_Comm_free(&other));
+}
+
 static void groups(int rank, int size) {
     MPI_Group wg, rev, evens, odds, u, i, d, e, self;
     int n, r, result;
@@ -532,6 +574,7 @@ int main(int argc, char **argv) {
     bad_info_arguments();
     names();
     splits(rank, size);
+    idup_in_flight(rank, size);
     groups(rank, size);
     attributes();
     comm_info();

@@ -1,5 +1,5 @@
 /* The areas the library does not support (MPI-IO, one-sided, dynamic
- * processes, intercommunicators) link, load and report
+ * processes) link, load and report
  * MPI_ERR_UNSUPPORTED_OPERATION; the functions of those areas with a real
  * answer give it; the tool interface reports no variables. */
 #include <string.h>
@@ -43,15 +43,13 @@ int main(int argc, char **argv) {
     UNSUPPORTED(MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errcodes));
     char port[MPI_MAX_PORT_NAME];
     UNSUPPORTED(MPI_Open_port(MPI_INFO_NULL, port));
-    UNSUPPORTED(MPI_Intercomm_create(MPI_COMM_WORLD, 0, MPI_COMM_WORLD, 0, 7, &inter));
     MPI_Comm parent = MPI_COMM_WORLD;
     CHECK(MPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent == MPI_COMM_NULL, "parent");
     /* A communicator argument that is none is that error first. */
     CHECK(MPI_Intercomm_merge(MPI_COMM_NULL, 1, &inter) == MPI_ERR_COMM, "merge of no communicator");
     CHECK(MPI_Win_create(&x, sizeof x, 1, MPI_INFO_NULL, MPI_COMM_NULL, &win) == MPI_ERR_COMM,
           "window over no communicator");
-    /* Disconnecting: a barrier, then freed (every communicator here is an
-     * intracommunicator). */
+    /* Disconnecting: a barrier, then freed. */
     MPI_Comm dup = MPI_COMM_NULL, none_comm = MPI_COMM_NULL;
     CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup) == MPI_SUCCESS, "dup");
     CHECK(MPI_Comm_disconnect(&dup) == MPI_SUCCESS && dup == MPI_COMM_NULL, "disconnect");

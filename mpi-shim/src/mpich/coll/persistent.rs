@@ -96,27 +96,39 @@ macro_rules! kept_scalar_or_array {
 }
 kept_scalar_or_array!(c_int, i64);
 
-/// Where the arrays of a persistent collective on `comm` are significant
-/// and how long they are: `None` at a process other than `root` of a
-/// rooted collective; else (receive side, send side) lengths: the
-/// group's size, or for a neighbourhood collective the in- and
-/// out-degree.
+/// Where the arrays of a persistent collective `name` (its compiler's
+/// name) on `comm` are significant and how long they are: `None` at a
+/// process other than the root of a rooted collective (`MPI_ROOT` on an
+/// intercommunicator); else (receive side, send side) lengths: one per
+/// rank of the group the blocks address (the remote group of an
+/// intercommunicator, except for reduce-scatter's counts, one per local
+/// rank), or for a neighbourhood collective the in- and out-degree.
 pub(super) fn array_lengths(
     rt: &Runtime,
     comm: MPI_Comm,
     root: Option<i64>,
-    neighbors: bool,
+    name: &str,
 ) -> MpiResult<Option<(usize, usize)>> {
     let c = rt.comm(comm_slot(comm)?)?;
-    if root.is_some_and(|r| r != i64::from(c.rank)) {
+    let at_root = match root {
+        None => true,
+        Some(r) if c.is_inter() => r == i64::from(abi::MPI_ROOT),
+        Some(r) => r == i64::from(c.rank),
+    };
+    if !at_root {
         return Ok(None);
     }
-    Ok(Some(match (&c.topo, neighbors) {
+    let blocks = if name.starts_with("reduce_scatter") {
+        c.size()
+    } else {
+        c.peer_size()
+    } as usize;
+    Ok(Some(match (&c.topo, name.starts_with("neighbor")) {
         (Some(t), true) => {
             let nb = t.neighbors(c.rank);
             (nb.sources.len(), nb.destinations.len())
         }
-        _ => (c.size() as usize, c.size() as usize),
+        _ => (blocks, blocks),
     }))
 }
 
