@@ -65,6 +65,8 @@ fn int_domain(function: &str, name: &str) -> Option<&'static str> {
         "split_type" => "split_type",
         "order" => "order",
         "typeclass" => "typeclass",
+        "lock_type" => "lock_type",
+        "assert" => "mode",
         _ => return None,
     })
 }

@@ -65,6 +65,7 @@ pub enum Kind {
     Errhandler = 0x5,
     Op = 0x6,
     Info = 0x7,
+    Win = 0x8,
     Keyval = 0x9,
     Request = 0xb,
     /// MPICH's session kind (`MPI_SESSION_NULL` is `0x38000000`).

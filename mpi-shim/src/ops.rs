@@ -51,6 +51,45 @@ pub enum Elem {
     Opaque,
 }
 
+impl Elem {
+    /// Every kind, in a fixed order: one-sided operations name a kind by
+    /// its index here on the wire (`core::win`).
+    const ALL: [Elem; 22] = [
+        Elem::I8,
+        Elem::I16,
+        Elem::I32,
+        Elem::I64,
+        Elem::U8,
+        Elem::U16,
+        Elem::U32,
+        Elem::U64,
+        Elem::F32,
+        Elem::F64,
+        Elem::LongDouble,
+        Elem::C32,
+        Elem::C64,
+        Elem::Bool,
+        Elem::Logical,
+        Elem::Byte,
+        Elem::Pair(Pair::FloatInt),
+        Elem::Pair(Pair::DoubleInt),
+        Elem::Pair(Pair::LongInt),
+        Elem::Pair(Pair::TwoInt),
+        Elem::Pair(Pair::ShortInt),
+        Elem::Pair(Pair::LongDoubleInt),
+    ];
+
+    /// The kind's code on the wire (kinds no operation applies to have
+    /// none).
+    pub fn wire(self) -> Option<u8> {
+        Self::ALL.iter().position(|&e| e == self).map(|i| i as u8)
+    }
+
+    pub fn from_wire(code: u8) -> Option<Elem> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+}
+
 /// The pair types of MPI-4.0 §6.9.4, laid out as the C structs
 /// `{ value; int index; }`. Packed, a pair is the value's bytes followed
 /// by the index's four.
@@ -108,6 +147,36 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every operation, in a fixed order (its wire code is the index).
+    const ALL: [Op; 14] = [
+        Op::Max,
+        Op::Min,
+        Op::Sum,
+        Op::Prod,
+        Op::Land,
+        Op::Band,
+        Op::Lor,
+        Op::Bor,
+        Op::Lxor,
+        Op::Bxor,
+        Op::Minloc,
+        Op::Maxloc,
+        Op::Replace,
+        Op::NoOp,
+    ];
+
+    /// The operation's code on the wire (`core::win`).
+    pub fn wire(self) -> u8 {
+        Self::ALL
+            .iter()
+            .position(|&o| o == self)
+            .expect("every operation is listed") as u8
+    }
+
+    pub fn from_wire(code: u8) -> Option<Op> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+
     /// The operation's name in the standard.
     pub fn name(self) -> &'static str {
         match self {

@@ -35,6 +35,7 @@ const PROGRAMS: &[&str] = &[
     "mpi4",
     "mpi41",
     "intercomm",
+    "rma",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's libraries lack

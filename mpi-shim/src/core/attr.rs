@@ -1,6 +1,7 @@
 //! Attribute caching (MPI-4.0 §7.7): keyvals with their copy and delete
 //! callbacks, and the attributes cached on datatypes (a communicator keeps
-//! its own in [`super::Comm::attrs`]).
+//! its own in [`super::Comm::attrs`], a window in
+//! [`super::win::Win::attrs`]).
 //!
 //! The callbacks are the application's C functions; the entry layer calls
 //! them without the library lock (they may call MPI themselves), so this
@@ -18,6 +19,7 @@ use super::{AppFn, Code, MpiError, MpiResult, Runtime};
 pub enum Object {
     Comm,
     Datatype,
+    Win,
 }
 
 /// A key for attributes, with its callbacks.

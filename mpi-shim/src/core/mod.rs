@@ -74,6 +74,7 @@ pub mod session;
 pub mod status;
 pub mod table;
 pub mod topo;
+pub mod win;
 
 pub use comm::Comm;
 pub use error::{Class, Code, MpiError, MpiResult};
@@ -122,6 +123,12 @@ pub enum Req {
     Flush(bsend::Scope),
     /// A round of a partitioned send or receive (MPI-4.0 chapter 4).
     Part(partitioned::Round),
+    /// A request-based one-sided operation (MPI-4.1 §12.3.5) waiting for
+    /// its reply: window slot and reply id.
+    Rma {
+        win: usize,
+        id: u64,
+    },
 }
 
 impl Req {
@@ -207,6 +214,8 @@ pub struct Runtime {
     pub f90_types: HashMap<(datatype::Combiner, Vec<i32>), usize>,
     /// The smallest context id this process has not seen in use.
     next_ctx: u32,
+    /// The windows of one-sided communication.
+    pub wins: win::Windows,
     /// Context-id agreements of `MPI_Comm_idup` in flight: another
     /// creation waits for them (see `comm`).
     agreements: usize,
@@ -261,6 +270,7 @@ impl Runtime {
             f90_types: HashMap::new(),
             next_ctx: session::FIRST_AGREED_CTX,
             agreements: 0,
+            wins: win::Windows::default(),
             attrs: attr::Attrs::default(),
             errors: errh::Errors::default(),
             thread_level: session::ThreadLevel::Single,
@@ -350,8 +360,10 @@ impl Runtime {
     /// An inactive persistent request counts as complete.
     pub fn req_done(&mut self, i: usize) -> MpiResult<bool> {
         self.ep.progress();
-        // Collectives progress whatever request is tested (MPI-4.0 §6.12).
+        // Collectives progress whatever request is tested (MPI-4.0 §6.12),
+        // and so do the windows' messages.
         self.progress_colls();
+        self.serve_windows();
         match self.reqs.get(i).and_then(Option::as_ref) {
             Some(r) => Ok(self.is_ready(r)),
             None => Err(invalid_request()),
@@ -398,6 +410,10 @@ impl Runtime {
             }
             Req::Flush(scope) => {
                 self.flush_buffer(scope)?;
+                Ok(Status::empty())
+            }
+            Req::Rma { win, id } => {
+                self.wait_until(|rt| Ok(rt.win_replied(win, id).then_some(()).into()))?;
                 Ok(Status::empty())
             }
             Req::Part(round) => match round.op {
@@ -524,8 +540,12 @@ impl Runtime {
                 let st = self.wait_coll(s).unwrap_or_else(|e| Status::error(e.code));
                 (Req::Done(st), Some(st))
             }
-            Req::Pair { .. } | Req::Flush(_) | Req::Part(_) if !self.is_ready(&r) => (r, None),
-            Req::Pair { .. } | Req::Flush(_) | Req::Part(_) => {
+            Req::Pair { .. } | Req::Flush(_) | Req::Part(_) | Req::Rma { .. }
+                if !self.is_ready(&r) =>
+            {
+                (r, None)
+            }
+            Req::Pair { .. } | Req::Flush(_) | Req::Part(_) | Req::Rma { .. } => {
                 let st = self.finish(r).unwrap_or_else(|e| Status::error(e.code));
                 (Req::Done(st), Some(st))
             }
@@ -566,7 +586,7 @@ impl Runtime {
                 ep.cancel(req);
                 Ok(())
             }
-            Some(Req::Done(_) | Req::Flush(_) | Req::Part(_)) => Ok(()),
+            Some(Req::Done(_) | Req::Flush(_) | Req::Part(_) | Req::Rma { .. }) => Ok(()),
             Some(Req::Pair { recv, .. }) => {
                 if let Req::Engine { req, .. } = recv.as_ref() {
                     ep.cancel(req);
@@ -800,6 +820,7 @@ impl Runtime {
             Req::Pair { recv, send } => self.is_ready(recv) && self.is_ready(send),
             Req::Flush(scope) => self.buffer_flushed(*scope),
             Req::Part(round) => round.op.as_deref().is_some_and(|o| self.is_ready(o)),
+            Req::Rma { win, id } => self.win_replied(*win, *id),
         }
     }
 }

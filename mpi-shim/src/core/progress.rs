@@ -43,7 +43,8 @@ impl Runtime {
                 Poll::Idle => false,
             };
             let (colls_moved, _) = self.progress_colls();
-            if moved || colls_moved {
+            let served = self.serve_windows();
+            if moved || colls_moved || served {
                 backoff = Backoff::default();
             } else {
                 self.ep.progress_or_back_off(&mut backoff);

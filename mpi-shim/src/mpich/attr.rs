@@ -80,6 +80,10 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)",
     "int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag)",
     "int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)",
+    "int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)",
+    "int MPI_Win_free_keyval(int *win_keyval)",
+    "int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)",
+    "int MPI_Win_delete_attr(MPI_Win win, int win_keyval)",
 ];
 
 /// The object attributes are cached on.
@@ -89,6 +93,8 @@ enum Target {
     Comm(usize),
     /// A datatype handle.
     Type(MPI_Datatype),
+    /// A window slot.
+    Win(usize),
 }
 
 impl Target {
@@ -96,6 +102,7 @@ impl Target {
         match self {
             Target::Comm(_) => Object::Comm,
             Target::Type(_) => Object::Datatype,
+            Target::Win(_) => Object::Win,
         }
     }
 
@@ -104,6 +111,7 @@ impl Target {
         match self {
             Target::Comm(slot) => comm_handle(slot),
             Target::Type(h) => h,
+            Target::Win(slot) => super::win::win_handle(slot),
         }
     }
 
@@ -115,6 +123,7 @@ impl Target {
                 datatype(rt, h)?;
                 Ok(rt.attrs.types.entry(i64::from(h)).or_default())
             }
+            Target::Win(slot) => Ok(&mut rt.win_mut(slot)?.attrs),
         }
     }
 }
@@ -243,6 +252,10 @@ pub(crate) fn copy_type_attrs(name: &str, from: MPI_Datatype, to: MPI_Datatype) 
 
 /// Attribute deletion for `MPI_Type_free`, before the type goes (which
 /// drops the handle's entry of `rt.attrs.types`).
+pub(crate) fn delete_win_attrs(name: &str, slot: usize) -> MpiResult<()> {
+    delete_all(name, Target::Win(slot))
+}
+
 pub(crate) fn delete_type_attrs(name: &str, dt: MPI_Datatype) -> MpiResult<()> {
     delete_all(name, Target::Type(dt))
 }
@@ -366,6 +379,13 @@ fn comm_target(comm: MPI_Comm) -> impl FnOnce(&Runtime) -> MpiResult<Target> {
         let slot = comm_slot(comm)?;
         rt.comm(slot)?;
         Ok(Target::Comm(slot))
+    }
+}
+
+fn win_target(slot: usize) -> impl FnOnce(&Runtime) -> MpiResult<Target> {
+    move |rt| {
+        rt.win(slot)?;
+        Ok(Target::Win(slot))
     }
 }
 
@@ -556,4 +576,89 @@ pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyva
         type_target(datatype),
         type_keyval,
     )
+}
+
+// ---------------------------------------------------------------------
+// Window attributes (MPI-4.1 §12.2.7). Windows are never copied, so the
+// copy callback is kept but never called. Errors of these calls go to
+// `MPI_COMM_WORLD`'s handler, as for datatypes.
+
+/// The window slot of a handle, for the attribute calls.
+fn win_of(rt: &Runtime, win: crate::abi::MPI_Win) -> MpiResult<usize> {
+    abi::direct_index(Kind::Win, win)
+        .filter(|&s| rt.win(s).is_ok())
+        .ok_or_else(|| err(Class::Win, format!("invalid window {win:#x}")))
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Win_create_keyval(
+    win_copy_attr_fn: Option<CopyFn>,
+    win_delete_attr_fn: Option<DeleteFn>,
+    win_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    create_keyval(
+        "MPI_Win_create_keyval",
+        Object::Win,
+        win_copy_attr_fn,
+        win_delete_attr_fn,
+        win_keyval,
+        extra_state,
+    )
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
+    free_keyval("MPI_Win_free_keyval", Object::Win, win_keyval)
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Win_set_attr(
+    win: crate::abi::MPI_Win,
+    win_keyval: c_int,
+    attribute_val: *mut c_void,
+) -> c_int {
+    let slot = locked("MPI_Win_set_attr", |rt| win_of(rt, win));
+    match slot {
+        Ok(slot) => set_attr(
+            "MPI_Win_set_attr",
+            abi::MPI_COMM_WORLD,
+            win_target(slot),
+            win_keyval,
+            attribute_val,
+        ),
+        Err(e) => fail("MPI_Win_set_attr", abi::MPI_COMM_WORLD, e),
+    }
+}
+
+/// A user keyval's value on window `slot` (`MPI_Win_get_attr` answers
+/// the predefined ones itself).
+pub(crate) fn get_win_attr(
+    slot: usize,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    get_attr(
+        "MPI_Win_get_attr",
+        abi::MPI_COMM_WORLD,
+        win_target(slot),
+        keyval,
+        value,
+        flag,
+    )
+}
+
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Win_delete_attr(win: crate::abi::MPI_Win, win_keyval: c_int) -> c_int {
+    let slot = locked("MPI_Win_delete_attr", |rt| win_of(rt, win));
+    match slot {
+        Ok(slot) => delete_attr(
+            "MPI_Win_delete_attr",
+            abi::MPI_COMM_WORLD,
+            win_target(slot),
+            win_keyval,
+        ),
+        Err(e) => fail("MPI_Win_delete_attr", abi::MPI_COMM_WORLD, e),
+    }
 }

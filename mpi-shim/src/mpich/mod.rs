@@ -59,6 +59,7 @@ mod tool;
 mod topo;
 mod types;
 mod unsupported;
+mod win;
 
 pub(crate) use errh::{checked_errhandler, errhandler_in, errhandler_out};
 pub(crate) use status::{status_in, status_out, write_status};
@@ -88,6 +89,7 @@ pub(crate) mod entries {
     pub(crate) use super::types::pack::*;
     pub(crate) use super::types::*;
     pub(crate) use super::unsupported::*;
+    pub(crate) use super::win::*;
 }
 
 /// The C prototype of every function the library exports, by area, in the
@@ -114,6 +116,7 @@ pub const PROTOTYPES: &[&[&str]] = &[
     recvbuf::PROTOTYPES,
     unsupported::PROTOTYPES,
     unsupported::UNSUPPORTED,
+    win::PROTOTYPES,
     tool::PROTOTYPES,
     tool::NOTHING_THERE,
 ];

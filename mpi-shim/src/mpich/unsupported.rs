@@ -1,5 +1,5 @@
-//! The parts of MPI this library does not provide: MPI-IO, one-sided
-//! communication and dynamic processes.
+//! The parts of MPI this library does not provide: MPI-IO and dynamic
+//! processes.
 //!
 //! Every function of these areas is exported with MPICH's prototype, so a
 //! binary built against MPICH loads and resolves every symbol; calling one
@@ -19,12 +19,9 @@
 use std::ffi::c_char;
 
 use super::*;
-use crate::abi::{
-    MPI_Aint, MPI_Count, MPI_File, MPI_Fint, MPI_Group, MPI_Info, MPI_Offset, MPI_Win,
-};
+use crate::abi::{MPI_Aint, MPI_Count, MPI_File, MPI_Fint, MPI_Group, MPI_Info, MPI_Offset};
 
 const IO: &str = "MPI-IO is not supported by this library";
-const RMA: &str = "one-sided communication is not supported by this library";
 const DYNAMIC: &str = "dynamic process management is not supported by this library";
 
 /// Report that `name` is not supported, through the error handler of its
@@ -242,127 +239,6 @@ unsupported! {
             fn MPI_File_iwrite_all(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, request: *mut MPI_Request);
         "int MPI_File_iwrite_all_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Request *request)"
             fn MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request);
-    ]
-    // One-sided communication (MPI-4.0 §12).
-    RMA: [
-        "int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)"
-            fn MPI_Win_create_keyval(win_copy_attr_fn: *mut c_void, win_delete_attr_fn: *mut c_void, win_keyval: *mut c_int, extra_state: *mut c_void);
-        "int MPI_Win_delete_attr(MPI_Win win, int win_keyval)"
-            fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int);
-        "int MPI_Win_free_keyval(int *win_keyval)"
-            fn MPI_Win_free_keyval(win_keyval: *mut c_int);
-        "int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)"
-            fn MPI_Win_get_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int);
-        "int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)"
-            fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void);
-        "int MPI_Win_call_errhandler(MPI_Win win, int errorcode)"
-            fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int);
-        "int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler)"
-            fn MPI_Win_create_errhandler(win_errhandler_fn: *mut c_void, errhandler: *mut MPI_Errhandler);
-        "int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)"
-            fn MPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandler);
-        "int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)"
-            fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler);
-        "int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)"
-            fn MPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win);
-        "int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)"
-            fn MPI_Accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win);
-        "int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)"
-            fn MPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win);
-        "int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)"
-            fn MPI_Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, op: MPI_Op, win: MPI_Win);
-        "int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)"
-            fn MPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win);
-        "int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)"
-            fn MPI_Get_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win);
-        "int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)"
-            fn MPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win);
-        "int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)"
-            fn MPI_Get_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win);
-        "int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)"
-            fn MPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win);
-        "int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)"
-            fn MPI_Put_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win);
-        "int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)"
-            fn MPI_Raccumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)"
-            fn MPI_Raccumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)"
-            fn MPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)"
-            fn MPI_Rget_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)"
-            fn MPI_Rget_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)"
-            fn MPI_Rget_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)"
-            fn MPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)"
-            fn MPI_Rput_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request);
-        "int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)"
-            fn MPI_Win_allocate(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) on comm;
-        "int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)"
-            fn MPI_Win_allocate_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) on comm;
-        "int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)"
-            fn MPI_Win_allocate_shared(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) on comm;
-        "int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)"
-            fn MPI_Win_allocate_shared_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) on comm;
-        "int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)"
-            fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint);
-        "int MPI_Win_complete(MPI_Win win)"
-            fn MPI_Win_complete(win: MPI_Win);
-        "int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)"
-            fn MPI_Win_create(base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) on comm;
-        "int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)"
-            fn MPI_Win_create_c(base: *mut c_void, size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) on comm;
-        "int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)"
-            fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) on comm;
-        "int MPI_Win_detach(MPI_Win win, const void *base)"
-            fn MPI_Win_detach(win: MPI_Win, base: *const c_void);
-        "int MPI_Win_fence(int assert, MPI_Win win)"
-            fn MPI_Win_fence(assert: c_int, win: MPI_Win);
-        "int MPI_Win_flush(int rank, MPI_Win win)"
-            fn MPI_Win_flush(rank: c_int, win: MPI_Win);
-        "int MPI_Win_flush_all(MPI_Win win)"
-            fn MPI_Win_flush_all(win: MPI_Win);
-        "int MPI_Win_flush_local(int rank, MPI_Win win)"
-            fn MPI_Win_flush_local(rank: c_int, win: MPI_Win);
-        "int MPI_Win_flush_local_all(MPI_Win win)"
-            fn MPI_Win_flush_local_all(win: MPI_Win);
-        "int MPI_Win_free(MPI_Win *win)"
-            fn MPI_Win_free(win: *mut MPI_Win);
-        "int MPI_Win_get_group(MPI_Win win, MPI_Group *group)"
-            fn MPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group);
-        "int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used)"
-            fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info);
-        "int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)"
-            fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int);
-        "int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)"
-            fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win);
-        "int MPI_Win_lock_all(int assert, MPI_Win win)"
-            fn MPI_Win_lock_all(assert: c_int, win: MPI_Win);
-        "int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)"
-            fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win);
-        "int MPI_Win_set_info(MPI_Win win, MPI_Info info)"
-            fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info);
-        "int MPI_Win_set_name(MPI_Win win, const char *win_name)"
-            fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char);
-        "int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)"
-            fn MPI_Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void);
-        "int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr)"
-            fn MPI_Win_shared_query_c(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut MPI_Aint, baseptr: *mut c_void);
-        "int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)"
-            fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win);
-        "int MPI_Win_sync(MPI_Win win)"
-            fn MPI_Win_sync(win: MPI_Win);
-        "int MPI_Win_test(MPI_Win win, int *flag)"
-            fn MPI_Win_test(win: MPI_Win, flag: *mut c_int);
-        "int MPI_Win_unlock(int rank, MPI_Win win)"
-            fn MPI_Win_unlock(rank: c_int, win: MPI_Win);
-        "int MPI_Win_unlock_all(MPI_Win win)"
-            fn MPI_Win_unlock_all(win: MPI_Win);
-        "int MPI_Win_wait(MPI_Win win)"
-            fn MPI_Win_wait(win: MPI_Win);
     ]
     // Process creation and management (MPI-4.0 §11).
     DYNAMIC: [

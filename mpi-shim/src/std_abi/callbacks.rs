@@ -161,6 +161,25 @@ pub unsafe extern "C" fn MPI_Type_create_keyval(
 }
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Win_create_keyval(
+    win_copy_attr_fn: usize,
+    win_delete_attr_fn: usize,
+    win_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's output pointer.
+    unsafe {
+        create_keyval(
+            entries::MPI_Win_create_keyval,
+            win_copy_attr_fn,
+            win_delete_attr_fn,
+            win_keyval,
+            extra_state,
+        )
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Keyval_create(
     copy_fn: usize,
     delete_fn: usize,
@@ -186,7 +205,8 @@ pub unsafe extern "C" fn MPI_Keyval_create(
 static ATTRIBUTE_VALUES: Mutex<Vec<Box<c_int>>> = Mutex::new(Vec::new());
 
 /// # Safety
-/// `value` and `flag` are the caller's outputs of `MPI_Comm_get_attr`.
+/// `value` and `flag` are the caller's outputs of `MPI_Comm_get_attr`
+/// (or of `MPI_Win_get_attr`, whose object is a window).
 unsafe fn get_attr(
     get: unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_int) -> c_int,
     comm: Handle,
@@ -204,6 +224,8 @@ unsafe fn get_attr(
         let translate: fn(c_int) -> c_int = match key {
             abi::MPI_HOST | abi::MPI_IO => rank_out,
             abi::MPI_LASTUSEDCODE => code_out,
+            abi::MPI_WIN_CREATE_FLAVOR => win_flavor_out,
+            abi::MPI_WIN_MODEL => win_model_out,
             _ => return abi::MPI_SUCCESS,
         };
         let slot = value.cast::<*mut c_int>();
@@ -229,6 +251,25 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             entries::MPI_Comm_get_attr,
             comm,
             comm_keyval,
+            attribute_val,
+            flag,
+        )
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Win_get_attr(
+    win: Handle,
+    win_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's outputs.
+    unsafe {
+        get_attr(
+            entries::MPI_Win_get_attr,
+            win,
+            win_keyval,
             attribute_val,
             flag,
         )
@@ -394,6 +435,11 @@ unsafe extern "C" fn comm_errhandler_trampoline(comm: *mut c_int, code: *mut c_i
     unsafe { errhandler_trampoline(entries::MPI_Comm_get_errhandler, true, comm, code) }
 }
 
+unsafe extern "C" fn win_errhandler_trampoline(win: *mut c_int, code: *mut c_int) {
+    // SAFETY: called by the library with its window and code.
+    unsafe { errhandler_trampoline(entries::MPI_Win_get_errhandler, true, win, code) }
+}
+
 unsafe extern "C" fn session_errhandler_trampoline(session: *mut c_int, code: *mut c_int) {
     // SAFETY: called by the library with its session and code.
     unsafe { errhandler_trampoline(entries::MPI_Session_get_errhandler, false, session, code) }
@@ -441,6 +487,29 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
                 )
             },
             comm_errhandler_fn,
+            errhandler,
+        )
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Win_create_errhandler(
+    win_errhandler_fn: usize,
+    errhandler: *mut Handle,
+) -> c_int {
+    // SAFETY: as for `MPI_Comm_create_errhandler`.
+    unsafe {
+        create_errhandler(
+            |out| {
+                entries::MPI_Win_create_errhandler(
+                    Some(std::mem::transmute::<
+                        unsafe extern "C" fn(*mut c_int, *mut c_int),
+                        crate::mpich::errh::ErrhFn,
+                    >(win_errhandler_trampoline)),
+                    out,
+                )
+            },
+            win_errhandler_fn,
             errhandler,
         )
     }

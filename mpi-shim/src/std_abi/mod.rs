@@ -98,11 +98,16 @@ enum Domain {
     Distribute,
     Typeclass,
     Keyval,
+    LockType,
+    WinFlavor,
+    WinModel,
+    /// The one-sided assertion bits (`MPI_MODE_NO*`): see [`mode_in`].
+    Mode,
 }
 
 /// The integer constants of each domain, by name (a name, or a prefix
 /// ending in `_`), in the order of [`Domain`].
-const DOMAINS: [(Domain, &[&str]); 12] = [
+const DOMAINS: [(Domain, &[&str]); 16] = [
     (
         Domain::Rank,
         &["MPI_ANY_SOURCE", "MPI_PROC_NULL", "MPI_ROOT"],
@@ -136,6 +141,19 @@ const DOMAINS: [(Domain, &[&str]); 12] = [
             "MPI_WIN_SIZE",
             "MPI_WIN_CREATE_FLAVOR",
             "MPI_WIN_MODEL",
+        ],
+    ),
+    (Domain::LockType, &["MPI_LOCK_"]),
+    (Domain::WinFlavor, &["MPI_WIN_FLAVOR_"]),
+    (Domain::WinModel, &["MPI_WIN_SEPARATE", "MPI_WIN_UNIFIED"]),
+    (
+        Domain::Mode,
+        &[
+            "MPI_MODE_NOCHECK",
+            "MPI_MODE_NOPRECEDE",
+            "MPI_MODE_NOPUT",
+            "MPI_MODE_NOSTORE",
+            "MPI_MODE_NOSUCCEED",
         ],
     ),
 ];
@@ -314,6 +332,26 @@ domain_fns! {
     Distribute: distribute_in, distribute_out;
     Typeclass: typeclass_in, typeclass_out;
     Keyval: keyval_in, keyval_out;
+    LockType: lock_type_in, lock_type_out;
+    WinFlavor: win_flavor_in, win_flavor_out;
+    WinModel: win_model_in, win_model_out;
+}
+
+/// The one-sided assertion flags (`MPI_MODE_NO*`), each bit translated:
+/// the two ABIs give `MPI_MODE_NOPRECEDE` and `MPI_MODE_NOSTORE` each
+/// other's values. Bits that name no assertion pass unchanged (the
+/// library ignores them, as it may).
+pub(crate) fn mode_in(v: c_int) -> c_int {
+    let mut out = v;
+    for &(ours, _) in &tables().domains[Domain::Mode as usize] {
+        out &= !ours;
+    }
+    for &(ours, theirs) in &tables().domains[Domain::Mode as usize] {
+        if v & ours != 0 {
+            out |= theirs;
+        }
+    }
+    out
 }
 
 /// The first error class or code the application adds, in each ABI.

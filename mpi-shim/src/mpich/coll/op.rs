@@ -24,7 +24,7 @@ const PREDEFINED_OPS: [(MPI_Op, Op); 14] = [
 ];
 
 /// The predefined operation of handle `op`, if it is one.
-fn predefined_op(op: MPI_Op) -> Option<Op> {
+pub(crate) fn predefined_op(op: MPI_Op) -> Option<Op> {
     PREDEFINED_OPS
         .iter()
         .find(|(h, _)| *h == op)

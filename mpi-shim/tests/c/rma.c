@@ -1,0 +1,306 @@
+/* One-sided communication: windows of every flavor (create, allocate,
+ * allocate_shared with direct loads and stores, dynamic with attach);
+ * put, get, accumulate, get_accumulate, fetch_and_op, compare_and_swap and
+ * the request-based forms, with a derived target datatype; fence, locks
+ * (exclusive, shared, lock_all, flush), post-start-complete-wait; the
+ * predefined attributes, group, name, info and error handler; the errors
+ * of operations outside an epoch and outside the window. */
+#include <stdint.h>
+#include <string.h>
+#include "check.h"
+
+enum { N = 16 };
+static int rank, size;
+
+/* Some checks are stricter than MPICH's own library: they run only on
+ * Tessel's. */
+static int is_tessel(void) {
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len;
+    MPI_Get_library_version(lib, &len);
+    return strncmp(lib, "Tessel", 6) == 0;
+}
+
+static void fence_ops(void) {
+    int buf[N];
+    for (int i = 0; i < N; i++) buf[i] = 100 * rank + i;
+    MPI_Win win;
+    OK(MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+    /* Put my rank into my right neighbour's element 0; get its 1..3. */
+    int got[3] = {-1, -1, -1};
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Put(&rank, 1, MPI_INT, right, 0, 1, MPI_INT, win));
+    OK(MPI_Get(got, 3, MPI_INT, right, 1, 3, MPI_INT, win));
+    OK(MPI_Put(&rank, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win));
+    OK(MPI_Win_fence(0, win));
+    CHECK(buf[0] == left, "put from the left gave %d", buf[0]);
+    for (int i = 0; i < 3; i++)
+        CHECK(got[i] == 100 * right + 1 + i, "get %d gave %d", i, got[i]);
+
+    /* Everyone adds its rank + 1 to rank 0's element 5; a vector type at
+     * the target (every other element from 8) takes a put. */
+    int one = rank + 1;
+    OK(MPI_Accumulate(&one, 1, MPI_INT, 0, 5, 1, MPI_INT, MPI_SUM, win));
+    MPI_Datatype every_other;
+    OK(MPI_Type_vector(4, 1, 2, MPI_INT, &every_other));
+    OK(MPI_Type_commit(&every_other));
+    int four[4] = {rank, rank + 1, rank + 2, rank + 3};
+    OK(MPI_Put(four, 4, MPI_INT, right, 8, 1, every_other, win));
+    OK(MPI_Win_fence(0, win));
+    if (rank == 0) CHECK(buf[5] == 5 + size * (size + 1) / 2, "accumulate gave %d", buf[5]);
+    /* (Element 15 may take the next epoch's put already.) */
+    for (int k = 0; k < 4; k++) {
+        CHECK(buf[8 + 2 * k] == left + k, "vector put element %d: %d", k, buf[8 + 2 * k]);
+        if (k < 3) CHECK(buf[9 + 2 * k] == 100 * rank + 9 + 2 * k, "vector put touched %d", 9 + 2 * k);
+    }
+    OK(MPI_Type_free(&every_other));
+
+    /* Request-based put and get inside a fence epoch. */
+    MPI_Request reqs[2];
+    int mine = 1000 + rank, theirs = -1;
+    OK(MPI_Rput(&mine, 1, MPI_INT, right, 15, 1, MPI_INT, win, &reqs[0]));
+    OK(MPI_Rget(&theirs, 1, MPI_INT, right, 13, 1, MPI_INT, win, &reqs[1]));
+    OK(MPI_Waitall(2, reqs, (MPI_Status[2]){{0}}));
+    CHECK(theirs == 100 * right + 13, "rget gave %d", theirs);
+    OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    CHECK(buf[15] == 1000 + left, "rput gave %d", buf[15]);
+
+    /* Errors: no epoch is open now; a range past the window. */
+    OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
+    EXPECT(MPI_Put(&rank, 1, MPI_INT, right, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC);
+    EXPECT(MPI_Win_sync(win), MPI_ERR_RMA_SYNC);
+    OK(MPI_Win_fence(0, win));
+    /* (MPICH does not check the range.) */
+    if (is_tessel()) EXPECT(MPI_Put(&rank, 2, MPI_INT, right, N - 1, 2, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Put(&rank, 1, MPI_INT, size, 0, 1, MPI_INT, win), MPI_ERR_RANK);
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Win_free(&win));
+    CHECK(win == MPI_WIN_NULL, "freed window handle");
+}
+
+static void passive_ops(void) {
+    int *mem = NULL;
+    MPI_Win win;
+    OK(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    for (int i = 0; i < N; i++) mem[i] = -1;
+    mem[0] = 0;
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* A counter at rank 0: each fetch-and-add sees a distinct value. */
+    int inc = 1, prev = -5;
+    OK(MPI_Win_lock_all(0, win));
+    OK(MPI_Fetch_and_op(&inc, &prev, MPI_INT, 0, 0, MPI_SUM, win));
+    OK(MPI_Win_flush(0, win));
+    OK(MPI_Win_unlock_all(win));
+    int seen[64] = {0}, all[64];
+    OK(MPI_Allgather(&prev, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD));
+    for (int r = 0; r < size; r++) {
+        CHECK(all[r] >= 0 && all[r] < size && !seen[all[r]]++, "fetch_and_op values");
+    }
+
+    /* Compare-and-swap on rank 0's element 1 (-1): exactly one wins. */
+    int cmp = -1, result = -7;
+    OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+    OK(MPI_Compare_and_swap(&rank, &cmp, &result, MPI_INT, 0, 1, win));
+    OK(MPI_Win_unlock(0, win));
+    int won = result == -1, winners = 0;
+    OK(MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(winners == 1, "%d compare-and-swap winners", winners);
+
+    /* Get_accumulate: swap my rank into my element at rank 0 (2 + rank,
+     * inside the window for up to 14 processes), fetching the -1. */
+    if (2 + rank < N) {
+        int old = 0;
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        OK(MPI_Get_accumulate(&rank, 1, MPI_INT, &old, 1, MPI_INT, 0, 2 + rank, 1, MPI_INT,
+                              MPI_REPLACE, win));
+        OK(MPI_Win_unlock(0, win));
+        CHECK(old == -1, "get_accumulate fetched %d", old);
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+    if (rank == 0) {
+        CHECK(mem[0] == size, "counter %d", mem[0]);
+        for (int r = 0; r < size && 2 + r < N; r++) CHECK(mem[2 + r] == r, "element %d", 2 + r);
+    }
+    OK(MPI_Win_unlock(rank, win));
+
+    /* Attributes of an allocated window. */
+    void *base = NULL;
+    MPI_Aint *wsize = NULL;
+    int *unit = NULL, *flavor = NULL, *model = NULL, flag = 0;
+    OK(MPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag));
+    CHECK(flag && base == mem, "MPI_WIN_BASE");
+    OK(MPI_Win_get_attr(win, MPI_WIN_SIZE, &wsize, &flag));
+    CHECK(flag && *wsize == N * (MPI_Aint)sizeof(int), "MPI_WIN_SIZE");
+    OK(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &unit, &flag));
+    CHECK(flag && *unit == sizeof(int), "MPI_WIN_DISP_UNIT");
+    OK(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_ALLOCATE, "MPI_WIN_CREATE_FLAVOR");
+    OK(MPI_Win_get_attr(win, MPI_WIN_MODEL, &model, &flag));
+    CHECK(flag && *model == MPI_WIN_UNIFIED, "MPI_WIN_MODEL");
+    OK(MPI_Win_free(&win));
+}
+
+/* Post-start-complete-wait around a ring: each exposes to its left
+ * neighbour and accesses its right one. */
+static void pscw(void) {
+    int buf[2] = {-1, -1};
+    MPI_Win win;
+    OK(MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_Group world, left_g, right_g;
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    OK(MPI_Group_incl(world, 1, &left, &left_g));
+    OK(MPI_Group_incl(world, 1, &right, &right_g));
+    for (int round = 0; round < 3; round++) {
+        int v = 10 * round + rank;
+        OK(MPI_Win_post(left_g, 0, win));
+        OK(MPI_Win_start(right_g, 0, win));
+        OK(MPI_Put(&v, 1, MPI_INT, right, round % 2, 1, MPI_INT, win));
+        OK(MPI_Win_complete(win));
+        if (round == 2) {
+            int flag = 0;
+            while (!flag) OK(MPI_Win_test(win, &flag));
+        } else {
+            OK(MPI_Win_wait(win));
+        }
+        CHECK(buf[round % 2] == 10 * round + left, "round %d gave %d", round, buf[round % 2]);
+    }
+    OK(MPI_Group_free(&left_g));
+    OK(MPI_Group_free(&right_g));
+    OK(MPI_Group_free(&world));
+    OK(MPI_Win_free(&win));
+}
+
+/* A shared window over the node: contiguous, every process loads and
+ * stores its neighbours' parts directly. */
+static void shared(void) {
+    MPI_Comm node;
+    int nrank, nsize;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    OK(MPI_Comm_rank(node, &nrank));
+    OK(MPI_Comm_size(node, &nsize));
+    long *mine = NULL;
+    MPI_Win win;
+    OK(MPI_Win_allocate_shared(2 * sizeof(long), sizeof(long), MPI_INFO_NULL, node, &mine, &win));
+    /* The usual pattern: a passive epoch to every process, stores, then
+     * MPI_Win_sync and a barrier before the loads. */
+    OK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+    mine[0] = 7 * nrank;
+    mine[1] = 0;
+    OK(MPI_Win_sync(win));
+    OK(MPI_Barrier(node));
+    OK(MPI_Win_sync(win));
+    int right = (nrank + 1) % nsize;
+    MPI_Aint rsize;
+    int runit;
+    long *theirs = NULL;
+    OK(MPI_Win_shared_query(win, right, &rsize, &runit, &theirs));
+    CHECK(rsize == 2 * sizeof(long) && runit == sizeof(long), "shared query %ld %d", (long)rsize, runit);
+    CHECK(theirs[0] == 7 * right, "direct load gave %ld", theirs[0]);
+    if (right == nrank + 1) CHECK(theirs == mine + 2, "shared memory is contiguous");
+    theirs[1] = nrank + 1;
+    OK(MPI_Win_sync(win));
+    OK(MPI_Barrier(node));
+    OK(MPI_Win_sync(win));
+    CHECK(mine[1] == (nrank + nsize - 1) % nsize + 1, "direct store gave %ld", mine[1]);
+    OK(MPI_Win_unlock_all(win));
+    /* One-sided calls on it too. */
+    long v = 0;
+    OK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    OK(MPI_Get(&v, 1, MPI_LONG, right, 0, 1, MPI_LONG, win));
+    OK(MPI_Win_unlock(right, win));
+    CHECK(v == 7 * right, "get from a shared window gave %ld", v);
+    OK(MPI_Win_free(&win));
+    OK(MPI_Comm_free(&node));
+}
+
+/* A dynamic window: each process attaches a buffer and publishes its
+ * address; the left neighbour writes into it. */
+static void dynamic(void) {
+    MPI_Win win;
+    OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    int buf[4] = {0, 0, 0, 0};
+    OK(MPI_Win_attach(win, buf, sizeof buf));
+    MPI_Aint addr, addrs[64];
+    OK(MPI_Get_address(buf, &addr));
+    OK(MPI_Allgather(&addr, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD));
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int v[2] = {rank, -rank};
+    OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    OK(MPI_Put(v, 2, MPI_INT, right, addrs[right] + sizeof(int), 2, MPI_INT, win));
+    OK(MPI_Win_unlock(right, win));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(buf[1] == left && buf[2] == -left && buf[0] == 0 && buf[3] == 0, "dynamic put gave %d %d",
+          buf[1], buf[2]);
+    OK(MPI_Win_detach(win, buf));
+    OK(MPI_Win_free(&win));
+}
+
+static int win_deletes;
+
+static int win_delete_fn(MPI_Win win, int keyval, void *value, void *extra) {
+    (void)win;
+    (void)keyval;
+    CHECK(extra == &win_deletes && *(int *)value == 42, "delete callback arguments");
+    win_deletes++;
+    return MPI_SUCCESS;
+}
+
+static void queries(void) {
+    int x = 0;
+    MPI_Win win;
+    OK(MPI_Win_create(&x, sizeof x, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    /* A user attribute, deleted by MPI_Win_free. */
+    static int value = 42;
+    int key, flag = 0;
+    int *got = NULL;
+    OK(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, win_delete_fn, &key, &win_deletes));
+    OK(MPI_Win_set_attr(win, key, &value));
+    OK(MPI_Win_get_attr(win, key, &got, &flag));
+    CHECK(flag && got == &value, "window attribute");
+    MPI_Group wg, cg;
+    int cmp = -1, len = 0;
+    OK(MPI_Win_get_group(win, &wg));
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &cg));
+    OK(MPI_Group_compare(wg, cg, &cmp));
+    CHECK(cmp == MPI_IDENT, "window group compares %d", cmp);
+    OK(MPI_Group_free(&wg));
+    OK(MPI_Group_free(&cg));
+    char name[MPI_MAX_OBJECT_NAME];
+    OK(MPI_Win_set_name(win, "tessel window"));
+    OK(MPI_Win_get_name(win, name, &len));
+    CHECK(strcmp(name, "tessel window") == 0 && len == 13, "name %s", name);
+    OK(MPI_Win_get_name(MPI_WIN_NULL, name, &len));
+    CHECK(strcmp(name, "MPI_WIN_NULL") == 0, "null name %s", name);
+    MPI_Info info;
+    OK(MPI_Win_get_info(win, &info));
+    OK(MPI_Info_free(&info));
+    MPI_Errhandler eh;
+    OK(MPI_Win_get_errhandler(win, &eh));
+    CHECK(eh == MPI_ERRORS_ARE_FATAL, "default window error handler");
+    OK(MPI_Errhandler_free(&eh));
+    OK(MPI_Win_free(&win));
+    CHECK(win_deletes == 1, "MPI_Win_free deleted %d attributes", win_deletes);
+    OK(MPI_Win_free_keyval(&key));
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    report_library();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(size <= 64, "at most 64 processes");
+    fence_ops();
+    passive_ops();
+    pscw();
+    shared();
+    dynamic();
+    queries();
+    printf("rma: rank %d ok\n", rank);
+    MPI_Finalize();
+    return 0;
+}
