@@ -21,22 +21,31 @@
 //! comes after the replies to earlier gets, so their data is in place.
 //!
 //! # Synchronization
-//! - Fence: flush every target written to since the last fence, then a
-//!   barrier.
+//! - Fence: flush every target sent operations since the last fence,
+//!   then a barrier.
 //! - Locks: the target keeps a shared/exclusive lock with a queue in
 //!   arrival order; `MPI_Win_lock` waits for the grant, `MPI_Win_unlock`
 //!   for the release (which follows the operations).
 //! - Post-start-complete-wait: `post` tells each origin of the group;
-//!   `start` waits for those notices; `complete` flushes each target and
-//!   sends it a completion notice; `wait` waits for one from each origin.
+//!   `start` waits for those notices; `complete` flushes each target it
+//!   sent operations and sends each a completion notice; `wait` waits for
+//!   one from each origin.
+//!
+//! # Mapped memory
+//! Window memory in the engine's shared heap (every `MPI_Win_allocate`
+//! and `MPI_Win_allocate_shared` window, and `MPI_Win_create` over
+//! `MPI_Alloc_mem` memory) is mapped by the other processes of its node
+//! at creation ([`PeerHeaps`]). Puts and gets to such a target are plain
+//! copies into or out of the mapping, complete at once and without the
+//! target's participation; a flush then has nothing to wait for. The
+//! accumulating operations still go to the target as messages, since
+//! their atomicity needs one place that applies them. A shared window is
+//! one block of rank 0's heap, contiguous across the ranks.
 //!
 //! # Progress
-//! Passive-target operations need the target process to enter the
-//! library now and then (MPI-4.1 §12.7 allows it): a target computing
-//! outside MPI delays them. Operations on node-local targets go through
-//! the same messages as remote ones; the shared-memory windows
-//! (`MPI_Win_allocate_shared`) are also mapped by every process of the
-//! node, for the application's own loads and stores.
+//! Operations by message need the target process to enter the library
+//! now and then (MPI-4.1 §12.7 allows it): a target computing outside MPI
+//! delays them, and a lock is granted by the target's library.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ptr::NonNull;
@@ -129,7 +138,8 @@ pub struct Win {
     awaiting: HashMap<u64, Option<UserBuf>>,
     /// Engine sends not yet complete.
     sends: Vec<shm_engine::Request>,
-    /// Targets written to since the last fence.
+    /// Targets sent operations since their last flush (operations on
+    /// mapped memory complete at once and leave no trace here).
     touched: HashSet<u32>,
     /// Access epochs open at this process.
     fence: bool,
@@ -369,32 +379,49 @@ impl Runtime {
         disp_unit: usize,
     ) -> MpiResult<(Vec<Exposed>, Option<NonNull<u8>>, *mut u8)> {
         let c = self.comm(comm)?;
-        let me = c.rank as usize;
-        let row: Vec<u8> = [size as u64, disp_unit as u64]
-            .iter()
-            .flat_map(|v| v.to_ne_bytes())
-            .collect();
-        let rows = self.allgather_var(comm, &row)?;
-        let mut peers = rows
-            .iter()
-            .map(|r| {
-                let mut i = In(r);
-                Ok(Exposed {
-                    size: i.u64()? as usize,
-                    disp_unit: i.u64()? as usize,
-                    base: std::ptr::null_mut(),
-                })
-            })
-            .collect::<MpiResult<Vec<Exposed>>>()?;
+        let (me, members) = (c.rank as usize, c.members.clone());
         let mut owned = None;
-        let base = match flavor {
+        // This process's memory (a shared window's comes from rank 0,
+        // below), and where the processes of its node can map it: its
+        // place in the shared heap, if it lies there.
+        let mine = match flavor {
             Flavor::Create => base,
-            Flavor::Dynamic => std::ptr::null_mut(),
+            Flavor::Dynamic | Flavor::Shared => std::ptr::null_mut(),
             Flavor::Allocate => {
                 let block = alloc(size)?;
                 owned = Some(block);
                 block.as_ptr()
             }
+        };
+        let place = (!mine.is_null())
+            .then(|| heap::locate(mine, size.max(1)))
+            .flatten();
+        let mut row = Out(Vec::new());
+        row.u64(size as u64);
+        row.u64(disp_unit as u64);
+        put_ref(&mut row, place.as_ref());
+        let rows = self.allgather_var(comm, &row.0)?;
+        let node = self.ep.node();
+        let mut peers = Vec::with_capacity(rows.len());
+        for (r, bytes) in rows.iter().enumerate() {
+            let mut i = In(bytes);
+            let (size, disp_unit) = (i.u64()? as usize, i.u64()? as usize);
+            let place = take_ref(&mut i)?;
+            let local = self.ep.bootstrap().node_of(members[r]) == node;
+            // A peer whose memory cannot be mapped here (the kernel
+            // refuses) is reached by messages, as one on another node.
+            let base = match place {
+                _ if r == me => mine,
+                Some(p) if local => self.wins.heaps.resolve(&p).unwrap_or(std::ptr::null_mut()),
+                _ => std::ptr::null_mut(),
+            };
+            peers.push(Exposed {
+                size,
+                disp_unit,
+                base,
+            });
+        }
+        let base = match flavor {
             Flavor::Shared => {
                 let total: usize = peers.iter().map(|p| p.size).sum();
                 // Rank 0 allocates for everyone; an empty reference tells
@@ -404,33 +431,16 @@ impl Runtime {
                     (0, Err(e)) => (None, Some(e)),
                     _ => (None, None),
                 };
+                let place = block.and_then(|b| heap::locate(b.as_ptr(), total.max(1)));
                 let mut o = Out(Vec::new());
-                if let Some(b) = block {
-                    let r = heap::locate(b.as_ptr(), total.max(1)).ok_or_else(|| {
-                        MpiError::new(Class::Intern, "window memory not in the heap")
-                    })?;
-                    o.u64(u64::from(r.pid));
-                    o.u64(u64::from(r.fd));
-                    o.u64(r.arena_len);
-                    o.u64(r.offset);
-                }
+                put_ref(&mut o, place.as_ref());
                 let refs = self.allgather_var(comm, &o.0)?;
                 if let Some(e) = failed {
                     return Err(e);
                 }
-                if refs[0].is_empty() {
-                    return Err(MpiError::new(
-                        Class::NoMem,
-                        "rank 0 could not allocate the shared window",
-                    ));
-                }
-                let mut i = In(&refs[0]);
-                let r = HeapRef {
-                    pid: i.u64()? as u32,
-                    fd: i.u64()? as u32,
-                    arena_len: i.u64()?,
-                    offset: i.u64()?,
-                };
+                let r = take_ref(&mut In(&refs[0]))?.ok_or_else(|| {
+                    MpiError::new(Class::NoMem, "rank 0 could not allocate the shared window")
+                })?;
                 let start = self.wins.heaps.resolve(&r).map_err(|e| {
                     MpiError::new(
                         Class::RmaShared,
@@ -445,6 +455,7 @@ impl Runtime {
                 }
                 peers[me].base
             }
+            _ => mine,
         };
         Ok((peers, owned, base))
     }
@@ -578,9 +589,36 @@ impl Runtime {
         o
     }
 
+    /// Where `rank`'s window memory is mapped in this process, if it is
+    /// (see the module docs).
+    fn direct(&self, slot: usize, rank: u32) -> Option<*mut u8> {
+        let w = self.win(slot).ok()?;
+        let base = w.peers.get(rank as usize)?.base;
+        (w.flavor != Flavor::Dynamic && !base.is_null()).then_some(base)
+    }
+
     /// `MPI_Put`: `data` (packed) into the target.
     pub fn win_put(&mut self, slot: usize, data: &[u8], t: &Target) -> MpiResult<()> {
         let pieces = self.target_pieces(slot, t)?;
+        if let Some(base) = self.direct(slot, t.rank) {
+            let mut at = 0;
+            for (off, len) in pieces {
+                let len = len as usize;
+                // SAFETY: `target_pieces` checked the range against the
+                // size the target exposes, which its mapping here covers;
+                // MPI makes an access that conflicts with this one
+                // erroneous (MPI-4.1 §12.7).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        data[at..at + len].as_ptr(),
+                        base.add(off as usize),
+                        len,
+                    )
+                };
+                at += len;
+            }
+            return Ok(());
+        }
         let mut o = Self::op_message(kind::PUT, 0, &pieces);
         o.bytes(data);
         self.win_send(slot, t.rank, TO_TARGET, o)?;
@@ -588,15 +626,27 @@ impl Runtime {
         Ok(())
     }
 
-    /// `MPI_Get`: the target's data into `into` when the reply comes;
-    /// the id of the reply (a request waits for it).
-    pub fn win_get(&mut self, slot: usize, into: UserBuf, t: &Target) -> MpiResult<u64> {
+    /// `MPI_Get`: the target's data into `into`, at once from a mapped
+    /// target, else when the reply comes: the id of the reply (a request
+    /// waits for it).
+    pub fn win_get(&mut self, slot: usize, into: UserBuf, t: &Target) -> MpiResult<Option<u64>> {
         let pieces = self.target_pieces(slot, t)?;
+        if let Some(base) = self.direct(slot, t.rank) {
+            let mapped: Vec<(*mut u8, usize)> = pieces
+                .iter()
+                .map(|&(off, len)| (base.wrapping_add(off as usize), len as usize))
+                .collect();
+            let data = gather(&mapped);
+            // SAFETY: the origin buffer is the application's to write until
+            // the operation completes (MPI contract), which is now.
+            unsafe { into.unpack(&data) };
+            return Ok(None);
+        }
         let id = self.new_id(slot, Some(into))?;
         let o = Self::op_message(kind::GET, id, &pieces);
         self.win_send(slot, t.rank, TO_TARGET, o)?;
         self.win_mut(slot)?.touched.insert(t.rank);
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// `MPI_Accumulate` (`fetch` `None`) or `MPI_Get_accumulate` (the
@@ -693,6 +743,7 @@ impl Runtime {
     fn flush_touched(&mut self, slot: usize) -> MpiResult<()> {
         let mut ranks: Vec<u32> = self.win_mut(slot)?.touched.drain().collect();
         ranks.sort_unstable();
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.control(slot, kind::FLUSH, 0, &ranks)
     }
 
@@ -781,11 +832,27 @@ impl Runtime {
             Some(r) => vec![self.check_rank(slot, r)?],
             None => (0..w.peers.len() as u32).collect(),
         };
-        let w = self.win(slot)?;
+        let w = self.win_mut(slot)?;
         if !(w.lock_all || ranks.iter().all(|r| w.locks.contains_key(r))) {
             return Err(sync_error("flushing outside a passive-target epoch"));
         }
-        self.control(slot, kind::FLUSH, 0, &ranks)
+        // Operations on mapped memory are complete; the others are
+        // behind a flush notice.
+        let sent: Vec<u32> = ranks.into_iter().filter(|r| w.touched.remove(r)).collect();
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        self.control(slot, kind::FLUSH, 0, &sent)?;
+        // Progress even when there was nothing to wait for: a process that
+        // polls its own window with flushes (a spin lock over RMA) must
+        // apply the operations others send it.
+        self.poke();
+        Ok(())
+    }
+
+    /// One turn of progress: the engine, the collectives, the windows.
+    fn poke(&mut self) {
+        self.ep.progress();
+        self.progress_colls();
+        self.serve_windows();
     }
 
     /// `MPI_Win_sync`, inside a passive-target epoch: the window's memory
@@ -797,6 +864,7 @@ impl Runtime {
             return Err(sync_error("MPI_Win_sync outside a passive-target epoch"));
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        self.poke();
         Ok(())
     }
 
@@ -845,9 +913,17 @@ impl Runtime {
             .started
             .take()
             .ok_or_else(|| sync_error("MPI_Win_start was not called"))?;
-        self.control(slot, kind::FLUSH, 0, &group)?;
+        // Gets by message must have their data here before the epoch
+        // ends; the notice follows the operations at each target.
+        let w = self.win_mut(slot)?;
+        let sent: Vec<u32> = group
+            .iter()
+            .copied()
+            .filter(|r| w.touched.remove(r))
+            .collect();
+        self.control(slot, kind::FLUSH, 0, &sent)?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         for r in group {
-            self.win_mut(slot)?.touched.remove(&r);
             self.win_send(slot, r, TO_TARGET, Out::new(kind::DONE, 0))?;
         }
         Ok(())
@@ -874,8 +950,7 @@ impl Runtime {
                 })
             })?;
         } else {
-            self.ep.progress();
-            self.serve_windows();
+            self.poke();
             if !all_done(self.win(slot)?) {
                 return Ok(false);
             }
@@ -1123,6 +1198,32 @@ impl Runtime {
             _ => Err(MpiError::new(Class::Intern, "unknown window reply")),
         }
     }
+}
+
+/// Write where memory lies in the shared heap (or that it does not).
+fn put_ref(o: &mut Out, r: Option<&HeapRef>) {
+    match r {
+        Some(r) => {
+            o.u64(1);
+            o.u64(u64::from(r.pid));
+            o.u64(u64::from(r.fd));
+            o.u64(r.arena_len);
+            o.u64(r.offset);
+        }
+        None => o.u64(0),
+    }
+}
+
+fn take_ref(i: &mut In) -> MpiResult<Option<HeapRef>> {
+    if i.u64()? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(HeapRef {
+        pid: i.u64()? as u32,
+        fd: i.u64()? as u32,
+        arena_len: i.u64()?,
+        offset: i.u64()?,
+    }))
 }
 
 /// Memory for an allocated window, from the shared heap (at least one

@@ -456,7 +456,7 @@ unsafe fn get(
             "the origin and target data differ in size",
         ));
     }
-    rt.win_get(slot, ub, &t).map(Some)
+    rt.win_get(slot, ub, &t)
 }
 
 large_count! {

@@ -21,11 +21,15 @@ static int is_tessel(void) {
     return strncmp(lib, "Tessel", 6) == 0;
 }
 
-static void fence_ops(void) {
-    int buf[N];
+/* Active target: over the caller's own memory (`alloc_mem` false: reached
+ * by messages), or over MPI_Alloc_mem memory (which node peers map and
+ * reach with plain copies). */
+static void fence_ops(int alloc_mem) {
+    int stack[N], *buf = stack;
+    if (alloc_mem) OK(MPI_Alloc_mem(N * sizeof(int), MPI_INFO_NULL, &buf));
     for (int i = 0; i < N; i++) buf[i] = 100 * rank + i;
     MPI_Win win;
-    OK(MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    OK(MPI_Win_create(buf, N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
 
     /* Put my rank into my right neighbour's element 0; get its 1..3. */
@@ -78,6 +82,7 @@ static void fence_ops(void) {
     OK(MPI_Win_fence(0, win));
     OK(MPI_Win_free(&win));
     CHECK(win == MPI_WIN_NULL, "freed window handle");
+    if (alloc_mem) OK(MPI_Free_mem(buf));
 }
 
 static void passive_ops(void) {
@@ -109,6 +114,16 @@ static void passive_ops(void) {
     OK(MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(winners == 1, "%d compare-and-swap winners", winners);
 
+    /* Put and get to the right neighbour's last element, under an
+     * exclusive lock; then read it back under a shared one. */
+    int right = (rank + 1) % size, back = -1, mark = 1000 + rank;
+    OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    OK(MPI_Put(&mark, 1, MPI_INT, right, N - 1, 1, MPI_INT, win));
+    OK(MPI_Win_flush(right, win));
+    OK(MPI_Get(&back, 1, MPI_INT, right, N - 1, 1, MPI_INT, win));
+    OK(MPI_Win_unlock(right, win));
+    CHECK(back == mark, "get after put and flush gave %d", back);
+
     /* Get_accumulate: swap my rank into my element at rank 0 (2 + rank,
      * inside the window for up to 14 processes), fetching the -1. */
     if (2 + rank < N) {
@@ -121,11 +136,32 @@ static void passive_ops(void) {
     }
     OK(MPI_Barrier(MPI_COMM_WORLD));
     OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+    CHECK(mem[N - 1] == 1000 + (rank + size - 1) % size, "put from the left gave %d", mem[N - 1]);
     if (rank == 0) {
         CHECK(mem[0] == size, "counter %d", mem[0]);
         for (int r = 0; r < size && 2 + r < N; r++) CHECK(mem[2 + r] == r, "element %d", 2 + r);
     }
     OK(MPI_Win_unlock(rank, win));
+
+    /* Rank 0 polls its own window with MPI_Win_flush (a spin lock over
+     * RMA does) until every other rank's accumulate arrived: the flush
+     * must let the library apply them. */
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Win_lock_all(0, win));
+    if (rank == 0) {
+        for (;;) {
+            OK(MPI_Win_flush(0, win));
+            int arrived = 0;
+            OK(MPI_Win_sync(win));
+            for (int r = 1; r < size && 2 + r < N; r++) arrived += mem[2 + r] == -2;
+            if (arrived == (size < N - 2 ? size : N - 2) - 1) break;
+        }
+    } else if (2 + rank < N) {
+        int minus_two = -2;
+        OK(MPI_Accumulate(&minus_two, 1, MPI_INT, 0, 2 + rank, 1, MPI_INT, MPI_REPLACE, win));
+    }
+    OK(MPI_Win_unlock_all(win));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
 
     /* Attributes of an allocated window. */
     void *base = NULL;
@@ -294,7 +330,8 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(size <= 64, "at most 64 processes");
-    fence_ops();
+    fence_ops(0);
+    fence_ops(1);
     passive_ops();
     pscw();
     shared();
