@@ -7,7 +7,7 @@ use std::process::Command;
 use super::competitors::{Competitor, run_ok};
 
 /// The MPI programs of `benches/c`, built with every competitor.
-pub const PROGRAMS: [&str; 4] = ["pingpong", "stencil", "colls", "startup"];
+pub const PROGRAMS: [&str; 5] = ["pingpong", "rma", "stencil", "colls", "startup"];
 
 /// The programs' binaries of one competitor, or why each failed to build.
 pub type Built = BTreeMap<&'static str, Result<PathBuf, String>>;

@@ -39,7 +39,7 @@ impl std::fmt::Debug for Spec<'_> {
 }
 
 /// File-name prefixes of `compare`'s plots.
-const PREFIXES: [&str; 4] = ["pingpong_", "stencil", "colls_", "startup_"];
+const PREFIXES: [&str; 5] = ["pingpong_", "rma_", "stencil", "colls_", "startup_"];
 
 /// Write every plot the medians allow into `dir`; returns them in report
 /// order. Plots without points are not written.
@@ -102,6 +102,28 @@ fn specs(medians: &[Summary]) -> Vec<Spec<'static>> {
             x_key: "size",
             y_label: "bandwidth (MB/s)".into(),
             select: Box::new(move |s| is(s, "pingpong", metric) || is(s, "reference", "memcpy")),
+        });
+    }
+    for (metric, what, y_label) in [
+        (
+            "put_latency",
+            "MPI_Put + MPI_Win_flush latency",
+            "latency (us)",
+        ),
+        (
+            "get_latency",
+            "MPI_Get + MPI_Win_flush latency",
+            "latency (us)",
+        ),
+        ("put_bw", "MPI_Put bandwidth", "bandwidth (MB/s)"),
+        ("get_bw", "MPI_Get bandwidth", "bandwidth (MB/s)"),
+    ] {
+        v.push(Spec {
+            file: format!("rma_{metric}.svg"),
+            title: format!("{what} vs message size"),
+            x_key: "size",
+            y_label: y_label.into(),
+            select: Box::new(move |s| is(s, "rma", metric)),
         });
     }
     v.push(Spec {

@@ -34,7 +34,8 @@ impl Job {
     }
 }
 
-/// Every MPI job of one repetition: ping-pong on 2 processes, the stencil
+/// Every MPI job of one repetition: ping-pong and one-sided communication
+/// on 2 processes, the stencil
 /// and collectives on each of `np`, start-up in each mode on each of
 /// `startup_np`. Programs get `--quick` when `quick`.
 pub fn mpi_jobs(np: &[u32], startup_np: &[u32], quick: bool) -> Vec<Job> {
@@ -44,11 +45,14 @@ pub fn mpi_jobs(np: &[u32], startup_np: &[u32], quick: bool) -> Vec<Job> {
         }
         a
     };
-    let mut jobs = vec![Job {
-        program: "pingpong",
-        procs: 2,
-        args: extra(vec![]),
-    }];
+    let mut jobs: Vec<Job> = ["pingpong", "rma"]
+        .into_iter()
+        .map(|program| Job {
+            program,
+            procs: 2,
+            args: extra(vec![]),
+        })
+        .collect();
     for program in ["stencil", "colls"] {
         jobs.extend(np.iter().map(|&n| Job {
             program,
@@ -402,6 +406,7 @@ mod tests {
             labels,
             [
                 "pingpong np=2",
+                "rma np=2",
                 "stencil np=2",
                 "stencil np=4",
                 "colls np=2",
