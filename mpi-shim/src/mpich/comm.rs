@@ -414,15 +414,7 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
         let slot = comm_slot(comm)?;
         rt.comm(slot)?;
         // SAFETY: a NUL-terminated name (MPI contract).
-        let mut name = unsafe { read_cstr(comm_name, Class::Arg, "name") }?;
-        let max = abi::MPI_MAX_OBJECT_NAME as usize - 1;
-        if name.len() > max {
-            let mut end = max;
-            while !name.is_char_boundary(end) {
-                end -= 1;
-            }
-            name.truncate(end);
-        }
+        let name = unsafe { read_object_name(comm_name) }?;
         rt.comm_mut(slot)?.name = Some(name);
         Ok(())
     })

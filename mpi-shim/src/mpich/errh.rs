@@ -77,8 +77,23 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     comm_errhandler_fn: Option<ErrhFn>,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    call("MPI_Comm_create_errhandler", abi::MPI_COMM_WORLD, |rt| {
-        let f = comm_errhandler_fn.ok_or_else(|| err(Class::Arg, "null error handler function"))?;
+    // SAFETY: forwarded output argument.
+    unsafe { create_errhandler("MPI_Comm_create_errhandler", comm_errhandler_fn, errhandler) }
+}
+
+/// A new error handler calling `f` (`MPI_Comm_create_errhandler`,
+/// `MPI_Win_create_errhandler`: the handler receives a pointer to the
+/// object's handle, an `int` in this ABI).
+///
+/// # Safety
+/// `errhandler` is null or writable.
+pub(crate) unsafe fn create_errhandler(
+    name: &str,
+    f: Option<ErrhFn>,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    call(name, abi::MPI_COMM_WORLD, |rt| {
+        let f = f.ok_or_else(|| err(Class::Arg, "null error handler function"))?;
         nonnull(errhandler, "errhandler")?;
         let slot = rt.errors.create_handler(AppFn::new(f as usize));
         // SAFETY: output argument, checked non-null.

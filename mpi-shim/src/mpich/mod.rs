@@ -490,6 +490,25 @@ pub(crate) unsafe fn read_cstr(p: *const c_char, class: Class, what: &str) -> Mp
         .into_owned())
 }
 
+/// An object name the application sets (`MPI_*_set_name`), cut at a
+/// character boundary to what `MPI_MAX_OBJECT_NAME` holds.
+///
+/// # Safety
+/// As for [`read_cstr`].
+pub(crate) unsafe fn read_object_name(p: *const c_char) -> MpiResult<String> {
+    // SAFETY: forwarded from the caller.
+    let mut name = unsafe { read_cstr(p, Class::Arg, "name") }?;
+    let max = abi::MPI_MAX_OBJECT_NAME as usize - 1;
+    if name.len() > max {
+        let mut end = max;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    Ok(name)
+}
+
 /// Fail with `MPI_ERR_ARG` if an output pointer is null: checked before
 /// a collective creates an object the caller could not receive.
 pub(crate) fn nonnull<T>(p: *mut T, what: &str) -> MpiResult<()> {

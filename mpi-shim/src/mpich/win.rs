@@ -20,7 +20,6 @@ use super::group::{group_members, new_group};
 use super::info::{info_hints, new_info};
 use super::*;
 use crate::abi::{MPI_Aint, MPI_Group, MPI_Info, MPI_Win};
-use crate::core::AppFn;
 use crate::core::win::{Flavor, LockType, Target, check_accumulate};
 use crate::ops::Op;
 
@@ -813,15 +812,7 @@ pub extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
 pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
     win_call("MPI_Win_set_name", win, |rt, slot| {
         // SAFETY: a NUL-terminated name (MPI contract).
-        let mut name = unsafe { read_cstr(win_name, Class::Arg, "name") }?;
-        let max = abi::MPI_MAX_OBJECT_NAME as usize - 1;
-        if name.len() > max {
-            let mut end = max;
-            while !name.is_char_boundary(end) {
-                end -= 1;
-            }
-            name.truncate(end);
-        }
+        let name = unsafe { read_object_name(win_name) }?;
         rt.win_mut(slot)?.name = Some(name);
         Ok(())
     })
@@ -908,13 +899,10 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     win_errhandler_fn: Option<ErrhFn>,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
-    call("MPI_Win_create_errhandler", abi::MPI_COMM_WORLD, |rt| {
-        let f = win_errhandler_fn.ok_or_else(|| err(Class::Arg, "null error handler function"))?;
-        nonnull(errhandler, "errhandler")?;
-        let slot = rt.errors.create_handler(AppFn::new(f as usize));
-        // SAFETY: output argument, checked non-null.
-        unsafe { out(errhandler, abi::direct_handle(Kind::Errhandler, slot)) }
-    })
+    // SAFETY: forwarded output argument.
+    unsafe {
+        super::errh::create_errhandler("MPI_Win_create_errhandler", win_errhandler_fn, errhandler)
+    }
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]

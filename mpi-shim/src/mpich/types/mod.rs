@@ -885,16 +885,8 @@ pub unsafe extern "C" fn MPI_Type_set_name(
 ) -> c_int {
     call("MPI_Type_set_name", abi::MPI_COMM_WORLD, |rt| {
         let t = super::datatype(rt, datatype)?;
-        if type_name.is_null() {
-            return Err(err(Class::Arg, "null name"));
-        }
         // SAFETY: a NUL-terminated string (MPI contract).
-        let name = unsafe { CStr::from_ptr(type_name) }.to_string_lossy();
-        let max = abi::MPI_MAX_OBJECT_NAME as usize - 1;
-        let mut name = name.into_owned();
-        while name.len() > max {
-            name.pop();
-        }
+        let name = unsafe { read_object_name(type_name) }?;
         if t.predefined.is_some() {
             rt.predefined_type_names.insert(datatype, name);
         } else if let Some(t) = rt.types.get_mut(derived_slot(rt, datatype)?) {
