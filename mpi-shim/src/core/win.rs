@@ -1115,6 +1115,26 @@ impl Runtime {
             }
             _ => {}
         }
+        let applied = self.apply_request(slot, from, kind, id, i);
+        // An origin waiting for data gets a reply even when the request
+        // is refused (it leaves the origin buffer as it was), so that it
+        // never waits forever; the target reports the refusal.
+        if applied.is_err() && matches!(kind, kind::GET | kind::GET_ACC | kind::CAS) {
+            self.reply(slot, from, id, &[])?;
+        }
+        applied
+    }
+
+    /// Apply data request `kind` (`id`) from `from`, the rest of whose
+    /// message `i` holds.
+    fn apply_request(
+        &mut self,
+        slot: usize,
+        from: u32,
+        kind: u32,
+        id: u64,
+        mut i: In,
+    ) -> MpiResult<()> {
         let n = i.u64()? as usize;
         let mut pieces = Vec::with_capacity(n);
         for _ in 0..n {
