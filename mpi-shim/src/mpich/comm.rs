@@ -537,16 +537,7 @@ pub extern "C" fn MPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhan
     call("MPI_Comm_set_errhandler", comm, |rt| {
         let slot = comm_slot(comm)?;
         rt.comm(slot)?;
-        let handler = match errhandler_in(errhandler) {
-            Some(h) if h.is_predefined() => h,
-            Some(Errhandler::User(i)) if rt.errors.is_live(i) => Errhandler::User(i),
-            _ => {
-                return Err(err(
-                    Class::Arg,
-                    format!("invalid error handler {errhandler:#x}"),
-                ));
-            }
-        };
+        let handler = settable_errhandler(rt, errhandler)?;
         rt.comm_mut(slot)?.errhandler = handler;
         Ok(())
     })

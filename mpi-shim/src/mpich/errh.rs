@@ -68,6 +68,17 @@ pub(crate) fn errhandler_out(e: Errhandler) -> MPI_Errhandler {
 const FIRST_SESSION_ERRHANDLER: usize = 1 << 20;
 
 /// [`errhandler_in`] of a handle the caller checked.
+/// The handler `h` names, if an object may take it: a predefined one or
+/// a user handler the application still holds (`MPI_Comm_set_errhandler`,
+/// `MPI_Win_set_errhandler`).
+pub(crate) fn settable_errhandler(rt: &Runtime, h: MPI_Errhandler) -> MpiResult<Errhandler> {
+    match errhandler_in(h) {
+        Some(e) if e.is_predefined() => Ok(e),
+        Some(Errhandler::User(i)) if rt.errors.is_live(i) => Ok(Errhandler::User(i)),
+        _ => Err(err(Class::Arg, format!("invalid error handler {h:#x}"))),
+    }
+}
+
 pub(crate) fn checked_errhandler(h: MPI_Errhandler) -> MpiResult<Errhandler> {
     errhandler_in(h).ok_or_else(|| err(Class::Arg, format!("invalid error handler {h:#x}")))
 }

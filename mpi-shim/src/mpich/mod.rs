@@ -61,7 +61,7 @@ mod types;
 mod unsupported;
 mod win;
 
-pub(crate) use errh::{checked_errhandler, errhandler_in, errhandler_out};
+pub(crate) use errh::{checked_errhandler, errhandler_in, errhandler_out, settable_errhandler};
 pub(crate) use status::{status_in, status_out, write_status};
 
 /// Every entry function of this layer, by name: what the standard-ABI

@@ -908,16 +908,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
     win_call("MPI_Win_set_errhandler", win, |rt, slot| {
-        let handler = match errhandler_in(errhandler) {
-            Some(h) if h.is_predefined() => h,
-            Some(Errhandler::User(i)) if rt.errors.is_live(i) => Errhandler::User(i),
-            _ => {
-                return Err(err(
-                    Class::Arg,
-                    format!("invalid error handler {errhandler:#x}"),
-                ));
-            }
-        };
+        let handler = settable_errhandler(rt, errhandler)?;
         rt.win_mut(slot)?.errhandler = handler;
         Ok(())
     })
