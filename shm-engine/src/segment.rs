@@ -81,10 +81,31 @@ pub struct XferView<'a> {
     pub helper_words: &'a [AtomicU64],
 }
 
+/// A process's bell ([`ProcArea::bell`]) that stays mapped as long as the
+/// handle lives, whatever happens to the [`NodeSegment`] it came from.
+#[derive(Clone, Debug)]
+pub struct BellRef {
+    map: Arc<Mapping>,
+    off: usize,
+}
+
+impl BellRef {
+    /// The bell word.
+    pub fn get(&self) -> &AtomicU32 {
+        debug_assert!(self.off + size_of::<AtomicU32>() <= self.map.len());
+        // SAFETY: `off` is the bell of a process area inside the mapping
+        // (layout), aligned, and the mapping lives as long as `self.map`;
+        // the bell is an atomic that every local process updates, so a
+        // shared reference is sound.
+        unsafe { &*self.map.base().add(self.off).cast::<AtomicU32>() }
+    }
+}
+
 /// A mapped node segment.
 #[derive(Debug)]
 pub struct NodeSegment {
-    map: Mapping,
+    /// Shared with the [`Waker`]s handed out, which may outlive us.
+    map: Arc<Mapping>,
     layout: SegmentLayout,
     fd: OwnedFd,
 }
@@ -113,7 +134,7 @@ impl NodeSegment {
                 source: io::Error::other(e),
             })?;
         let fd = OwnedFd::from(memfd.into_file());
-        let map = Mapping::map_shared(&fd, layout.size as usize).map_err(os("mmap"))?;
+        let map = Arc::new(Mapping::map_shared(&fd, layout.size as usize).map_err(os("mmap"))?);
         let header = map.base().cast::<SegmentHeader>();
         // SAFETY: the mapping is fresh, zero-filled, at least a page long and
         // not yet visible to any other process; we write plain fields, then
@@ -154,7 +175,7 @@ impl NodeSegment {
                 "segment too small ({len} bytes)"
             )));
         }
-        let map = Mapping::map_shared(&fd, len as usize).map_err(os("mmap"))?;
+        let map = Arc::new(Mapping::map_shared(&fd, len as usize).map_err(os("mmap"))?);
         // SAFETY: at least a header's worth of bytes is mapped. The creator
         // wrote the plain fields before its Release store of `ready`; we
         // read them only after our Acquire load says 1.
@@ -204,6 +225,16 @@ impl NodeSegment {
         // SAFETY: offsets come from `layout`, which keeps every region inside
         // the mapping and aligned (see layout tests).
         unsafe { NonNull::new_unchecked(self.map.base().add(off as usize).cast()) }
+    }
+
+    /// Local process `p`'s bell, in a handle that keeps the mapping alive
+    /// by itself (for another thread of the process).
+    pub fn bell_ref(&self, p: u32) -> BellRef {
+        let off = self.layout.proc_area(p) as usize + std::mem::offset_of!(ProcArea, bell);
+        BellRef {
+            map: Arc::clone(&self.map),
+            off,
+        }
     }
 
     /// Local process `p`'s area.

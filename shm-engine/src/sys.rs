@@ -347,6 +347,9 @@ pub struct Mapping {
 // SAFETY: the mapping is plain memory; concurrent access to its contents is
 // governed by the shared-memory protocols, not by this handle.
 unsafe impl Send for Mapping {}
+// SAFETY: as for `Send`: the handle itself is two immutable words; what
+// threads do with the memory is governed by the protocols that use it.
+unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Map `len` bytes of `fd` shared.

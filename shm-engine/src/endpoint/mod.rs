@@ -46,6 +46,7 @@ pub use delivery::Message;
 pub use progress::Backoff;
 pub use recvbuf::RecvBuf;
 pub use request::{Completion, Request, Status};
+pub use shm::Waker;
 
 use delivery::{Ack, Arrival};
 use request::Requests;

@@ -37,6 +37,12 @@ impl Endpoint {
         self.is_complete(req)
     }
 
+    /// A handle that ends this endpoint's sleep from another thread (see
+    /// [`super::Waker`]).
+    pub fn waker(&self) -> super::Waker {
+        self.shm.waker()
+    }
+
     /// Whether `req` is complete, without progressing.
     pub fn is_complete(&self, req: &Request) -> bool {
         self.reqs.is_complete(req.id)

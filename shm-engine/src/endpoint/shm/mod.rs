@@ -50,6 +50,7 @@ pub(super) use cell::Rts;
 use chunked::Xfer;
 pub(super) use rendezvous::Pipeline;
 use send::{Outgoing, TxStaging};
+pub use wake::Waker;
 use wake::Wakeups;
 
 use super::RecvBuf;

@@ -12,11 +12,12 @@
 //! (`TESSEL_SLEEP_US`) bounds the delay, as it does on the futex.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Shm;
 use crate::doorbell;
-use crate::segment::NodeSegment;
+use crate::segment::{BellRef, NodeSegment};
 use crate::sync::Ordering;
 use crate::sys;
 
@@ -37,7 +38,7 @@ pub(super) struct Wakeups {
     /// their futex: a wake-up is an eventfd write, never a futex wake.
     polls: bool,
     /// Ours, when `polls` (and the system gave one).
-    own: Option<OwnedFd>,
+    own: Option<Arc<OwnedFd>>,
     peers: Vec<PeerFd>,
 }
 
@@ -47,7 +48,7 @@ impl Wakeups {
     /// Without an eventfd (the system refused one), this process sleeps in
     /// `poll` with its timeout only, as before eventfds existed.
     pub(super) fn new(seg: &NodeSegment, me: u32, nlocal: u32, polls: bool) -> Self {
-        let own = polls.then(sys::eventfd).and_then(Result::ok);
+        let own = polls.then(sys::eventfd).and_then(Result::ok).map(Arc::new);
         if let Some(fd) = &own {
             seg.proc_area(me)
                 .wake_fd
@@ -63,7 +64,7 @@ impl Wakeups {
     /// The eventfd of local process `p`, if we can write to it.
     fn peer(&mut self, seg: &NodeSegment, p: u32, me: u32) -> Option<&OwnedFd> {
         if p == me {
-            return self.own.as_ref();
+            return self.own.as_deref();
         }
         let slot = &mut self.peers[p as usize];
         if let PeerFd::Unknown = slot {
@@ -110,6 +111,44 @@ impl Shm {
                 sys::eventfd_clear(own);
             }
             doorbell::cancel_sleep(bell);
+        }
+    }
+}
+
+/// Wakes this process's waiting loop from another thread: the thread that
+/// holds the endpoint may be asleep on its bell (or in `poll`) while
+/// another thread of the process needs it, as when threads share an MPI
+/// library. [`Waker::wake`] rings our own bell as a peer would
+/// ([`doorbell::nudge`]): a sleep in progress ends at once, and one about
+/// to start does not start, so no wake-up is lost.
+#[derive(Clone, Debug)]
+pub struct Waker {
+    bell: BellRef,
+    /// Our eventfd, when we sleep in `poll`.
+    fd: Option<Arc<OwnedFd>>,
+    polls: bool,
+}
+
+impl Waker {
+    /// End the endpoint's sleep, or keep it from starting.
+    pub fn wake(&self) {
+        if doorbell::nudge(self.bell.get()) {
+            if !self.polls {
+                sys::futex_wake(self.bell.get());
+            } else if let Some(fd) = &self.fd {
+                sys::eventfd_signal(fd);
+            }
+        }
+    }
+}
+
+impl Shm {
+    /// A handle that wakes this endpoint from another thread.
+    pub(in crate::endpoint) fn waker(&self) -> Waker {
+        Waker {
+            bell: self.seg.bell_ref(self.me),
+            fd: self.wakeups.own.clone(),
+            polls: self.wakeups.polls,
         }
     }
 }
