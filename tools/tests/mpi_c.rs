@@ -36,6 +36,7 @@ const PROGRAMS: &[&str] = &[
     "mpi41",
     "intercomm",
     "rma",
+    "threads",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's libraries lack

@@ -73,6 +73,7 @@ pub mod request;
 pub mod session;
 pub mod status;
 pub mod table;
+pub mod threads;
 pub mod topo;
 pub mod win;
 
@@ -370,6 +371,17 @@ impl Runtime {
         }
     }
 
+    /// Whether request `i` can be completed without waiting, without
+    /// progressing (a waiting loop's turn progresses).
+    pub fn req_ready(&self, i: usize) -> MpiResult<bool> {
+        match self.reqs.get(i).and_then(Option::as_ref) {
+            // `wait_req` refuses it at once.
+            Some(Req::Persistent(p)) if partitioned::unstarted(p) => Ok(true),
+            Some(r) => Ok(self.is_ready(r)),
+            None => Err(invalid_request()),
+        }
+    }
+
     /// Wait for request `i` and return its status. The request is freed,
     /// except a persistent one, which becomes inactive (waiting on an
     /// inactive one returns the empty status at once, MPI-4.0 §3.9).
@@ -475,8 +487,10 @@ impl Runtime {
 
     /// Complete a generalized request: its query, then its free callback
     /// (MPI-4.0 §13.2). One the application has not completed cannot be
-    /// waited for: no other MPI call can run meanwhile (the library is
-    /// `MPI_THREAD_SERIALIZED`), so the wait would never end.
+    /// waited for here: below `MPI_THREAD_MULTIPLE` no other MPI call can
+    /// run meanwhile, so the wait would never end (under it, the blocking
+    /// entries wait with the lock released for another thread's
+    /// `MPI_Grequest_complete` before they get here, [`threads`]).
     fn finish_generalized(&mut self, i: usize, mut g: request::Generalized) -> MpiResult<Status> {
         if !g.complete {
             self.restore_req(i, Req::Generalized(g));
@@ -881,14 +895,10 @@ unsafe impl Send for Locked {}
 
 static STATE: Mutex<Locked> = Mutex::new(Locked(Library::Before));
 
-/// The library's state, locked: one MPI call at a time (which is why the
-/// library provides `MPI_THREAD_SERIALIZED`, not `MULTIPLE`).
+/// The library's state, locked: one MPI call at a time (a blocking call
+/// under `MPI_THREAD_MULTIPLE` releases it while it waits, [`threads`]).
 pub fn state() -> StateGuard {
-    StateGuard(
-        STATE
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    )
+    StateGuard(threads::take(&STATE))
 }
 
 /// The library's state if no call holds it (`None` when the process exits

@@ -42,13 +42,21 @@ impl Runtime {
                 Poll::Moved => true,
                 Poll::Idle => false,
             };
-            let (colls_moved, _) = self.progress_colls();
-            let served = self.serve_windows();
-            if moved || colls_moved || served {
-                backoff = Backoff::default();
-            } else {
-                self.ep.progress_or_back_off(&mut backoff);
-            }
+            self.turn(&mut backoff, moved);
+        }
+    }
+
+    /// One turn of a waiting loop whose waiter is not done: advance the
+    /// outstanding collectives, serve the windows, and progress the
+    /// engine, backing off one step when nothing moved (`moved`: the
+    /// waiter itself moved something).
+    pub fn turn(&mut self, backoff: &mut Backoff, moved: bool) {
+        let (colls_moved, _) = self.progress_colls();
+        let served = self.serve_windows();
+        if moved || colls_moved || served {
+            *backoff = Backoff::default();
+        } else {
+            self.ep.progress_or_back_off(backoff);
         }
     }
 }

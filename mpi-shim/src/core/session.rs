@@ -86,9 +86,9 @@ pub enum ThreadLevel {
 }
 
 impl ThreadLevel {
-    /// The most this library provides: one call at a time, under the
-    /// library lock.
-    pub const PROVIDED: ThreadLevel = ThreadLevel::Serialized;
+    /// The most this library provides: threads call at once
+    /// ([`super::threads`]).
+    pub const PROVIDED: ThreadLevel = ThreadLevel::Multiple;
 
     /// What the library provides when `asked` for a level: that level, at
     /// most [`Self::PROVIDED`].
@@ -223,6 +223,9 @@ impl Runtime {
 
     /// Open a session; returns its slot.
     pub fn session_open(&mut self, s: Session) -> usize {
+        if s.thread_level == ThreadLevel::Multiple {
+            super::threads::enable(self.ep.waker());
+        }
         self.sessions.insert(s)
     }
 
@@ -372,7 +375,7 @@ mod tests {
     }
 
     #[test]
-    fn thread_levels_by_name_are_provided_up_to_serialized() {
+    fn thread_levels_by_name_are_provided_up_to_multiple() {
         assert_eq!(
             ThreadLevel::from_name("mpi_thread_multiple"),
             ThreadLevel::Multiple
@@ -384,7 +387,7 @@ mod tests {
         assert_eq!(ThreadLevel::from_name("bogus"), ThreadLevel::Single);
         assert_eq!(
             ThreadLevel::provided(ThreadLevel::Multiple),
-            ThreadLevel::Serialized
+            ThreadLevel::Multiple
         );
         assert_eq!(
             ThreadLevel::provided(ThreadLevel::Funneled),

@@ -138,16 +138,30 @@ pub(super) const PROTOTYPES: &[&str] = &[
 // ---------------------------------------------------------------------
 // Shared by every collective.
 
-/// Run a blocking collective: compile it, then run its schedule.
+/// Run a blocking collective: compile it, then run its schedule (as a
+/// request, waited for with the library lock released between turns,
+/// under `MPI_THREAD_MULTIPLE`).
 fn blocking(
     name: &str,
     comm: MPI_Comm,
     build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
 ) -> c_int {
-    call(name, comm, |rt| {
-        let s = build(rt)?;
-        crate::coll::run(rt, s)
-    })
+    if !core::threads::multiple() {
+        return call(name, comm, |rt| {
+            let s = build(rt)?;
+            crate::coll::run(rt, s)
+        });
+    }
+    call_waiting(
+        name,
+        comm,
+        |rt| {
+            let mut s = build(rt)?;
+            s.advance(&mut rt.ep);
+            Ok(rt.add_coll(Box::new(s)))
+        },
+        |rt, i| rt.wait_req(i).map(drop),
+    )
 }
 
 /// Start a nonblocking collective: compile it, start it, and hand its

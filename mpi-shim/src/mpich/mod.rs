@@ -209,6 +209,80 @@ pub(crate) fn gate<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
     core::in_call(running(&mut state, name), f)
 }
 
+/// Under `MPI_THREAD_MULTIPLE`, block until `ready` (run under the
+/// library lock, once per turn of the progress driver) says the calling
+/// blocking function can finish without waiting, releasing the lock
+/// between turns so that other threads call MPI meanwhile
+/// ([`core::threads`]). An error from `ready` ends the wait too: the
+/// function's own call, made next, reports it. Below
+/// `MPI_THREAD_MULTIPLE` this returns at once, and the function waits
+/// under the lock.
+pub(crate) fn wait_released(name: &str, mut ready: impl FnMut(&mut Runtime) -> MpiResult<bool>) {
+    if !core::threads::multiple() || core::callback_runtime().is_some() {
+        return;
+    }
+    let mut backoff = shm_engine::Backoff::default();
+    loop {
+        let done = gate(name, |rt| {
+            let done = ready(rt).unwrap_or(true);
+            if !done {
+                rt.turn(&mut backoff, false);
+            }
+            done
+        });
+        if done {
+            return;
+        }
+        core::threads::let_others_in();
+    }
+}
+
+/// A blocking function that starts one request and waits for it (a
+/// receive, a blocking send or collective): `start` checks the arguments
+/// and starts the operation, returning its request's slot; `finish`
+/// completes it once it is ready. Under `MPI_THREAD_MULTIPLE` the request
+/// is waited for with the lock released between turns of the progress
+/// driver ([`core::threads`]); a request that is ready at once (an eager
+/// send) or during a turn finishes under the same lock.
+pub(crate) fn call_waiting(
+    name: &str,
+    comm: MPI_Comm,
+    start: impl FnOnce(&mut Runtime) -> MpiResult<usize>,
+    finish: impl FnOnce(&mut Runtime, usize) -> MpiResult<()>,
+) -> c_int {
+    if !core::threads::multiple() || core::callback_runtime().is_some() {
+        return call(name, comm, |rt| {
+            let i = start(rt)?;
+            finish(rt, i)
+        });
+    }
+    let mut start = Some(start);
+    let mut finish = Some(finish);
+    let mut started = None;
+    let mut backoff = shm_engine::Backoff::default();
+    loop {
+        let mut waiting = false;
+        let rc = call(name, comm, |rt| {
+            let i = match started {
+                Some(i) => i,
+                None => *started.insert(start.take().expect("started once")(rt)?),
+            };
+            if !rt.req_ready(i)? {
+                rt.turn(&mut backoff, false);
+                if !rt.req_ready(i)? {
+                    waiting = true;
+                    return Ok(());
+                }
+            }
+            finish.take().expect("finished once")(rt, i)
+        });
+        if !waiting {
+            return rc;
+        }
+        core::threads::let_others_in();
+    }
+}
+
 /// Run `f` on the library's state, without error handling: for functions
 /// that call the application (attribute callbacks) between steps, which
 /// must happen without the library lock since the callbacks may call MPI.

@@ -144,12 +144,16 @@ unsafe fn send_in(
     comm: MPI_Comm,
     mode: SendMode,
 ) -> c_int {
-    call(name, comm, |rt| {
-        // SAFETY: the buffer outlives the request: we wait for it here.
-        let r = unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode)? };
-        let i = rt.add_req(r);
-        rt.wait_req(i).map(drop)
-    })
+    call_waiting(
+        name,
+        comm,
+        |rt| {
+            // SAFETY: the buffer outlives the request: we wait for it here.
+            let r = unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode)? };
+            Ok(rt.add_req(r))
+        },
+        |rt, i| rt.wait_req(i).map(drop),
+    )
 }
 
 /// A nonblocking send in `mode`: its request goes to `request`.
@@ -282,13 +286,17 @@ large_count! {
         comm: MPI_Comm,
         status: *mut MPI_Status,
     ) {
-        call(NAME, comm, |rt| {
-            check_status(status)?;
-            // SAFETY: forwarded from the caller.
-            let r = unsafe { post_recv(rt, buf, count.get(), datatype, source, tag, comm)? };
-            let i = rt.add_req(r);
-            finish(rt, i, status)
-        })
+        call_waiting(
+            NAME,
+            comm,
+            |rt| {
+                check_status(status)?;
+                // SAFETY: forwarded from the caller.
+                let r = unsafe { post_recv(rt, buf, count.get(), datatype, source, tag, comm)? };
+                Ok(rt.add_req(r))
+            },
+            |rt, i| finish(rt, i, status),
+        )
     }
 }
 
@@ -417,18 +425,22 @@ large_count! {
         comm: MPI_Comm,
         status: *mut MPI_Status,
     ) {
-        call(NAME, comm, |rt| {
-            check_status(status)?;
-            // SAFETY: both buffers outlive the request: we wait here.
-            let r = unsafe {
-                isendrecv_in(
-                    rt, sendbuf, sendcount.get(), sendtype, dest, sendtag, recvbuf,
-                    recvcount.get(), recvtype, source, recvtag, comm,
-                )?
-            };
-            let i = rt.add_req(r);
-            finish(rt, i, status)
-        })
+        call_waiting(
+            NAME,
+            comm,
+            |rt| {
+                check_status(status)?;
+                // SAFETY: both buffers outlive the request: we wait here.
+                let r = unsafe {
+                    isendrecv_in(
+                        rt, sendbuf, sendcount.get(), sendtype, dest, sendtag, recvbuf,
+                        recvcount.get(), recvtype, source, recvtag, comm,
+                    )?
+                };
+                Ok(rt.add_req(r))
+            },
+            |rt, i| finish(rt, i, status),
+        )
     }
 }
 
@@ -472,17 +484,21 @@ large_count! {
         comm: MPI_Comm,
         status: *mut MPI_Status,
     ) {
-        call(NAME, comm, |rt| {
-            check_status(status)?;
-            // SAFETY: the buffer outlives the request: we wait here.
-            let r = unsafe {
-                isendrecv_replace_in(
-                    rt, buf, count.get(), datatype, dest, sendtag, source, recvtag, comm,
-                )?
-            };
-            let i = rt.add_req(r);
-            finish(rt, i, status)
-        })
+        call_waiting(
+            NAME,
+            comm,
+            |rt| {
+                check_status(status)?;
+                // SAFETY: the buffer outlives the request: we wait here.
+                let r = unsafe {
+                    isendrecv_replace_in(
+                        rt, buf, count.get(), datatype, dest, sendtag, source, recvtag, comm,
+                    )?
+                };
+                Ok(rt.add_req(r))
+            },
+            |rt, i| finish(rt, i, status),
+        )
     }
 }
 
@@ -760,6 +776,7 @@ pub unsafe extern "C" fn MPI_Probe(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    wait_released("MPI_Probe", |rt| probe_ready(rt, source, tag, comm));
     call("MPI_Probe", comm, |rt| {
         check_status(status)?;
         let st = match probe_args(rt, source, tag, comm)? {
@@ -772,6 +789,14 @@ pub unsafe extern "C" fn MPI_Probe(
         // SAFETY: status is an output argument (or ignored).
         unsafe { write_status(status, st) };
         Ok(())
+    })
+}
+
+/// Whether a blocking probe would find a message now (or fail at once).
+fn probe_ready(rt: &mut Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<bool> {
+    Ok(match probe_args(rt, source, tag, comm)? {
+        None => true,
+        Some((src, matcher, _)) => rt.ep.iprobe(src, matcher).is_some(),
     })
 }
 
@@ -821,6 +846,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     message: *mut MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
+    wait_released("MPI_Mprobe", |rt| probe_ready(rt, source, tag, comm));
     call("MPI_Mprobe", comm, |rt| {
         check_status(status)?;
         if message.is_null() {
@@ -906,13 +932,17 @@ large_count! {
         message: *mut MPI_Message,
         status: *mut MPI_Status,
     ) {
-        call(NAME, abi::MPI_COMM_WORLD, |rt| {
-            check_status(status)?;
-            // SAFETY: forwarded from the caller; we wait for the request here.
-            let r = unsafe { start_mrecv(rt, buf, count.get(), datatype, message)? };
-            let i = rt.add_req(r);
-            finish(rt, i, status)
-        })
+        call_waiting(
+            NAME,
+            abi::MPI_COMM_WORLD,
+            |rt| {
+                check_status(status)?;
+                // SAFETY: forwarded from the caller; we wait for the request here.
+                let r = unsafe { start_mrecv(rt, buf, count.get(), datatype, message)? };
+                Ok(rt.add_req(r))
+            },
+            |rt, i| finish(rt, i, status),
+        )
     }
 }
 

@@ -16,6 +16,7 @@
 
 use super::super::codes::code_in;
 use crate::core::Class;
+use crate::mpich::wait_released;
 use std::ffi::{c_int, c_void};
 
 use super::super::{
@@ -189,6 +190,11 @@ fn in_status(failed: bool) -> MpiResult<()> {
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    wait_released("MPI_Wait", |rt| {
+        // SAFETY: forwarded from the caller.
+        let h = unsafe { handle(request)? };
+        req_slot(*h)?.map_or(Ok(true), |i| rt.req_ready(i))
+    });
     call("MPI_Wait", abi::MPI_COMM_WORLD, |rt| {
         check_status(status)?;
         // SAFETY: forwarded from the caller.
@@ -372,6 +378,11 @@ pub unsafe extern "C" fn MPI_Waitall(
     requests: *mut MPI_Request,
     statuses: *mut MPI_Status,
 ) -> c_int {
+    wait_released("MPI_Waitall", |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(count, requests)? };
+        rt.all_done(&Handles(hs))
+    });
     call("MPI_Waitall", abi::MPI_COMM_WORLD, |rt| {
         check_statuses(statuses, count)?;
         // SAFETY: forwarded from the caller.
@@ -445,6 +456,11 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    wait_released("MPI_Waitany", |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(count, requests)? };
+        Ok(!matches!(rt.any_done(&Handles(hs))?, Any::Pending))
+    });
     call("MPI_Waitany", abi::MPI_COMM_WORLD, |rt| {
         check_status(status)?;
         // SAFETY: forwarded from the caller.
@@ -523,6 +539,11 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
+    wait_released("MPI_Waitsome", |rt| {
+        // SAFETY: forwarded from the caller.
+        let hs = unsafe { handles(incount, requests)? };
+        Ok(!matches!(rt.some_done(&Handles(hs))?, Any::Pending))
+    });
     call("MPI_Waitsome", abi::MPI_COMM_WORLD, |rt| {
         check_statuses(statuses, incount)?;
         // SAFETY: forwarded from the caller.
