@@ -27,7 +27,7 @@
 //! from its start to its end, as a `SERIALIZED` library may.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
 use shm_engine::Waker;
 
@@ -35,8 +35,9 @@ use shm_engine::Waker;
 /// `MPI_THREAD_MULTIPLE`: from then on, for the rest of the process.
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
 
-/// Wakes the thread that holds the lock, when it sleeps in the engine.
-static WAKER: Mutex<Option<Waker>> = Mutex::new(None);
+/// Wakes the thread that holds the lock, when it sleeps in the engine
+/// (the process's one endpoint lives until exit: set once).
+static WAKER: OnceLock<Waker> = OnceLock::new();
 
 /// Threads blocked on the lock.
 static QUEUED: AtomicUsize = AtomicUsize::new(0);
@@ -51,7 +52,7 @@ const YIELDS_TO_QUEUED: u32 = 16;
 /// From now on, threads may call MPI at once; `waker` ends the engine's
 /// sleep of whichever thread holds the lock.
 pub fn enable(waker: Waker) {
-    *WAKER.lock().unwrap_or_else(PoisonError::into_inner) = Some(waker);
+    let _ = WAKER.set(waker);
     MULTIPLE.store(true, Ordering::SeqCst);
 }
 
@@ -73,11 +74,7 @@ pub(super) fn take<T>(lock: &'static Mutex<T>) -> MutexGuard<'static, T> {
         Err(TryLockError::WouldBlock) => {}
     }
     QUEUED.fetch_add(1, Ordering::SeqCst);
-    if let Some(w) = WAKER
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-    {
+    if let Some(w) = WAKER.get() {
         w.wake();
     }
     let g = lock.lock().unwrap_or_else(PoisonError::into_inner);
