@@ -19,6 +19,8 @@ and the -x settings):
   TESSEL_NODE        virtual node of the process (rank / P with --ppn P, else 0)
   TESSEL_LOCAL_RANK  rank of the process among those of its virtual node
   TESSEL_LOCAL_SIZE  number of processes on its virtual node
+  TESSEL_UNIVERSE    BASE SIZE ID: the process's job is ids BASE.. of a
+                     universe of SIZE (see --universe-size) named ID
 Each process runs in a process group of its own. Rank 0 reads mpiexec's
 standard input unless that is a terminal; the other ranks read /dev/null.
 
@@ -37,7 +39,16 @@ adds the set app://NAME of RANKS, a list like 0-3,6 (ranks and inclusive
 ranges, in rank order of the set's group; each rank at most once). NAME may
 be given with or without its app:// prefix and may hold letters, digits and
 `_ . / -`; names are compared ignoring case. The sets reach the processes
-through the PMI key-value store (keys tessel.psets and tessel.pset.I).";
+through the PMI key-value store (keys tessel.psets and tessel.pset.I).
+
+Dynamic processes: MPI_Comm_spawn asks mpiexec to start processes, which join
+the running node's shared-memory segment. The segment is sized for the
+universe (--universe-size, MPI_UNIVERSE_SIZE); ids of processes that exited
+are not used again. Names published with MPI_Publish_name are seen by every
+job of this mpiexec.";
+
+/// Ids a one-node job may add by default (`--universe-size`).
+const DEFAULT_SPARE: u32 = 32;
 
 /// Where processes may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,6 +87,12 @@ pub struct Cli {
     #[arg(long, value_name = "P", value_parser = clap::value_parser!(u32).range(1..))]
     pub ppn: Option<u32>,
 
+    /// How many processes the job may hold in all, those MPI_Comm_spawn
+    /// adds included (MPI_UNIVERSE_SIZE). Default: N + 32 on one node; N
+    /// with --ppn (processes are added on one node only).
+    #[arg(long, value_name = "U", value_parser = clap::value_parser!(u32).range(1..))]
+    pub universe_size: Option<u32>,
+
     /// Set KEY=VALUE in the environment of every process (repeatable).
     #[arg(short = 'x', long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
@@ -111,6 +128,21 @@ impl Cli {
     /// Checks that need more than one option: every rank of a `--pset` is
     /// below `-n`, and no set is named twice.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(u) = self.universe_size {
+            if u < self.np {
+                return Err(format!(
+                    "--universe-size {u} is smaller than the number of processes {}",
+                    self.np
+                ));
+            }
+            if u > self.np && self.job_spec().mapping.nodes() > 1 {
+                return Err(format!(
+                    "--universe-size {u} with {} virtual nodes: processes can be added to a \
+                     job on one node only",
+                    self.job_spec().mapping.nodes()
+                ));
+            }
+        }
         for (i, (name, ranks)) in self.psets.iter().enumerate() {
             if let Some(r) = ranks.iter().find(|&&r| r >= self.np) {
                 return Err(format!(
@@ -128,6 +160,16 @@ impl Cli {
         Ok(())
     }
 
+    /// The universe size: as given, or the default (see `--universe-size`).
+    fn universe(&self) -> u32 {
+        let nodes = Mapping::block(self.np, self.ppn).nodes();
+        self.universe_size.unwrap_or(if nodes > 1 {
+            self.np
+        } else {
+            self.np.saturating_add(DEFAULT_SPARE)
+        })
+    }
+
     /// The job this command line describes.
     pub fn job_spec(&self) -> JobSpec {
         let mut command = self.command.iter().cloned();
@@ -136,6 +178,7 @@ impl Cli {
             program,
             args: command.collect(),
             mapping: Mapping::block(self.np, self.ppn),
+            universe: self.universe(),
             env: self.env.clone(),
             psets: self.psets.clone(),
             bind: self.bind,
@@ -327,6 +370,8 @@ mod tests {
             "TESSEL_NODE",
             "TESSEL_LOCAL_RANK",
             "TESSEL_LOCAL_SIZE",
+            "TESSEL_UNIVERSE",
+            "--universe-size",
             "124",
             "127",
         ] {

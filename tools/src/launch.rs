@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use crate::cli::Bind;
 use crate::mapping::Mapping;
-use crate::pmi_server::PmiServer;
 use crate::pmi_server::Stage;
+use crate::pmi_server::{PmiServer, SpawnRequest};
 use crate::sys::{self, CpuSet};
 use shm_engine::bootstrap::abort_status;
 use shm_engine::locality::{PLACE_VAR, Place};
@@ -76,6 +76,8 @@ pub struct JobSpec {
     pub args: Vec<OsString>,
     /// Number of ranks and their virtual nodes.
     pub mapping: Mapping,
+    /// How many processes the job may hold, those spawns add included.
+    pub universe: u32,
     /// Extra environment variables, set on top of the inherited ones.
     pub env: Vec<(String, String)>,
     /// Named process sets, `(full name, ranks)`, published through PMI.
@@ -106,6 +108,7 @@ pub fn run(spec: &JobSpec) -> i32 {
     };
     let kvsname = format!("tessel_{}", std::process::id());
     let mut server = PmiServer::new(&kvsname, &spec.mapping);
+    server.set_universe(spec.universe);
     if let Err(e) = server.publish_psets(&spec.psets) {
         eprintln!("mpiexec: {e}");
         return 1;
@@ -117,9 +120,23 @@ pub fn run(spec: &JobSpec) -> i32 {
         phase: Phase::Running,
         gone: Vec::new(),
         started,
+        places,
     };
     for rank in 0..spec.mapping.np() {
-        match spawn_rank(spec, rank, &places) {
+        let m = &spec.mapping;
+        let start = Start {
+            program: &spec.program,
+            args: &spec.args,
+            id: rank,
+            rank,
+            size: m.np(),
+            node: m.node_of(rank),
+            local_rank: m.local_rank(rank),
+            local_size: m.local_size(rank),
+            base: 0,
+            wdir: None,
+        };
+        match start_process(spec, &start, &job.places) {
             Ok(proc) => job.procs.push(proc),
             Err(e) => {
                 eprintln!(
@@ -150,6 +167,7 @@ fn bind_name(bind: Bind) -> &'static str {
 
 /// Where a process is bound: its CPUs, and its place as `TESSEL_PLACE`
 /// tells it (so that it need not load hwloc itself).
+#[derive(Debug)]
 struct Binding {
     cpus: CpuSet,
     place: String,
@@ -202,10 +220,30 @@ pub fn places(bind: Bind, topo: &Topology, available: &[usize]) -> Vec<Vec<usize
         .collect()
 }
 
-/// Start rank `rank`: a new process group, its end of a socket pair as
-/// `PMI_FD`, the job variables, and bound to the (local rank mod n)-th of
-/// the n `places` if there are any (and told so in `TESSEL_PLACE`).
-fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc> {
+/// What one process is started as.
+struct Start<'a> {
+    program: &'a std::ffi::OsStr,
+    args: &'a [OsString],
+    /// Its id among all processes of the launcher (the universe's).
+    id: u32,
+    /// Its rank in its job, the job's size, its virtual node and its place
+    /// there.
+    rank: u32,
+    size: u32,
+    node: u32,
+    local_rank: u32,
+    local_size: u32,
+    /// The id of its job's rank 0.
+    base: u32,
+    /// Where it starts (a spawn's `wdir`).
+    wdir: Option<&'a Path>,
+}
+
+/// Start a process: a new process group, its end of a socket pair as
+/// `PMI_FD`, the job variables, and bound to the (id mod n)-th of the n
+/// `places` if there are any (and told so in `TESSEL_PLACE`).
+fn start_process(spec: &JobSpec, start: &Start, places: &[Binding]) -> io::Result<Proc> {
+    let rank = start.rank;
     let (ours, theirs) = UnixStream::pair()?;
     // Keep the child's descriptor clear of 0..=2, which Command may replace
     // with the child's stdio (possible if mpiexec was started with one
@@ -217,10 +255,12 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc>
     };
     ours.set_nonblocking(true)?;
     let fd = theirs.as_raw_fd();
-    let m = &spec.mapping;
 
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args);
+    let mut cmd = Command::new(start.program);
+    cmd.args(start.args);
+    if let Some(dir) = start.wdir {
+        cmd.current_dir(dir);
+    }
     for var in FOREIGN_PMI_VARIABLES {
         cmd.env_remove(var);
     }
@@ -229,21 +269,25 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc>
     }
     cmd.env("PMI_FD", fd.to_string())
         .env("PMI_RANK", rank.to_string())
-        .env("PMI_SIZE", m.np().to_string())
-        .env("TESSEL_NODE", m.node_of(rank).to_string())
-        .env("TESSEL_LOCAL_RANK", m.local_rank(rank).to_string())
-        .env("TESSEL_LOCAL_SIZE", m.local_size(rank).to_string());
-    // Rank 0 reads mpiexec's standard input, unless that is a terminal: the
-    // ranks are not in the terminal's foreground process group, so a read
-    // would stop the rank with SIGTTIN and hang the job.
-    if rank != 0 || io::stdin().is_terminal() {
+        .env("PMI_SIZE", start.size.to_string())
+        .env("TESSEL_NODE", start.node.to_string())
+        .env("TESSEL_LOCAL_RANK", start.local_rank.to_string())
+        .env("TESSEL_LOCAL_SIZE", start.local_size.to_string())
+        .env(
+            shm_engine::bootstrap::pmi::UNIVERSE_VAR,
+            format!("{} {} {}", start.base, spec.universe, std::process::id()),
+        );
+    // Process 0 reads mpiexec's standard input, unless that is a terminal:
+    // the ranks are not in the terminal's foreground process group, so a
+    // read would stop the rank with SIGTTIN and hang the job.
+    if start.id != 0 || io::stdin().is_terminal() {
         cmd.stdin(Stdio::null());
     }
     cmd.process_group(0);
     // Round robin by rank, not by local rank: every process this mpiexec
     // starts runs on this machine, virtual nodes included, so two virtual
     // nodes must not pile their processes onto the same first cores.
-    let binding = (!places.is_empty()).then(|| &places[rank as usize % places.len()]);
+    let binding = (!places.is_empty()).then(|| &places[start.id as usize % places.len()]);
     if let Some(b) = binding {
         cmd.env(PLACE_VAR, &b.place);
     } else {
@@ -266,7 +310,7 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc>
     drop(theirs);
     let pid = i32::try_from(child.id()).map_err(io::Error::other)?;
     Ok(Proc {
-        rank,
+        rank: start.id,
         pid,
         status: None,
         conn: Some(Conn {
@@ -276,6 +320,42 @@ fn spawn_rank(spec: &JobSpec, rank: u32, places: &[Binding]) -> io::Result<Proc>
             discarding: false,
         }),
     })
+}
+
+/// The file a spawn's `program` names: a path (relative to `wdir`), or a
+/// name looked up in `path` (a spawn's `path` hint, `:`-separated) and
+/// then `PATH`; it must be an executable file.
+fn resolve(
+    program: &str,
+    wdir: Option<&Path>,
+    path: Option<&str>,
+) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.is_empty() {
+        return Err("empty command".into());
+    }
+    if program.contains('/') {
+        let p = match wdir {
+            Some(dir) if !program.starts_with('/') => dir.join(program),
+            _ => std::path::PathBuf::from(program),
+        };
+        return if runnable(&p) {
+            Ok(p)
+        } else {
+            Err(format!("{} is not an executable file", p.display()))
+        };
+    }
+    let env_path = std::env::var("PATH").unwrap_or_default();
+    path.into_iter()
+        .chain([env_path.as_str()])
+        .flat_map(|list| list.split(':'))
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| Path::new(dir).join(program))
+        .find(|p| runnable(p))
+        .ok_or_else(|| format!("{program} was not found in PATH"))
 }
 
 /// In the child before exec: die with the launcher, let the PMI socket
@@ -298,9 +378,10 @@ fn child_setup(fd: i32, cpu: Option<&CpuSet>, parent: libc::pid_t) -> io::Result
     Ok(())
 }
 
-/// One rank's process and PMI connection.
+/// One process and its PMI connection.
 #[derive(Debug)]
 struct Proc {
+    /// Its id (its rank, for the job `mpiexec` started).
     rank: u32,
     pid: i32,
     /// Set once the process has been reaped.
@@ -343,6 +424,7 @@ struct Job<'a> {
     /// Ranks whose connection closed, still to be reported to the server.
     gone: Vec<u32>,
     started: Instant,
+    places: Vec<Binding>,
 }
 
 impl Job<'_> {
@@ -465,7 +547,75 @@ impl Job<'_> {
                 self.aborted(index, code);
                 return;
             }
+            if let Some(req) = outcome.spawn {
+                self.spawn_job(req);
+            }
         }
+    }
+
+    /// Start the processes a running one asked for (MPI_Comm_spawn) as a
+    /// new job, and answer it.
+    fn spawn_job(&mut self, req: SpawnRequest) {
+        let by = req.by;
+        let refuse = |job: &mut Self, msg: String| {
+            let msg: String = msg
+                .chars()
+                .map(|c| if c.is_whitespace() { '_' } else { c })
+                .collect();
+            job.deliver(vec![(by, format!("cmd=spawn_result rc=-1 msg={msg}"))]);
+        };
+        let mut programs = Vec::with_capacity(req.apps.len());
+        for app in &req.apps {
+            let info = |k: &str| {
+                app.info
+                    .iter()
+                    .find(|(key, _)| key == k)
+                    .map(|(_, v)| v.as_str())
+            };
+            let wdir = info("wdir").map(std::path::PathBuf::from);
+            match resolve(&app.program, wdir.as_deref(), info("path")) {
+                Ok(p) => programs.push((p, wdir)),
+                Err(e) => return refuse(self, e),
+            }
+        }
+        let procs: Vec<u32> = req.apps.iter().map(|a| a.procs).collect();
+        let base = match self.server.add_job(&procs, &req.preput) {
+            Ok(base) => base,
+            Err(msg) => return refuse(self, msg),
+        };
+        let size: u32 = procs.iter().sum();
+        let mut id = base;
+        for (app, (program, wdir)) in req.apps.iter().zip(&programs) {
+            let args: Vec<OsString> = app.args.iter().map(OsString::from).collect();
+            for _ in 0..app.procs {
+                let (_, rank) = self.server.job_of(id);
+                let start = Start {
+                    program: program.as_os_str(),
+                    args: &args,
+                    id,
+                    rank,
+                    size,
+                    node: 0,
+                    local_rank: rank,
+                    local_size: size,
+                    base,
+                    wdir: wdir.as_deref(),
+                };
+                match start_process(self.spec, &start, &self.places) {
+                    Ok(proc) => self.procs.push(proc),
+                    Err(e) => {
+                        eprintln!(
+                            "mpiexec: cannot execute {} for MPI_Comm_spawn: {e}",
+                            program.display()
+                        );
+                        self.end(EXIT_CANNOT_EXECUTE, libc::SIGTERM, None);
+                        return;
+                    }
+                }
+                id += 1;
+            }
+        }
+        self.deliver(vec![(by, format!("cmd=spawn_result rc=0 base={base}"))]);
     }
 
     /// Queue answers and try to send them right away.

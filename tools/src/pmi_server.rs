@@ -12,13 +12,29 @@
 //! | `cmd=init pmi_version=1 pmi_subversion=1` | `cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0` |
 //! | `cmd=get_maxes` | `cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024 rc=0` |
 //! | `cmd=get_my_kvsname` | `cmd=my_kvsname kvsname=K rc=0` |
-//! | `cmd=get_appnum` | `cmd=appnum appnum=0 rc=0` |
-//! | `cmd=get_universe_size` | `cmd=universe_size size=N rc=0` |
+//! | `cmd=get_appnum` | `cmd=appnum appnum=A rc=0` (the command's index in a spawn, else 0) |
+//! | `cmd=get_universe_size` | `cmd=universe_size size=U rc=0` |
 //! | `cmd=put kvsname=K key=KEY value=V` | `cmd=put_result rc=0 msg=success` |
 //! | `cmd=get kvsname=K key=KEY` | `cmd=get_result rc=0 msg=success value=V` |
 //! | `cmd=barrier_in` | `cmd=barrier_out rc=0`, to all, once every rank that has not finalized is in |
 //! | `cmd=finalize` | `cmd=finalize_ack rc=0` |
 //! | `cmd=abort exitcode=C` | none: the launcher ends the job with code C |
+//! | `mcmd=spawn` ... `endcmd` (one block per command) | `cmd=spawn_result rc=0 base=B` after the last block, from the launcher |
+//! | `cmd=publish_name service=S port=P` | `cmd=publish_result rc=0` |
+//! | `cmd=unpublish_name service=S` | `cmd=unpublish_result rc=0` |
+//! | `cmd=lookup_name service=S` | `cmd=lookup_result rc=0 port=P` |
+//!
+//! # Jobs and process ids
+//!
+//! A spawn (MPI-4.1 §11.8) makes a new job, with its own key-value space,
+//! barrier and ranks `0..n`; the server numbers every process of every
+//! job with one *id* (the job `mpiexec` started holds `0..N`, each new
+//! job the next free ids), which is also its id in the engine's universe.
+//! A spawn block lists `nprocs`, `execname`, `totspawns`, `spawnssofar`
+//! (1-based), `argcnt` and `arg1`.., `preput_num` and `preput_key_I` /
+//! `preput_val_I` (put in the new space before its processes start),
+//! `info_num` and `info_key_I` / `info_val_I`, one `key=value` per line.
+//! Published names are shared by all jobs.
 //!
 //! A rank that leaves (exits or closes its connection) without `finalize`
 //! never enters a barrier again: [`PmiServer::blocking_departure`] names it
@@ -52,6 +68,31 @@ pub const KVS_BYTES: usize = 64 << 20;
 /// The key under which the rank-to-node map is published.
 pub const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
 
+/// One command of a spawn request.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SpawnApp {
+    /// The command (`execname`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// How many processes run it (`nprocs`).
+    pub procs: u32,
+    /// Its hints (`wdir`, `path`; others are ignored).
+    pub info: Vec<(String, String)>,
+}
+
+/// A complete spawn request: the launcher starts the processes (after
+/// [`PmiServer::add_job`]) and answers `by` itself.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SpawnRequest {
+    /// The id of the process that asked.
+    pub by: u32,
+    /// One per command.
+    pub apps: Vec<SpawnApp>,
+    /// Keys and values for the new job's space.
+    pub preput: Vec<(String, String)>,
+}
+
 /// What the launcher must do after a request line.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
@@ -62,6 +103,8 @@ pub struct Outcome {
     /// Something worth reporting on stderr (an unknown command, a malformed
     /// line).
     pub warning: Option<String>,
+    /// A process asked for new processes.
+    pub spawn: Option<SpawnRequest>,
 }
 
 /// How far a rank got through the PMI session.
@@ -76,8 +119,17 @@ pub enum Stage {
     Finalized,
 }
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct RankState {
+    /// The job (key-value space) of the process, its rank there, and the
+    /// index of its command in the spawn that started it.
+    space: usize,
+    rank: u32,
+    appnum: u32,
+    /// Complete spawn blocks received, and the lines of the one being
+    /// received.
+    spawn: Vec<HashMap<String, String>>,
+    block: Option<HashMap<String, String>>,
     stage: Stage,
     /// Exited, or closed its PMI connection.
     gone: bool,
@@ -88,14 +140,27 @@ struct RankState {
     warned_full: bool,
 }
 
-/// The key-value store and barrier of one job.
+/// One job's key-value space.
 #[derive(Debug)]
-pub struct PmiServer {
+struct Space {
     kvsname: String,
     kvs: HashMap<String, String>,
-    /// Bytes of the keys and values in `kvs`.
+    /// Ids of its processes, by rank.
+    members: Vec<u32>,
+}
+
+/// The key-value spaces and barriers of the jobs of one launcher.
+#[derive(Debug)]
+pub struct PmiServer {
+    spaces: Vec<Space>,
+    /// Bytes of the keys and values of all spaces.
     kvs_bytes: usize,
+    /// By process id.
     ranks: Vec<RankState>,
+    /// Published names: service -> port.
+    names: HashMap<String, String>,
+    /// How many process ids may exist.
+    universe: u32,
 }
 
 impl PmiServer {
@@ -116,12 +181,74 @@ impl PmiServer {
         let mapping_value = mapping.process_mapping();
         let kvs_bytes = PROCESS_MAPPING_KEY.len() + mapping_value.len();
         let kvs = HashMap::from([(PROCESS_MAPPING_KEY.to_owned(), mapping_value)]);
+        let np = mapping.np();
         Self {
-            kvsname: kvsname.to_owned(),
-            kvs,
+            spaces: vec![Space {
+                kvsname: kvsname.to_owned(),
+                kvs,
+                members: (0..np).collect(),
+            }],
             kvs_bytes,
-            ranks: vec![RankState::default(); mapping.np() as usize],
+            ranks: (0..np)
+                .map(|rank| RankState {
+                    rank,
+                    ..RankState::default()
+                })
+                .collect(),
+            names: HashMap::new(),
+            universe: np,
         }
+    }
+
+    /// Let spawns add processes up to `size` ids in all.
+    pub fn set_universe(&mut self, size: u32) {
+        self.universe = size.max(self.ranks.len() as u32);
+    }
+
+    /// A new job of `procs[i]` processes running command `i`, whose space
+    /// holds `preput`: their ids (the next free ones, returned as the
+    /// first), or why not.
+    pub fn add_job(&mut self, procs: &[u32], preput: &[(String, String)]) -> Result<u32, String> {
+        let base = self.ranks.len() as u32;
+        let n: u32 = procs.iter().sum();
+        if n == 0 {
+            return Err("no_processes_requested".into());
+        }
+        if u64::from(base) + u64::from(n) > u64::from(self.universe) {
+            return Err(format!(
+                "universe_full:_{base}_of_{}_ids_used,_{n}_more_asked_(mpiexec_--universe-size)",
+                self.universe
+            ));
+        }
+        let space = self.spaces.len();
+        let mapping = Mapping::block(n, None).process_mapping();
+        let mut kvs = HashMap::from([(PROCESS_MAPPING_KEY.to_owned(), mapping)]);
+        kvs.extend(preput.iter().cloned());
+        self.kvs_bytes += kvs.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+        self.spaces.push(Space {
+            kvsname: format!("{}_{space}", self.spaces[0].kvsname),
+            kvs,
+            members: (base..base + n).collect(),
+        });
+        let mut rank = 0;
+        for (appnum, &count) in procs.iter().enumerate() {
+            for _ in 0..count {
+                self.ranks.push(RankState {
+                    space,
+                    rank,
+                    appnum: appnum as u32,
+                    ..RankState::default()
+                });
+                rank += 1;
+            }
+        }
+        Ok(base)
+    }
+
+    /// Process `id`'s job index (0 for the first) and rank there.
+    pub fn job_of(&self, id: u32) -> (usize, u32) {
+        let s = &self.ranks[id as usize];
+        (s.space, s.rank)
     }
 
     /// Publish named process sets (`(name, ranks)`) in the key-value
@@ -150,14 +277,14 @@ impl PmiServer {
         }
         for (key, value) in entries {
             self.kvs_bytes += key.len() + value.len();
-            self.kvs.insert(key, value);
+            self.spaces[0].kvs.insert(key, value);
         }
         Ok(())
     }
 
-    /// The job's kvsname.
+    /// The first job's kvsname.
     pub fn kvsname(&self) -> &str {
-        &self.kvsname
+        &self.spaces[0].kvsname
     }
 
     /// The answer to a line that could not be read at all (too long).
@@ -174,6 +301,9 @@ impl PmiServer {
             return Self::refuse(rank, "malformed_line_not_utf8", "a line that is not UTF-8");
         };
         let text = text.strip_suffix('\r').unwrap_or(text);
+        if self.ranks[r].block.is_some() || text.starts_with("mcmd=") {
+            return self.spawn_line(rank, text);
+        }
         let Some(fields) = parse_fields(text) else {
             return Self::refuse(
                 rank,
@@ -206,17 +336,41 @@ impl PmiServer {
                 "cmd=maxes kvsname_max={KVSNAME_MAX} keylen_max={KEYLEN_MAX} \
                  vallen_max={VALLEN_MAX} rc=0"
             )),
-            "get_my_kvsname" => reply(format!("cmd=my_kvsname kvsname={} rc=0", self.kvsname)),
-            "get_appnum" => reply("cmd=appnum appnum=0 rc=0".to_owned()),
+            "get_my_kvsname" => reply(format!(
+                "cmd=my_kvsname kvsname={} rc=0",
+                self.spaces[self.ranks[r].space].kvsname
+            )),
+            "get_appnum" => reply(format!("cmd=appnum appnum={} rc=0", self.ranks[r].appnum)),
             "get_universe_size" => {
-                reply(format!("cmd=universe_size size={} rc=0", self.ranks.len()));
+                reply(format!("cmd=universe_size size={} rc=0", self.universe));
             }
+            "publish_name" => match (fields.get("service"), fields.get("port")) {
+                (Some(&service), Some(&port)) => {
+                    if self.names.contains_key(service) {
+                        reply("cmd=publish_result rc=-1 msg=name_already_published".into());
+                    } else {
+                        self.names.insert(service.to_owned(), port.to_owned());
+                        reply("cmd=publish_result rc=0 msg=success".into());
+                    }
+                }
+                _ => reply("cmd=publish_result rc=-1 msg=missing_service_or_port".into()),
+            },
+            "unpublish_name" => match fields.get("service") {
+                Some(&service) if self.names.remove(service).is_some() => {
+                    reply("cmd=unpublish_result rc=0 msg=success".into());
+                }
+                _ => reply("cmd=unpublish_result rc=-1 msg=name_not_published".into()),
+            },
+            "lookup_name" => match fields.get("service").and_then(|s| self.names.get(*s)) {
+                Some(port) => reply(format!("cmd=lookup_result rc=0 msg=success port={port}")),
+                None => reply("cmd=lookup_result rc=-1 msg=name_not_published".into()),
+            },
             "put" => {
                 let (line, warning) = self.put(rank, &fields);
                 reply(line);
                 out.warning = warning;
             }
-            "get" => reply(self.get(&fields)),
+            "get" => reply(self.get(rank, &fields)),
             "barrier_in" => {
                 if self.ranks[r].in_barrier {
                     return Self::refuse(
@@ -226,12 +380,14 @@ impl PmiServer {
                     );
                 }
                 self.ranks[r].in_barrier = true;
-                out.replies.extend(self.complete_barrier());
+                out.replies
+                    .extend(self.complete_barrier(self.ranks[r].space));
             }
             "finalize" => {
                 self.ranks[r].stage = Stage::Finalized;
                 out.replies.push((rank, "cmd=finalize_ack rc=0".to_owned()));
-                out.replies.extend(self.complete_barrier());
+                out.replies
+                    .extend(self.complete_barrier(self.ranks[r].space));
             }
             "abort" => {
                 let code = fields.get("exitcode").and_then(|c| c.parse::<i32>().ok());
@@ -256,7 +412,8 @@ impl PmiServer {
         let state = &mut self.ranks[rank as usize];
         state.gone = true;
         state.in_barrier = false;
-        self.complete_barrier()
+        let space = state.space;
+        self.complete_barrier(space)
     }
 
     /// How far `rank` got.
@@ -267,14 +424,67 @@ impl PmiServer {
     /// A rank that left without finalizing while others wait for it in a
     /// barrier it can never enter: the job cannot go on.
     pub fn blocking_departure(&self) -> Option<u32> {
-        if !self.ranks.iter().any(|s| s.in_barrier) {
-            return None;
+        self.spaces.iter().find_map(|sp| {
+            let state = |&id: &u32| &self.ranks[id as usize];
+            if !sp.members.iter().any(|id| state(id).in_barrier) {
+                return None;
+            }
+            sp.members
+                .iter()
+                .copied()
+                .find(|id| state(id).gone && state(id).stage != Stage::Finalized)
+        })
+    }
+
+    /// A line of a spawn request from `rank`: the request once complete.
+    fn spawn_line(&mut self, rank: u32, text: &str) -> Outcome {
+        let state = &mut self.ranks[rank as usize];
+        if text == "endcmd" {
+            let block = state.block.take().unwrap_or_default();
+            state.spawn.push(block);
+            let last = state.spawn.last().expect("just pushed");
+            let (Some(total), Some(sofar)) = (
+                last.get("totspawns").and_then(|v| v.parse::<usize>().ok()),
+                last.get("spawnssofar")
+                    .and_then(|v| v.parse::<usize>().ok()),
+            ) else {
+                state.spawn.clear();
+                return Self::refuse_spawn(rank, "missing_totspawns_or_spawnssofar");
+            };
+            if sofar < total {
+                return Outcome::default();
+            }
+            let blocks = std::mem::take(&mut state.spawn);
+            return match spawn_request(rank, &blocks) {
+                Ok(req) => Outcome {
+                    spawn: Some(req),
+                    ..Outcome::default()
+                },
+                Err(msg) => Self::refuse_spawn(rank, &msg),
+            };
         }
-        let stuck = self
-            .ranks
-            .iter()
-            .position(|s| s.gone && s.stage != Stage::Finalized)?;
-        Some(stuck as u32)
+        let block = state.block.get_or_insert_with(HashMap::new);
+        match text.split_once('=') {
+            Some((k, v)) => {
+                block.insert(k.to_owned(), v.to_owned());
+                Outcome::default()
+            }
+            None => {
+                state.block = None;
+                state.spawn.clear();
+                Self::refuse_spawn(rank, "malformed_spawn_line")
+            }
+        }
+    }
+
+    fn refuse_spawn(rank: u32, msg: &str) -> Outcome {
+        Outcome {
+            replies: vec![(rank, format!("cmd=spawn_result rc=-1 msg={msg}"))],
+            warning: Some(format!(
+                "rank {rank} sent a bad spawn request ({msg}); answered rc=-1"
+            )),
+            ..Outcome::default()
+        }
     }
 
     /// An error answer to `rank`, with a warning for the launcher's log.
@@ -287,21 +497,30 @@ impl PmiServer {
             replies: vec![(rank, Self::error_line(&msg))],
             abort: None,
             warning: Some(format!("rank {rank} sent {what}; answered rc=-1")),
+            spawn: None,
         }
     }
 
-    /// Release the barrier if every rank that has not finalized is in it.
-    fn complete_barrier(&mut self) -> Vec<(u32, String)> {
+    /// Release job `space`'s barrier if every process of it that has not
+    /// finalized is in it.
+    fn complete_barrier(&mut self, space: usize) -> Vec<(u32, String)> {
+        let members = &self.spaces[space].members;
+        let state = |id: &u32| &self.ranks[*id as usize];
         let expected = |s: &RankState| s.stage != Stage::Finalized;
-        let waiting = self.ranks.iter().filter(|s| s.in_barrier).count();
-        if waiting == 0 || self.ranks.iter().any(|s| expected(s) && !s.in_barrier) {
+        let waiting = members.iter().filter(|id| state(id).in_barrier).count();
+        if waiting == 0
+            || members
+                .iter()
+                .any(|id| expected(state(id)) && !state(id).in_barrier)
+        {
             return Vec::new();
         }
         let mut replies = Vec::with_capacity(waiting);
-        for (rank, state) in self.ranks.iter_mut().enumerate() {
+        for &id in members {
+            let state = &mut self.ranks[id as usize];
             if state.in_barrier {
                 state.in_barrier = false;
-                replies.push((rank as u32, "cmd=barrier_out rc=0".to_owned()));
+                replies.push((id, "cmd=barrier_out rc=0".to_owned()));
             }
         }
         replies
@@ -310,10 +529,11 @@ impl PmiServer {
     /// Check the kvsname and key of a put/get; the error `msg` otherwise.
     fn check_kvs_and_key<'a>(
         &self,
+        rank: u32,
         fields: &HashMap<&str, &'a str>,
     ) -> Result<&'a str, &'static str> {
         match fields.get("kvsname") {
-            Some(&name) if name == self.kvsname => {}
+            Some(&name) if name == self.spaces[self.ranks[rank as usize].space].kvsname => {}
             Some(_) => return Err("unknown_kvsname"),
             None => return Err("missing_kvsname"),
         }
@@ -331,10 +551,11 @@ impl PmiServer {
     /// first time the store refuses that rank for being full.
     fn put(&mut self, rank: u32, fields: &HashMap<&str, &str>) -> (String, Option<String>) {
         let refuse = |msg: &str| (format!("cmd=put_result rc=-1 msg={msg}"), None);
-        let key = match self.check_kvs_and_key(fields) {
+        let key = match self.check_kvs_and_key(rank, fields) {
             Ok(key) => key,
             Err(msg) => return refuse(msg),
         };
+        let space = self.ranks[rank as usize].space;
         let Some(&value) = fields.get("value") else {
             return refuse("missing_value");
         };
@@ -344,7 +565,7 @@ impl PmiServer {
         if key == PROCESS_MAPPING_KEY {
             return refuse("key_reserved");
         }
-        let old = self.kvs.get(key).map(|v| key.len() + v.len());
+        let old = self.spaces[space].kvs.get(key).map(|v| key.len() + v.len());
         let bytes = self.kvs_bytes - old.unwrap_or(0) + key.len() + value.len();
         let state = &mut self.ranks[rank as usize];
         let full = if old.is_none() && state.keys >= KEYS_PER_RANK {
@@ -373,20 +594,63 @@ impl PmiServer {
             state.keys += 1;
         }
         self.kvs_bytes = bytes;
-        self.kvs.insert(key.to_owned(), value.to_owned());
+        self.spaces[space]
+            .kvs
+            .insert(key.to_owned(), value.to_owned());
         ("cmd=put_result rc=0 msg=success".to_owned(), None)
     }
 
-    fn get(&self, fields: &HashMap<&str, &str>) -> String {
-        let key = match self.check_kvs_and_key(fields) {
+    fn get(&self, rank: u32, fields: &HashMap<&str, &str>) -> String {
+        let key = match self.check_kvs_and_key(rank, fields) {
             Ok(key) => key,
             Err(msg) => return format!("cmd=get_result rc=-1 msg={msg}"),
         };
-        match self.kvs.get(key) {
+        match self.spaces[self.ranks[rank as usize].space].kvs.get(key) {
             Some(value) => format!("cmd=get_result rc=0 msg=success value={value}"),
             None => format!("cmd=get_result rc=-1 msg=key_{key}_not_found"),
         }
     }
+}
+
+/// The request the spawn blocks of `by` describe.
+fn spawn_request(by: u32, blocks: &[HashMap<String, String>]) -> Result<SpawnRequest, String> {
+    let num = |b: &HashMap<String, String>, k: &str| -> Result<usize, String> {
+        b.get(k)
+            .map_or(Ok(0), |v| v.parse().map_err(|_| format!("bad_{k}")))
+    };
+    let mut req = SpawnRequest {
+        by,
+        ..SpawnRequest::default()
+    };
+    for b in blocks {
+        let program = b.get("execname").cloned().ok_or("missing_execname")?;
+        let procs = u32::try_from(num(b, "nprocs")?).map_err(|_| "bad_nprocs")?;
+        let args = (1..=num(b, "argcnt")?)
+            .map(|i| {
+                b.get(&format!("arg{i}"))
+                    .cloned()
+                    .ok_or(format!("missing_arg{i}"))
+            })
+            .collect::<Result<_, _>>()?;
+        let pairs = |n: &str, k: &str, v: &str| -> Result<Vec<(String, String)>, String> {
+            (0..num(b, n)?)
+                .map(|i| {
+                    let key = b.get(&format!("{k}{i}")).cloned();
+                    let val = b.get(&format!("{v}{i}")).cloned();
+                    key.zip(val).ok_or(format!("missing_{k}{i}"))
+                })
+                .collect()
+        };
+        let info = pairs("info_num", "info_key_", "info_val_")?;
+        req.preput = pairs("preput_num", "preput_key_", "preput_val_")?;
+        req.apps.push(SpawnApp {
+            program,
+            args,
+            procs,
+            info,
+        });
+    }
+    Ok(req)
 }
 
 /// Split a request into `key=value` pairs; `None` if a token has no `=`.
@@ -660,6 +924,88 @@ mod tests {
     }
 
     #[test]
+    fn spawn_blocks_make_a_request_and_new_jobs_get_the_next_ids() {
+        let mut s = server(2);
+        s.set_universe(6);
+        let block = |sofar: u32| {
+            format!(
+                "mcmd=spawn\nnprocs=2\nexecname=/bin/prog\ntotspawns=2\nspawnssofar={sofar}\n\
+                 argcnt=2\narg1=a b\narg2=c\npreput_num=1\npreput_key_0=k\npreput_val_0=00ff\n\
+                 info_num=1\ninfo_key_0=wdir\ninfo_val_0=/tmp\nendcmd"
+            )
+        };
+        let (one, two) = (block(1), block(2));
+        let mut outs: Vec<Outcome> = one
+            .lines()
+            .chain(two.lines())
+            .map(|l| s.handle_line(1, l.as_bytes()))
+            .collect();
+        let last = outs.pop().unwrap();
+        assert!(outs.iter().all(|o| *o == Outcome::default()), "{outs:?}");
+        let req = last.spawn.expect("a complete request");
+        assert_eq!(req.by, 1);
+        assert_eq!(req.apps.len(), 2);
+        assert_eq!(req.apps[1].args, ["a b", "c"]);
+        assert_eq!(req.apps[0].procs, 2);
+        assert_eq!(req.apps[0].info, [("wdir".to_owned(), "/tmp".to_owned())]);
+        assert_eq!(req.preput, [("k".to_owned(), "00ff".to_owned())]);
+        assert_eq!(s.add_job(&[2, 2], &req.preput), Ok(2));
+        assert!(
+            s.add_job(&[1], &[])
+                .unwrap_err()
+                .starts_with("universe_full")
+        );
+        assert_eq!(s.job_of(5), (1, 3));
+        assert_eq!(
+            only_reply(ask(&mut s, 4, "cmd=get_appnum")),
+            "cmd=appnum appnum=1 rc=0"
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 3, "cmd=get_my_kvsname")),
+            "cmd=my_kvsname kvsname=tessel_test_1 rc=0"
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 3, "cmd=get kvsname=tessel_test_1 key=k")),
+            "cmd=get_result rc=0 msg=success value=00ff"
+        );
+        // Each job's space and barrier are its own.
+        assert!(
+            only_reply(ask(&mut s, 0, "cmd=get kvsname=tessel_test_1 key=k")).contains("rc=-1")
+        );
+        for id in 2..5 {
+            assert!(ask(&mut s, id, "cmd=barrier_in").replies.is_empty());
+        }
+        let out = ask(&mut s, 5, "cmd=barrier_in");
+        let mut ids: Vec<u32> = out.replies.iter().map(|r| r.0).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [2, 3, 4, 5]);
+        // A block without its counts is refused.
+        s.handle_line(0, b"mcmd=spawn");
+        let out = s.handle_line(0, b"endcmd");
+        assert!(only_reply(out).starts_with("cmd=spawn_result rc=-1"));
+    }
+
+    #[test]
+    fn names_are_published_once_for_every_job() {
+        let mut s = server(2);
+        s.set_universe(3);
+        s.add_job(&[1], &[]).unwrap();
+        let publish = "cmd=publish_name service=737663 port=7031";
+        assert_eq!(
+            only_reply(ask(&mut s, 0, publish)),
+            "cmd=publish_result rc=0 msg=success"
+        );
+        assert!(only_reply(ask(&mut s, 1, publish)).contains("rc=-1"));
+        assert_eq!(
+            only_reply(ask(&mut s, 2, "cmd=lookup_name service=737663")),
+            "cmd=lookup_result rc=0 msg=success port=7031"
+        );
+        assert!(only_reply(ask(&mut s, 2, "cmd=unpublish_name service=737663")).contains("rc=0"));
+        assert!(only_reply(ask(&mut s, 1, "cmd=lookup_name service=737663")).contains("rc=-1"));
+        assert!(only_reply(ask(&mut s, 1, "cmd=unpublish_name service=737663")).contains("rc=-1"));
+    }
+
+    #[test]
     fn abort_carries_the_exit_code() {
         let mut s = server(2);
         let out = ask(&mut s, 1, "cmd=abort exitcode=7");
@@ -678,7 +1024,6 @@ mod tests {
             b"key=value",
             b"cmd=put kvsname",
             b"\xff\xfe cmd=init",
-            b"mcmd=spawn",
         ] {
             let out = s.handle_line(0, line);
             assert_eq!(out.replies.len(), 1, "{line:?}");

@@ -37,6 +37,7 @@ const PROGRAMS: &[&str] = &[
     "intercomm",
     "rma",
     "threads",
+    "dynamic",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's libraries lack

@@ -62,10 +62,7 @@ pub const TUNING: Tuning = Tuning {
 pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
     let c = rt.comm(slot)?;
     let members = (!c.is_inter()).then(|| c.members.clone());
-    let nodes = members.map(|members| {
-        let boot = rt.ep.bootstrap();
-        members.iter().map(|&p| boot.node_of(p)).collect()
-    });
+    let nodes = members.map(|members| members.iter().map(|&p| rt.ep.node_of(p)).collect());
     let mut b = Builder::new(rt.comm_mut(slot)?, slot);
     if let Some(nodes) = nodes {
         b.set_nodes(nodes);

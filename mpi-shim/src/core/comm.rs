@@ -500,10 +500,10 @@ impl Runtime {
         let me = self.ep.rank();
         let p = self.intra(parent)?;
         let (all, ctx) = (p.members.clone(), p.ctx + 1);
-        let boot = self.ep.bootstrap();
+        let ep = &self.ep;
         let local: Vec<u32> = all
             .into_iter()
-            .filter(|&pid| boot.node_of(pid) == node)
+            .filter(|&pid| ep.node_of(pid) == node)
             .collect();
         let idx = local
             .iter()

@@ -235,6 +235,32 @@ impl Runtime {
         remote_leader: i32,
         tag: i32,
     ) -> MpiResult<usize> {
+        self.intercomm_via(local, local_leader, |rt, members, local_max| {
+            let p = rt.comm(peer)?;
+            p.check_rank(Rank::Proc(remote_leader), "remote leader", false)?;
+            super::peer::check_tag(super::peer::Tag::Value(tag), false)?;
+            let other = p.peers()[remote_leader as usize];
+            let engine_tag = Comm::tag(
+                p.ctx + 1,
+                (CREATE_PEER | tag as u32 & CREATE_PEER_TAG_MASK) as i32,
+            );
+            rt.leaders_trade(members, local_max, other, engine_tag)
+        })
+    }
+
+    /// Collective over intracommunicator `local`: an intercommunicator
+    /// with another group, whose leader the local leader (rank
+    /// `local_leader`) reaches through `trade` (called there only, with
+    /// the group's members and largest next free context id, and
+    /// returning the agreed id and the remote members, as
+    /// [`Runtime::leaders_trade`] does). `MPI_Intercomm_create`, spawning,
+    /// ports and `MPI_Comm_join` differ only in how the leaders meet.
+    pub(super) fn intercomm_via(
+        &mut self,
+        local: usize,
+        local_leader: i32,
+        trade: impl FnOnce(&mut Self, &[u32], u32) -> MpiResult<(u32, Vec<u32>)>,
+    ) -> MpiResult<usize> {
         let l = self.intra(local)?;
         let (members, me, ctx) = (l.members.clone(), l.rank as usize, l.ctx + 1);
         let leader = usize::try_from(local_leader)
@@ -249,7 +275,7 @@ impl Runtime {
         // A leader that fails tells its group with an empty outcome, so
         // that nobody waits for it.
         let (outcome, failed) = if me == leader {
-            match self.leaders_trade(&members, local_max, peer, remote_leader, tag) {
+            match trade(self, &members, local_max) {
                 Ok((agreed, remote)) => (Some(bytes(&[&[agreed][..], &remote].concat())), None),
                 Err(e) => (Some(Vec::new()), Some(e)),
             }
@@ -270,25 +296,17 @@ impl Runtime {
         self.derive_inter(local, members, remote.to_vec(), ctx)
     }
 
-    /// The local leader's half of `MPI_Intercomm_create`: trade the
-    /// group's members and largest next free context id with the remote
-    /// leader over `peer`; the agreed id and the remote members.
-    fn leaders_trade(
+    /// The local leader's half of creating an intercommunicator: trade
+    /// the group's members and largest next free context id with the
+    /// remote leader, process `other`, on engine tag `engine_tag`; the
+    /// agreed id and the remote members.
+    pub(super) fn leaders_trade(
         &mut self,
         members: &[u32],
         local_max: u32,
-        peer: usize,
-        remote_leader: i32,
-        tag: i32,
+        other: u32,
+        engine_tag: u64,
     ) -> MpiResult<(u32, Vec<u32>)> {
-        let p = self.comm(peer)?;
-        p.check_rank(Rank::Proc(remote_leader), "remote leader", false)?;
-        super::peer::check_tag(super::peer::Tag::Value(tag), false)?;
-        let other = p.peers()[remote_leader as usize];
-        let engine_tag = Comm::tag(
-            p.ctx + 1,
-            (CREATE_PEER | tag as u32 & CREATE_PEER_TAG_MASK) as i32,
-        );
         let head = self.sendrecv_bytes(
             other,
             other,
@@ -310,7 +328,7 @@ impl Runtime {
     /// Collective over `members` (this process is `members[me]`): the
     /// bytes `data` of `members[root]` (`Some` there), sent with a length
     /// first, on collective context `ctx`.
-    fn bcast_among(
+    pub(super) fn bcast_among(
         &mut self,
         members: &[u32],
         me: usize,

@@ -58,6 +58,7 @@ pub mod buffer;
 pub mod comm;
 pub mod completion;
 pub mod datatype;
+pub mod dynamic;
 pub mod errh;
 pub mod error;
 pub mod group;
@@ -234,6 +235,8 @@ pub struct Runtime {
     pub psets: Vec<session::Pset>,
     /// Where the world model is.
     pub world: Phase,
+    /// The parent, and the ports open here.
+    pub dynamic: dynamic::Dynamic,
 }
 
 pub const WORLD: usize = 0;
@@ -279,6 +282,7 @@ impl Runtime {
             sessions: table::Table::new(0),
             psets,
             world: Phase::Before,
+            dynamic: dynamic::Dynamic::default(),
         })
     }
 

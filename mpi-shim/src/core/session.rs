@@ -139,16 +139,14 @@ pub struct Session {
 
 /// The process sets of the job this endpoint belongs to.
 pub(super) fn job_psets(ep: &mut Endpoint) -> MpiResult<Vec<Pset>> {
-    let (me, size, node) = (ep.rank(), ep.size(), ep.node());
-    let shared: Vec<u32> = (0..size)
-        .filter(|&r| ep.bootstrap().node_of(r) == node)
-        .collect();
+    let (me, node) = (ep.rank(), ep.node());
+    let shared: Vec<u32> = ep.world().filter(|&r| ep.node_of(r) == node).collect();
     let named = shm_engine::bootstrap::pset::read(ep.bootstrap())
         .map_err(|e| MpiError::new(Class::Other, format!("process sets: {e}")))?;
     let mut psets = vec![
         Pset {
             name: WORLD_PSET.into(),
-            members: (0..size).collect(),
+            members: ep.world().collect(),
         },
         Pset {
             name: SELF_PSET.into(),
@@ -335,7 +333,8 @@ impl Runtime {
         self.thread_level = thread_level;
         self.main_thread = std::thread::current().id();
         self.world = Phase::Running { session };
-        Ok(())
+        // A spawned job meets its parents (MPI-4.1 §11.8.2).
+        self.connect_parent()
     }
 
     /// `MPI_Finalize`: a barrier over `MPI_COMM_WORLD`, then the world's

@@ -18,7 +18,6 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)",
     "int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)",
     "int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)",
-    "int MPI_Comm_get_parent(MPI_Comm *parent)",
     "int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)",
     "int MPI_Comm_free(MPI_Comm *comm)",
     "int MPI_Comm_disconnect(MPI_Comm *comm)",
@@ -156,16 +155,6 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
         newcomm,
         request,
     )
-}
-
-/// `MPI_COMM_NULL`: no process of this library is spawned (MPI-4.0
-/// §11.8.2).
-#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
-pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_get_parent", abi::MPI_COMM_WORLD, |_| {
-        // SAFETY: output argument.
-        unsafe { out(parent, abi::MPI_COMM_NULL) }
-    })
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]

@@ -44,6 +44,7 @@ pub(crate) mod codes;
 mod coll;
 mod comm;
 pub(crate) mod counts;
+mod dynamic;
 mod env;
 pub(crate) mod errh;
 mod group;
@@ -72,6 +73,7 @@ pub(crate) mod entries {
     pub(crate) use super::coll::op::*;
     pub(crate) use super::coll::*;
     pub(crate) use super::comm::*;
+    pub(crate) use super::dynamic::*;
     pub(crate) use super::env::*;
     pub(crate) use super::errh::*;
     pub(crate) use super::group::*;
@@ -99,6 +101,7 @@ pub(crate) mod entries {
 pub const PROTOTYPES: &[&[&str]] = &[
     env::PROTOTYPES,
     comm::PROTOTYPES,
+    dynamic::PROTOTYPES,
     session::PROTOTYPES,
     group::PROTOTYPES,
     topo::PROTOTYPES,

@@ -1,5 +1,4 @@
-//! The parts of MPI this library does not provide: MPI-IO and dynamic
-//! processes.
+//! The part of MPI this library does not provide: MPI-IO.
 //!
 //! Every function of these areas is exported with MPICH's prototype, so a
 //! binary built against MPICH loads and resolves every symbol; calling one
@@ -8,10 +7,8 @@
 //! it has none, naming the function and the area; a communicator argument
 //! that names no communicator is `MPI_ERR_COMM` first.
 //!
-//! A few functions of these areas have a true answer without the area:
-//! `MPI_Comm_get_parent` (no process of this library was spawned), the
-//! Fortran conversions of file handles (only `MPI_FILE_NULL` exists), and
-//! `MPI_Comm_disconnect` (in `comm`).
+//! The Fortran conversions of file handles have a true answer without the
+//! area (only `MPI_FILE_NULL` exists).
 //! `MPI_Alloc_mem` / `MPI_Free_mem` have their own module, `mem`.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -22,7 +19,6 @@ use super::*;
 use crate::abi::{MPI_Aint, MPI_Count, MPI_File, MPI_Fint, MPI_Group, MPI_Info, MPI_Offset};
 
 const IO: &str = "MPI-IO is not supported by this library";
-const DYNAMIC: &str = "dynamic process management is not supported by this library";
 
 /// Report that `name` is not supported, through the error handler of its
 /// communicator argument, if it has one (of `MPI_COMM_WORLD` otherwise):
@@ -241,28 +237,6 @@ unsupported! {
             fn MPI_File_iwrite_all_c(fh: MPI_File, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, request: *mut MPI_Request);
     ]
     // Process creation and management (MPI-4.0 §11).
-    DYNAMIC: [
-        "int MPI_Close_port(const char *port_name)"
-            fn MPI_Close_port(port_name: *const c_char);
-        "int MPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)"
-            fn MPI_Comm_accept(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) on comm;
-        "int MPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm)"
-            fn MPI_Comm_connect(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) on comm;
-        "int MPI_Comm_join(int fd, MPI_Comm *intercomm)"
-            fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm);
-        "int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])"
-            fn MPI_Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) on comm;
-        "int MPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])"
-            fn MPI_Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int, array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) on comm;
-        "int MPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name)"
-            fn MPI_Lookup_name(service_name: *const c_char, info: MPI_Info, port_name: *mut c_char);
-        "int MPI_Open_port(MPI_Info info, char *port_name)"
-            fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char);
-        "int MPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name)"
-            fn MPI_Publish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char);
-        "int MPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name)"
-            fn MPI_Unpublish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char);
-    ]
 }
 
 pub(super) const PROTOTYPES: &[&str] = &[

@@ -659,3 +659,116 @@ alltoallw!(MPI_Neighbor_alltoallw_init, true, c_int, isize, info; request);
 alltoallw!(MPI_Neighbor_alltoallw_c, true, i64, isize);
 alltoallw!(MPI_Ineighbor_alltoallw_c, true, i64, isize; request);
 alltoallw!(MPI_Neighbor_alltoallw_init_c, true, i64, isize, info; request);
+
+/// Translate the error codes a failed spawn wrote at its root (one per
+/// process asked for): the library writes codes only there, or zeros.
+///
+/// # Safety
+/// `errcodes` is null or addresses `n` ints.
+unsafe fn spawn_codes_out(errcodes: *mut c_int, n: c_int, rc: c_int, root: c_int, comm: c_int) {
+    if rc == 0 || errcodes.is_null() {
+        return;
+    }
+    let mut rank = -1;
+    // SAFETY: `rank` is a local int the call writes.
+    if unsafe { entries::MPI_Comm_rank(comm, &mut rank) } != 0 || rank != root {
+        return;
+    }
+    for i in 0..n.max(0) as usize {
+        // SAFETY: the caller's promise.
+        unsafe { *errcodes.add(i) = code_out(*errcodes.add(i)) };
+    }
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Comm_spawn(
+    command: *const c_char,
+    argv: *mut *mut c_char,
+    maxprocs: c_int,
+    info: Handle,
+    root: c_int,
+    comm: Handle,
+    intercomm: *mut Handle,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let (root, comm) = (rank_in(root), handle_in(comm));
+    let mut inter = 0;
+    // SAFETY: the caller's arguments, handles translated.
+    let rc = unsafe {
+        entries::MPI_Comm_spawn(
+            command,
+            argv,
+            maxprocs,
+            handle_in(info),
+            root,
+            comm,
+            if intercomm.is_null() {
+                std::ptr::null_mut()
+            } else {
+                &mut inter
+            },
+            array_of_errcodes,
+        )
+    };
+    // SAFETY: as above.
+    unsafe {
+        spawn_codes_out(array_of_errcodes, maxprocs, rc, root, comm);
+        handle_ptr_out(intercomm, inter);
+    }
+    code_out(rc)
+}
+
+#[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
+    count: c_int,
+    array_of_commands: *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
+    array_of_maxprocs: *const c_int,
+    array_of_info: *const Handle,
+    root: c_int,
+    comm: Handle,
+    intercomm: *mut Handle,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let (root, comm) = (rank_in(root), handle_in(comm));
+    // SAFETY: `count` infos (MPI contract, at the root).
+    let infos = unsafe { handles_in(array_of_info, count) };
+    let mut inter = 0;
+    // SAFETY: the caller's arguments, handles translated.
+    let rc = unsafe {
+        entries::MPI_Comm_spawn_multiple(
+            count,
+            array_of_commands,
+            array_of_argv,
+            array_of_maxprocs,
+            if array_of_info.is_null() {
+                std::ptr::null()
+            } else {
+                infos.as_ptr()
+            },
+            root,
+            comm,
+            if intercomm.is_null() {
+                std::ptr::null_mut()
+            } else {
+                &mut inter
+            },
+            array_of_errcodes,
+        )
+    };
+    let asked = if array_of_maxprocs.is_null() || count <= 0 {
+        0
+    } else {
+        // SAFETY: `count` entries (MPI contract).
+        unsafe { std::slice::from_raw_parts(array_of_maxprocs, count as usize) }
+            .iter()
+            .map(|&n| n.max(0))
+            .sum()
+    };
+    // SAFETY: as above.
+    unsafe {
+        spawn_codes_out(array_of_errcodes, asked, rc, root, comm);
+        handle_ptr_out(intercomm, inter);
+    }
+    code_out(rc)
+}

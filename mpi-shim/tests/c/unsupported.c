@@ -1,5 +1,5 @@
-/* The areas the library does not support (MPI-IO, dynamic processes)
- * link, load and report
+/* The area the library does not support (MPI-IO) links, loads and
+ * reports
  * MPI_ERR_UNSUPPORTED_OPERATION; the functions of those areas with a real
  * answer give it; the tool interface reports no variables. */
 #include <string.h>
@@ -36,10 +36,6 @@ int main(int argc, char **argv) {
     MPI_Win win = MPI_WIN_NULL;
 
     MPI_Comm inter = MPI_COMM_NULL;
-    int errcodes[1];
-    UNSUPPORTED(MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errcodes));
-    char port[MPI_MAX_PORT_NAME];
-    UNSUPPORTED(MPI_Open_port(MPI_INFO_NULL, port));
     MPI_Comm parent = MPI_COMM_WORLD;
     CHECK(MPI_Comm_get_parent(&parent) == MPI_SUCCESS && parent == MPI_COMM_NULL, "parent");
     /* A communicator argument that is none is that error first. */

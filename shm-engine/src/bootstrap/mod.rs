@@ -22,6 +22,9 @@ pub enum BootstrapError {
     Protocol(String),
     /// A key that should have been published before the fence is missing.
     MissingKey(String),
+    /// The process manager cannot do what was asked (start processes,
+    /// publish a name), for the reason given.
+    Refused(String),
 }
 
 impl fmt::Display for BootstrapError {
@@ -30,6 +33,7 @@ impl fmt::Display for BootstrapError {
             Self::Io(e) => write!(f, "bootstrap I/O error: {e}"),
             Self::Protocol(m) => write!(f, "bootstrap protocol error: {m}"),
             Self::MissingKey(k) => write!(f, "bootstrap key {k:?} was not published"),
+            Self::Refused(m) => write!(f, "{m}"),
         }
     }
 }
@@ -76,6 +80,81 @@ pub trait Bootstrap: Send + std::fmt::Debug {
     fn launcher_gone(&self) -> bool {
         false
     }
+    /// The process ids of this job's universe ([`Universe`]). A launcher
+    /// that cannot add processes makes it the job itself.
+    fn universe(&self) -> Universe {
+        Universe {
+            base: 0,
+            size: self.size(),
+            id: u64::from(std::process::id()),
+        }
+    }
+    /// Ask the launcher to start the processes of `apps` as one new job,
+    /// whose key-value space holds `preput` before any of them starts.
+    /// Returns the universe id of the new job's first process (the others
+    /// follow in order).
+    fn spawn(
+        &mut self,
+        apps: &[SpawnApp],
+        preput: &[(String, Vec<u8>)],
+    ) -> Result<u32, BootstrapError> {
+        let _ = (apps, preput);
+        Err(BootstrapError::Refused(
+            "this process was not started by a launcher that can add processes (use Tessel's \
+             mpiexec)"
+                .into(),
+        ))
+    }
+    /// Publish `port` under `service` for every job of the launcher.
+    fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
+        let _ = (service, port);
+        Err(BootstrapError::Refused(
+            "no name service without a launcher".into(),
+        ))
+    }
+    /// Withdraw the name `service` published.
+    fn unpublish_name(&mut self, service: &str) -> Result<(), BootstrapError> {
+        let _ = service;
+        Err(BootstrapError::Refused(
+            "no name service without a launcher".into(),
+        ))
+    }
+    /// The port published under `service`, if any.
+    fn lookup_name(&mut self, service: &str) -> Result<Option<String>, BootstrapError> {
+        let _ = service;
+        Err(BootstrapError::Refused(
+            "no name service without a launcher".into(),
+        ))
+    }
+}
+
+/// The process ids a job can reach: `0..size`. The job that `mpiexec`
+/// started holds `0..n`; jobs it starts later, at the request of a running
+/// one, take the next free ids, `base..base + n`. Every id of a universe
+/// larger than its first job is on that job's one node, whose segment is
+/// sized for `size` processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Universe {
+    /// The id of this job's process of rank 0.
+    pub base: u32,
+    /// How many ids exist.
+    pub size: u32,
+    /// A number that tells this universe from the others running on the
+    /// machine (a process of one cannot reach a process of another).
+    pub id: u64,
+}
+
+/// One command of a [`Bootstrap::spawn`] request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpawnApp {
+    /// The program to run.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// How many processes run it.
+    pub procs: u32,
+    /// Hints (`wdir`, `path`...), passed to the launcher as they are.
+    pub info: Vec<(String, String)>,
 }
 
 /// The exit status of a process, and of its job, that aborted with `code`

@@ -30,7 +30,13 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::OnceLock;
 
-use super::{Bootstrap, BootstrapError};
+use super::{Bootstrap, BootstrapError, SpawnApp, Universe};
+
+/// The variable in which Tessel's `mpiexec` tells a process its job's
+/// place in the universe: `BASE SIZE` (see [`Universe`]). Other process
+/// managers do not set it: the universe is then the job.
+pub const UNIVERSE_VAR: &str = "TESSEL_UNIVERSE";
+// The value is `BASE SIZE ID`, ID naming the launcher.
 
 /// Key under which PMI-1 process managers publish the rank-to-node map.
 const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
@@ -65,6 +71,7 @@ pub struct PmiClient {
     maxes: Maxes,
     /// Node of every rank, `size` entries.
     nodes: Vec<u32>,
+    universe: Universe,
     finalized: bool,
 }
 
@@ -86,8 +93,22 @@ impl PmiClient {
         let Some(env) = PmiEnv::from_lookup(|name| std::env::var(name).ok())? else {
             return Ok(None);
         };
+        let universe = match std::env::var(UNIVERSE_VAR) {
+            Ok(v) => Some(parse_universe(&v, env.size)?),
+            Err(_) => None,
+        };
         let stream = claim_pmi_fd(env.fd)?;
-        Self::connect(stream, env.rank, env.size).map(Some)
+        let mut client = Self::connect(stream, env.rank, env.size)?;
+        // Another process manager: the universe is the job, named by its
+        // key-value space.
+        client.universe = universe.unwrap_or(Universe {
+            base: 0,
+            size: env.size,
+            id: client.kvsname.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            }),
+        });
+        Ok(Some(client))
     }
 
     /// Perform the PMI-1 handshake over an already connected `stream`, for
@@ -109,6 +130,11 @@ impl PmiClient {
                 value: 0,
             },
             nodes: Vec::new(),
+            universe: Universe {
+                base: 0,
+                size,
+                id: 0,
+            },
             finalized: false,
         };
 
@@ -232,6 +258,24 @@ impl PmiClient {
         Ok(Some(response.field("value")?.to_owned()))
     }
 
+    /// Send a request whose answer `expected` only says whether it worked.
+    fn simple(
+        &mut self,
+        line: &str,
+        expected: &str,
+        what: &str,
+    ) -> Result<Response, BootstrapError> {
+        let response = self.request(line, expected)?;
+        if response.rc()? != 0 {
+            let msg = response.fields.get("msg").map_or("", String::as_str);
+            return Err(BootstrapError::Refused(format!(
+                "the process manager refused {what}: {}",
+                msg.replace('_', " ")
+            )));
+        }
+        Ok(response)
+    }
+
     /// Send the abort request; the caller then exits.
     fn send_abort(&mut self, code: i32) -> Result<(), BootstrapError> {
         self.send(&format!("cmd=abort exitcode={code}"))
@@ -313,6 +357,106 @@ impl Bootstrap for PmiClient {
         std::process::exit(status);
     }
 
+    fn universe(&self) -> Universe {
+        self.universe
+    }
+
+    /// PMI-1's `mcmd=spawn` blocks, one per command (`key=value` lines up
+    /// to `endcmd`), answered by one `cmd=spawn_result` after the last;
+    /// Tessel's `mpiexec` adds the new job's first id as `base=`.
+    fn spawn(
+        &mut self,
+        apps: &[SpawnApp],
+        preput: &[(String, Vec<u8>)],
+    ) -> Result<u32, BootstrapError> {
+        if self.universe.size <= self.size {
+            // Hydra starts processes too, but they could not join this
+            // job's node segment: refuse before any starts.
+            return Err(BootstrapError::Refused(format!(
+                "the launcher gave this job no room for more processes (MPI_UNIVERSE_SIZE is \
+                 the job's size, {}): start the job with Tessel's mpiexec, on one node, with \
+                 --universe-size above -n",
+                self.size
+            )));
+        }
+        let clean = |what: &str, v: &str| {
+            if v.contains('\n') {
+                Err(BootstrapError::Refused(format!(
+                    "{what} {v:?} holds a newline"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let mut out = String::new();
+        for (i, app) in apps.iter().enumerate() {
+            clean("command", &app.command)?;
+            out += &format!(
+                "mcmd=spawn\nnprocs={}\nexecname={}\ntotspawns={}\nspawnssofar={}\nargcnt={}\n",
+                app.procs,
+                app.command,
+                apps.len(),
+                i + 1,
+                app.args.len()
+            );
+            for (j, a) in app.args.iter().enumerate() {
+                clean("argument", a)?;
+                out += &format!("arg{}={a}\n", j + 1);
+            }
+            out += &format!("preput_num={}\n", preput.len());
+            for (j, (k, v)) in preput.iter().enumerate() {
+                self.check_key(k)?;
+                out += &format!("preput_key_{j}={k}\npreput_val_{j}={}\n", hex_encode(v));
+            }
+            out += &format!("info_num={}\n", app.info.len());
+            for (j, (k, v)) in app.info.iter().enumerate() {
+                clean("info key", k)?;
+                clean("info value", v)?;
+                out += &format!("info_key_{j}={k}\ninfo_val_{j}={v}\n");
+            }
+            out += "endcmd";
+            if i + 1 < apps.len() {
+                out.push('\n');
+            }
+        }
+        let response = self.simple(&out, "spawn_result", "to start processes")?;
+        response
+            .field("base")?
+            .parse()
+            .map_err(|_| BootstrapError::Protocol("spawn_result without a valid base=".into()))
+    }
+
+    fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
+        let line = format!(
+            "cmd=publish_name service={} port={}",
+            hex_encode(service.as_bytes()),
+            hex_encode(port.as_bytes())
+        );
+        self.simple(&line, "publish_result", "to publish a name")
+            .map(|_| ())
+    }
+
+    fn unpublish_name(&mut self, service: &str) -> Result<(), BootstrapError> {
+        let line = format!(
+            "cmd=unpublish_name service={}",
+            hex_encode(service.as_bytes())
+        );
+        self.simple(&line, "unpublish_result", "to unpublish a name")
+            .map(|_| ())
+    }
+
+    fn lookup_name(&mut self, service: &str) -> Result<Option<String>, BootstrapError> {
+        let line = format!("cmd=lookup_name service={}", hex_encode(service.as_bytes()));
+        let response = self.request(&line, "lookup_result")?;
+        if response.rc()? != 0 {
+            return Ok(None);
+        }
+        let port = hex_decode(response.field("port")?)
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| BootstrapError::Protocol("lookup_result with a bad port=".into()))?;
+        Ok(Some(port))
+    }
+
     fn launcher_gone(&self) -> bool {
         use std::os::fd::AsRawFd;
         !self.finalized && crate::sys::peer_hung_up(self.conn.get_ref().as_raw_fd())
@@ -374,6 +518,25 @@ impl PmiEnv {
             )));
         }
         Ok(Some(Self { fd, rank, size }))
+    }
+}
+
+/// Read [`UNIVERSE_VAR`] (`BASE SIZE ID`) of a job of `job` processes.
+fn parse_universe(v: &str, job: u32) -> Result<Universe, BootstrapError> {
+    let mut it = v.split_whitespace().map(str::parse::<u64>);
+    match (it.next(), it.next(), it.next(), it.next()) {
+        (Some(Ok(base)), Some(Ok(size)), Some(Ok(id)), None)
+            if base + u64::from(job) <= size && size <= u64::from(u32::MAX) =>
+        {
+            Ok(Universe {
+                base: base as u32,
+                size: size as u32,
+                id,
+            })
+        }
+        _ => Err(BootstrapError::Protocol(format!(
+            "{UNIVERSE_VAR}={v:?} is not `BASE SIZE ID` holding a job of {job} processes"
+        ))),
     }
 }
 
@@ -940,6 +1103,15 @@ mod tests {
             "(vector,(4294967295,2,1))",
         ] {
             assert!(parse(bad, 2).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn universe_variable_holds_the_job() {
+        let u = parse_universe("2 34 77", 3).unwrap();
+        assert_eq!((u.base, u.size, u.id), (2, 34, 77));
+        for bad in ["2 34", "32 34 1", "a 34 1", "0 34 1 9", "0 5000000000 1"] {
+            assert!(parse_universe(bad, 3).is_err(), "{bad:?} was accepted");
         }
     }
 

@@ -51,7 +51,7 @@ pub use shm::Waker;
 use delivery::{Ack, Arrival};
 use request::Requests;
 use route::{Route, Router};
-use shm::Shm;
+use shm::{Join, Shm};
 
 use crate::bootstrap::Bootstrap;
 use crate::config::Config;
@@ -72,6 +72,11 @@ pub struct Endpoint {
     stats: Stats,
     rank: u32,
     size: u32,
+    /// The ids of our job's processes.
+    world: std::ops::Range<u32>,
+    /// The node of every id.
+    nodes: Vec<u32>,
+    universe_id: u64,
     node: u32,
     cfg: Config,
     shm: Shm,
@@ -93,10 +98,21 @@ impl Endpoint {
     /// Join the job with an explicit configuration. Collective.
     pub fn with_config(mut boot: Box<dyn Bootstrap>, cfg: Config) -> Result<Self, InitError> {
         cfg.validate()?;
-        let (rank, size) = (boot.rank(), boot.size());
-        let node = boot.node_of(rank);
-        let (mut router, locals) = Router::new(&*boot);
+        let uni = boot.universe();
+        let (rank, size) = (uni.base + boot.rank(), uni.size);
+        let node = boot.node_of(boot.rank());
+        let world = uni.base..uni.base + boot.size();
+        // Ids outside our job (a universe larger than it) share our node.
+        let node_of = |id: u32| {
+            if world.contains(&id) {
+                boot.node_of(id - uni.base)
+            } else {
+                node
+            }
+        };
+        let (mut router, locals) = Router::new(size, node, node_of);
         let me = router.local(rank).expect("this process is on its own node");
+        let nodes = (0..size).map(node_of).collect();
         // A job that spans nodes opens a network plugin now: it publishes
         // its address before the segment's fence.
         let net = if locals.len() < size as usize {
@@ -123,7 +139,13 @@ impl Endpoint {
             router.enable_remote();
         }
         let mut cfg = cfg;
-        let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me, net.is_some())?;
+        // The job that `mpiexec` started creates the segment; jobs started
+        // later join it.
+        let join = Join {
+            create: uni.base == 0,
+            present: locals.iter().filter(|&r| world.contains(r)).count() as u32,
+        };
+        let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me, net.is_some(), join)?;
         Ok(Self {
             reqs: Requests::default(),
             matcher: Matcher::default(),
@@ -131,6 +153,9 @@ impl Endpoint {
             stats: Stats::default(),
             rank,
             size,
+            world,
+            nodes,
+            universe_id: uni.id,
             node,
             cfg,
             shm,
@@ -140,12 +165,43 @@ impl Endpoint {
         })
     }
 
-    /// This process's id (its rank in the bootstrap).
+    /// This process's id: its rank in the bootstrap, plus its job's
+    /// [`base`](crate::bootstrap::Universe::base) in the universe.
     pub fn rank(&self) -> u32 {
         self.rank
     }
 
-    /// Number of processes in the job.
+    /// The ids of this process's job (`MPI_COMM_WORLD`): `0..n` for the job
+    /// the launcher started, the next ids for jobs started later.
+    pub fn world(&self) -> std::ops::Range<u32> {
+        self.world.clone()
+    }
+
+    /// A number that tells this universe from others on the machine
+    /// ([`Universe::id`](crate::bootstrap::Universe::id)): processes of
+    /// two universes cannot reach each other.
+    pub fn universe_id(&self) -> u64 {
+        self.universe_id
+    }
+
+    /// The node process `id` runs on.
+    pub fn node_of(&self, id: u32) -> u32 {
+        self.nodes.get(id as usize).copied().unwrap_or(u32::MAX)
+    }
+
+    /// Let `peers` processes that are about to join this node (a job this
+    /// process starts) fetch the node segment: the serving end (drop it
+    /// once they have joined) and the key-value pair that tells them where
+    /// it is, for their job's key-value space.
+    pub fn share_segment(
+        &self,
+        peers: u32,
+    ) -> Result<(crate::segment::FdServer, (String, Vec<u8>)), InitError> {
+        self.shm.share(self.node, peers)
+    }
+
+    /// Number of process ids: the universe (the job, and the processes it
+    /// may add).
     pub fn size(&self) -> u32 {
         self.size
     }

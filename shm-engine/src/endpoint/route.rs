@@ -1,6 +1,5 @@
 //! The router: which path reaches a process of the job.
 
-use crate::bootstrap::Bootstrap;
 use crate::error::Error;
 
 /// Where a process is, seen from this one.
@@ -22,14 +21,14 @@ pub(super) struct Router {
 }
 
 impl Router {
-    /// The router of the job `boot` describes, and the ranks of this
-    /// process's node (ascending: a rank's local index is its position).
-    pub(super) fn new(boot: &dyn Bootstrap) -> (Self, Vec<u32>) {
-        let node = boot.node_of(boot.rank());
-        let mut local_of = vec![None; boot.size() as usize];
+    /// The router of `size` processes placed by `node_of`, seen from node
+    /// `node`, and the ranks of that node (ascending: a rank's local index
+    /// is its position).
+    pub(super) fn new(size: u32, node: u32, node_of: impl Fn(u32) -> u32) -> (Self, Vec<u32>) {
+        let mut local_of = vec![None; size as usize];
         let mut locals = Vec::new();
-        for r in 0..boot.size() {
-            if boot.node_of(r) == node {
+        for r in 0..size {
+            if node_of(r) == node {
                 local_of[r as usize] = Some(locals.len() as u32);
                 locals.push(r);
             }

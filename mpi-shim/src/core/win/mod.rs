@@ -255,10 +255,8 @@ impl Runtime {
     ) -> MpiResult<(usize, *mut u8)> {
         let members = self.intra(parent)?.members.clone();
         if flavor == Flavor::Shared {
-            let me = self.ep.rank();
-            let boot = self.ep.bootstrap();
-            let node = boot.node_of(me);
-            if members.iter().any(|&m| boot.node_of(m) != node) {
+            let node = self.ep.node();
+            if members.iter().any(|&m| self.ep.node_of(m) != node) {
                 return Err(MpiError::new(
                     Class::RmaShared,
                     "MPI_Win_allocate_shared needs processes of one node",
@@ -344,7 +342,7 @@ impl Runtime {
             let mut i = In(bytes);
             let (size, disp_unit) = (i.u64()? as usize, i.u64()? as usize);
             let place = take_ref(&mut i)?;
-            let local = self.ep.bootstrap().node_of(members[r]) == node;
+            let local = self.ep.node_of(members[r]) == node;
             // A peer whose memory cannot be mapped here (the kernel
             // refuses) is reached by messages, as one on another node.
             let base = match place {

@@ -124,11 +124,24 @@ fn key(node: u32) -> String {
     format!("tessel.seg.{node}")
 }
 
+/// How a process comes to the node segment.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::endpoint) struct Join {
+    /// Our job is the one `mpiexec` started: its first local process
+    /// creates the segment. A job started later fetches it from the
+    /// process that started it, which published where under [`key`] in
+    /// the new job's key-value space.
+    pub create: bool,
+    /// Processes of our job on this node (the segment may have room for
+    /// more, see [`crate::bootstrap::Universe`]).
+    pub present: u32,
+}
+
 impl Shm {
     /// Attach to the segment of node `node`, whose processes are `locals`
     /// (ranks, ascending; we are local index `me`): its first process
-    /// creates it and serves its descriptor, the others fetch it after a
-    /// fence. Collective over the job (the fence). The segment's geometry
+    /// creates it and serves its descriptor to the `join.present - 1`
+    /// others, which fetch it after a fence. Collective over the job (the fence). The segment's geometry
     /// bounds `cfg.eager_max`. `polls`: this process sleeps in `poll` (a
     /// network plugin is open), so peers must be able to wake it there.
     pub(super) fn attach(
@@ -138,17 +151,18 @@ impl Shm {
         locals: &[u32],
         me: u32,
         polls: bool,
+        join: Join,
     ) -> Result<Self, InitError> {
         let nlocal = locals.len() as u32;
-        let seg = if me == 0 {
+        let seg = if join.create && me == 0 {
             let seg = NodeSegment::create(Geometry {
                 nlocal,
                 ring_cells: cfg.ring_cells,
                 staging_slots: cfg.staging_slots,
                 staging_slot_size: cfg.staging_slot_size,
             })?;
-            let server = if nlocal > 1 {
-                let (s, name) = FdServer::start(&seg, nlocal - 1)?;
+            let server = if join.present > 1 {
+                let (s, name) = FdServer::start(&seg, join.present - 1)?;
                 boot.put(&key(node), &name)?;
                 Some(s)
             } else {
@@ -250,6 +264,17 @@ impl Shm {
             wakeups,
             seg,
         })
+    }
+
+    /// Serve the segment to `peers` processes about to join node `node`:
+    /// the server, and the bootstrap key and value that name it.
+    pub(super) fn share(
+        &self,
+        node: u32,
+        peers: u32,
+    ) -> Result<(FdServer, (String, Vec<u8>)), InitError> {
+        let (server, name) = FdServer::start(&self.seg, peers)?;
+        Ok((server, (key(node), name)))
     }
 
     /// Processes on this node, including this one.
