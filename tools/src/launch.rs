@@ -46,6 +46,9 @@ const POLL_INTERVAL_MS: i32 = 20;
 /// reaped, so that the report names the rank that died (see the module
 /// docs). A fresh zombie appears within milliseconds of the death.
 const ABORT_SETTLE: Duration = Duration::from_millis(200);
+/// How long a spawn that finds the universe full waits for spawned
+/// processes to exit and free their ids.
+const SPAWN_PATIENCE: Duration = Duration::from_secs(5);
 /// Time between SIGTERM and SIGKILL when the job is torn down.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// Longest PMI request line accepted; longer ones are answered with an
@@ -121,6 +124,7 @@ pub fn run(spec: &JobSpec) -> i32 {
         gone: Vec::new(),
         started,
         places,
+        waiting_spawns: Vec::new(),
     };
     for rank in 0..spec.mapping.np() {
         let m = &spec.mapping;
@@ -425,6 +429,8 @@ struct Job<'a> {
     gone: Vec<u32>,
     started: Instant,
     places: Vec<Binding>,
+    /// Spawn requests waiting for finalized processes to exit.
+    waiting_spawns: Vec<(SpawnRequest, Instant)>,
 }
 
 impl Job<'_> {
@@ -435,6 +441,9 @@ impl Job<'_> {
             self.check_signals();
             self.reap();
             self.release_gone();
+            for (req, since) in std::mem::take(&mut self.waiting_spawns) {
+                self.spawn_job(req, since);
+            }
             self.check_departures();
             self.check_deadlines();
             if let Some(code) = self.finished() {
@@ -548,14 +557,19 @@ impl Job<'_> {
                 return;
             }
             if let Some(req) = outcome.spawn {
-                self.spawn_job(req);
+                self.spawn_job(req, Instant::now());
             }
         }
     }
 
     /// Start the processes a running one asked for (MPI_Comm_spawn) as a
     /// new job, and answer it.
-    fn spawn_job(&mut self, req: SpawnRequest) {
+    ///
+    /// A job's ids are free only once its processes have exited: when the
+    /// universe is full but spawned processes still run (usually ones that
+    /// disconnected and are finishing), the request waits for them to
+    /// exit, up to [`SPAWN_PATIENCE`] after `since`.
+    fn spawn_job(&mut self, req: SpawnRequest, since: Instant) {
         let by = req.by;
         let refuse = |job: &mut Self, msg: String| {
             let msg: String = msg
@@ -579,9 +593,24 @@ impl Job<'_> {
             }
         }
         let procs: Vec<u32> = req.apps.iter().map(|a| a.procs).collect();
-        let base = match self.server.add_job(&procs, &req.preput) {
+        let ended = |id: u32| {
+            self.procs
+                .get(id as usize)
+                .is_none_or(|p| p.status.is_some_and(|s| s.success()))
+        };
+        let base = match self.server.add_job(&procs, &req.preput, ended) {
             Ok(base) => base,
-            Err(msg) => return refuse(self, msg),
+            Err(msg) => {
+                // Could fit once spawned processes still running exit.
+                let np = self.spec.mapping.np();
+                let fits = procs.iter().sum::<u32>() <= self.spec.universe - np;
+                let exiting = self.procs[np as usize..].iter().any(|p| p.status.is_none());
+                if fits && exiting && since.elapsed() < SPAWN_PATIENCE {
+                    self.waiting_spawns.push((req, since));
+                    return;
+                }
+                return refuse(self, msg);
+            }
         };
         let size: u32 = procs.iter().sum();
         let mut id = base;
@@ -602,7 +631,12 @@ impl Job<'_> {
                     wdir: wdir.as_deref(),
                 };
                 match start_process(self.spec, &start, &self.places) {
-                    Ok(proc) => self.procs.push(proc),
+                    // A new id, or one whose job has ended (its process
+                    // reaped and its connection closed).
+                    Ok(proc) => match self.procs.get_mut(id as usize) {
+                        Some(old) => *old = proc,
+                        None => self.procs.push(proc),
+                    },
                     Err(e) => {
                         eprintln!(
                             "mpiexec: cannot execute {} for MPI_Comm_spawn: {e}",

@@ -147,6 +147,8 @@ struct Space {
     kvs: HashMap<String, String>,
     /// Ids of its processes, by rank.
     members: Vec<u32>,
+    /// Every process of it has ended; its ids may be given again.
+    retired: bool,
 }
 
 /// The key-value spaces and barriers of the jobs of one launcher.
@@ -187,6 +189,7 @@ impl PmiServer {
                 kvsname: kvsname.to_owned(),
                 kvs,
                 members: (0..np).collect(),
+                retired: false,
             }],
             kvs_bytes,
             ranks: (0..np)
@@ -206,17 +209,45 @@ impl PmiServer {
     }
 
     /// A new job of `procs[i]` processes running command `i`, whose space
-    /// holds `preput`: their ids (the next free ones, returned as the
-    /// first), or why not.
-    pub fn add_job(&mut self, procs: &[u32], preput: &[(String, String)]) -> Result<u32, String> {
-        let base = self.ranks.len() as u32;
+    /// holds `preput`: their ids, returned as the first, or why not.
+    ///
+    /// A job takes consecutive ids: the first run of free ones, where an id
+    /// is free if no process had it yet, or if every process of the
+    /// (spawned) job that had it has ended, which `ended` says of an id.
+    /// The engine relies on this: a process that ends leaves nothing in
+    /// flight to the peers that outlive it, once its whole job has ended
+    /// (MPI-4.1 §11.10.4: disconnecting completes all communication).
+    pub fn add_job(
+        &mut self,
+        procs: &[u32],
+        preput: &[(String, String)],
+        ended: impl Fn(u32) -> bool,
+    ) -> Result<u32, String> {
         let n: u32 = procs.iter().sum();
         if n == 0 {
             return Err("no_processes_requested".into());
         }
+        self.retire(&ended);
+        let free = |id: u32| {
+            self.ranks
+                .get(id as usize)
+                .is_none_or(|s| self.spaces[s.space].retired)
+        };
+        let first_spawnable = self.spaces[0].members.len() as u32;
+        let mut base = first_spawnable;
+        while u64::from(base) + u64::from(n) <= u64::from(self.universe) {
+            match (base..base + n).find(|&id| !free(id)) {
+                None => break,
+                Some(taken) => base = taken + 1,
+            }
+        }
         if u64::from(base) + u64::from(n) > u64::from(self.universe) {
+            let used = (first_spawnable..self.universe)
+                .filter(|&id| !free(id))
+                .count();
             return Err(format!(
-                "universe_full:_{base}_of_{}_ids_used,_{n}_more_asked_(mpiexec_--universe-size)",
+                "universe_full:_{}_of_{}_ids_in_use,_{n}_more_asked_(mpiexec_--universe-size)",
+                used + first_spawnable as usize,
                 self.universe
             ));
         }
@@ -229,20 +260,38 @@ impl PmiServer {
             kvsname: format!("{}_{space}", self.spaces[0].kvsname),
             kvs,
             members: (base..base + n).collect(),
+            retired: false,
         });
-        let mut rank = 0;
+        let mut id = base;
         for (appnum, &count) in procs.iter().enumerate() {
             for _ in 0..count {
-                self.ranks.push(RankState {
+                let state = RankState {
                     space,
-                    rank,
+                    rank: id - base,
                     appnum: appnum as u32,
                     ..RankState::default()
-                });
-                rank += 1;
+                };
+                match self.ranks.get_mut(id as usize) {
+                    Some(old) => *old = state,
+                    None => self.ranks.push(state),
+                }
+                id += 1;
             }
         }
         Ok(base)
+    }
+
+    /// Mark the spawned jobs whose every process has ended: their ids may
+    /// be given again, and their key-value spaces are emptied.
+    fn retire(&mut self, ended: &impl Fn(u32) -> bool) {
+        for sp in self.spaces.iter_mut().skip(1) {
+            if !sp.retired && sp.members.iter().all(|&id| ended(id)) {
+                sp.retired = true;
+                self.kvs_bytes -= sp.kvs.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+                sp.kvs = HashMap::new();
+                sp.members.clear();
+            }
+        }
     }
 
     /// Process `id`'s job index (0 for the first) and rank there.
@@ -949,9 +998,9 @@ mod tests {
         assert_eq!(req.apps[0].procs, 2);
         assert_eq!(req.apps[0].info, [("wdir".to_owned(), "/tmp".to_owned())]);
         assert_eq!(req.preput, [("k".to_owned(), "00ff".to_owned())]);
-        assert_eq!(s.add_job(&[2, 2], &req.preput), Ok(2));
+        assert_eq!(s.add_job(&[2, 2], &req.preput, |_| false), Ok(2));
         assert!(
-            s.add_job(&[1], &[])
+            s.add_job(&[1], &[], |_| false)
                 .unwrap_err()
                 .starts_with("universe_full")
         );
@@ -986,10 +1035,28 @@ mod tests {
     }
 
     #[test]
+    fn ids_of_ended_jobs_are_given_again() {
+        let mut s = server(1);
+        s.set_universe(4);
+        assert_eq!(s.add_job(&[1], &[], |_| false), Ok(1));
+        assert_eq!(s.add_job(&[2], &[], |_| false), Ok(2));
+        // Id 1's job ended; 2 and 3 still run: one id is free, not two.
+        assert_eq!(s.add_job(&[1], &[], |id| id == 1), Ok(1));
+        assert!(
+            s.add_job(&[2], &[], |id| id == 2).is_err(),
+            "half a job is not free"
+        );
+        assert_eq!(s.add_job(&[2], &[], |id| id >= 2), Ok(2));
+        assert_eq!(s.job_of(3), (4, 1));
+        // The first job's ids are never given again.
+        assert!(s.add_job(&[1], &[], |_| true).is_ok_and(|b| b >= 1));
+    }
+
+    #[test]
     fn names_are_published_once_for_every_job() {
         let mut s = server(2);
         s.set_universe(3);
-        s.add_job(&[1], &[]).unwrap();
+        s.add_job(&[1], &[], |_| false).unwrap();
         let publish = "cmd=publish_name service=737663 port=7031";
         assert_eq!(
             only_reply(ask(&mut s, 0, publish)),

@@ -78,7 +78,8 @@ impl Runtime {
             Predefined::TagUb => Value::Int(TAG_UB),
             Predefined::Host => Value::Rank(Rank::Null),
             Predefined::Io => Value::Rank(Rank::Any),
-            Predefined::WtimeIsGlobal | Predefined::Appnum => Value::Int(0),
+            Predefined::WtimeIsGlobal => Value::Int(0),
+            Predefined::Appnum => Value::Int(self.dynamic.appnum as i32),
             Predefined::UniverseSize => Value::Int(self.ep.size() as i32),
             Predefined::LastUsedCode => Value::LastCode(self.errors.last_used()),
         }

@@ -69,6 +69,9 @@ pub struct Dynamic {
     /// Ports open here.
     open_ports: Vec<u32>,
     next_port: u32,
+    /// `MPI_APPNUM`: the index of this process's command in the spawn
+    /// that started it (0 otherwise).
+    pub appnum: u32,
 }
 
 fn boot_error(class: Class) -> impl FnOnce(BootstrapError) -> MpiError {
@@ -83,6 +86,7 @@ impl Runtime {
         if self.ep.world().start == 0 {
             return Ok(()); // the job mpiexec started has no parent
         }
+        self.dynamic.appnum = self.ep.bootstrap().appnum();
         let raw = self
             .ep
             .bootstrap()

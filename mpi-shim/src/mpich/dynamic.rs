@@ -148,7 +148,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
 }
 
 /// `MPI_Comm_spawn_multiple`: one new job of every command's processes,
-/// in order (`MPI_APPNUM` is not set: it stays 0).
+/// in order; `MPI_APPNUM` is each one's command index.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
     count: c_int,

@@ -52,8 +52,10 @@ static int child(int argc, char **argv, MPI_Comm parent) {
     } else if (strcmp(argv[1], "multi") == 0) {
         /* spawn_multiple: command i runs with argument i. */
         CHECK(size == 3 && argc == 3, "multi: size %d argc %d", size, argc);
-        int expected = rank == 0 ? 0 : 1;
+        int expected = rank == 0 ? 0 : 1, *appnum = NULL, flag = 0;
         CHECK(atoi(argv[2]) == expected, "multi: rank %d got %s", rank, argv[2]);
+        MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+        CHECK(flag && *appnum == expected, "multi: MPI_APPNUM of rank %d", rank);
         MPI_Barrier(parent);
     } else if (strcmp(argv[1], "self") == 0) {
         CHECK(size == 1 && rsize == 1, "self: %d %d", size, rsize);

@@ -2,9 +2,12 @@
 //!
 //! The engine needs four facts from its launcher: its rank, the job size, the
 //! node each process runs on, and a place to publish small values (a
-//! segment's socket address) that peers read after a fence. [`Bootstrap`]
-//! is that contract; [`pmi::PmiClient`] implements it over PMI-1 (our
-//! `mpiexec`, or MPICH's Hydra), [`Singleton`] for a process started alone.
+//! segment's socket address) that peers read after a fence. A launcher that
+//! starts processes while the job runs also gives the job's place in a
+//! larger [`Universe`] of ids, starts new jobs ([`Bootstrap::spawn`]) and
+//! keeps a table of published names. [`Bootstrap`] is that contract;
+//! [`pmi::PmiClient`] implements it over PMI-1 (our `mpiexec`, or MPICH's
+//! Hydra), [`Singleton`] for a process started alone.
 
 pub mod pmi;
 pub mod pset;
@@ -104,6 +107,11 @@ pub trait Bootstrap: Send + std::fmt::Debug {
              mpiexec)"
                 .into(),
         ))
+    }
+    /// The index of this process's command in the spawn that started its
+    /// job (`MPI_APPNUM`); 0 when the launcher does not say.
+    fn appnum(&mut self) -> u32 {
+        0
     }
     /// Publish `port` under `service` for every job of the launcher.
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {

@@ -16,6 +16,15 @@
 //! | `cmd=barrier_in`                      | `cmd=barrier_out`                           |
 //! | `cmd=finalize`                        | `cmd=finalize_ack`                          |
 //! | `cmd=abort exitcode=C`                | (none: the job is torn down)                |
+//! | `mcmd=spawn` .. `endcmd` (per command) | `cmd=spawn_result rc=0 base=B`             |
+//! | `cmd=publish_name service=S port=P`   | `cmd=publish_result rc=0`                   |
+//! | `cmd=unpublish_name service=S`        | `cmd=unpublish_result rc=0`                 |
+//! | `cmd=lookup_name service=S`           | `cmd=lookup_result rc=0 port=P`             |
+//!
+//! Spawn blocks follow MPICH's simple PMI (one `key=value` per line);
+//! `base=`, the new job's first id in the universe, is Tessel's `mpiexec`'s
+//! addition, and so is [`UNIVERSE_VAR`]. Service and port names travel
+//! hex-encoded.
 //!
 //! Values cannot hold spaces or newlines on the wire, so [`PmiClient`]
 //! hex-encodes what it puts and decodes what it gets: any byte string
@@ -424,6 +433,13 @@ impl Bootstrap for PmiClient {
             .field("base")?
             .parse()
             .map_err(|_| BootstrapError::Protocol("spawn_result without a valid base=".into()))
+    }
+
+    fn appnum(&mut self) -> u32 {
+        self.request("cmd=get_appnum", "appnum")
+            .ok()
+            .and_then(|r| r.field("appnum").ok()?.parse().ok())
+            .unwrap_or(0)
     }
 
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
