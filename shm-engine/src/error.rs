@@ -62,7 +62,8 @@ impl From<SegmentError> for InitError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
-    /// The process id is not in `0..size`.
+    /// The process id is not one of the job's (`0..size` for the job the
+    /// launcher started), nor one admitted from the universe.
     InvalidPeer {
         /// The id given.
         peer: u32,
@@ -108,7 +109,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::InvalidPeer { peer, size } => {
-                write!(f, "invalid peer {peer}: the job has {size} processes")
+                write!(
+                    f,
+                    "invalid peer {peer}: the job has {size} processes, and {peer} is none of those it has met"
+                )
             }
             Self::Unreachable { peer } => write!(
                 f,

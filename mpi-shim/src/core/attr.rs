@@ -80,7 +80,7 @@ impl Runtime {
             Predefined::Io => Value::Rank(Rank::Any),
             Predefined::WtimeIsGlobal => Value::Int(0),
             Predefined::Appnum => Value::Int(self.dynamic.appnum as i32),
-            Predefined::UniverseSize => Value::Int(self.ep.size() as i32),
+            Predefined::UniverseSize => Value::Int(self.ep.universe_size() as i32),
             Predefined::LastUsedCode => Value::LastCode(self.errors.last_used()),
         }
     }

@@ -97,6 +97,7 @@ impl Runtime {
             .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
             .ok_or_else(|| MpiError::new(Class::Spawn, "malformed parent id"))?;
         let slot = self.intercomm_via(WORLD, 0, |rt, members, max| {
+            rt.ep.admit([parent]);
             rt.leaders_trade(members, max, parent, tag(SPAWN))
         })?;
         self.dynamic.parent = Some(slot);
@@ -145,6 +146,7 @@ impl Runtime {
             .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")))
             .ok_or_else(|| MpiError::new(Class::Spawn, "the root could not start the processes"))?;
         let slot = self.intercomm_via(comm, root, |rt, members, max| {
+            rt.ep.admit([first]);
             rt.leaders_trade(members, max, first, tag(SPAWN))
         });
         // The new processes hold the segment once they have connected.
@@ -234,7 +236,7 @@ impl Runtime {
                 ),
             ));
         }
-        if id >= self.ep.size() || n >= MAX_PORTS {
+        if id >= self.ep.universe_size() || n >= MAX_PORTS {
             return Err(bad());
         }
         Ok((id, n))
@@ -269,6 +271,13 @@ impl Runtime {
             rt.ep
                 .recv(Source::Any, TagMatch::exact(tag(PORT | n << 1)), &mut hello)?;
             let other = u32::from_ne_bytes(hello);
+            if other >= rt.ep.universe_size() {
+                return Err(MpiError::new(
+                    Class::Intern,
+                    "a malformed connection request",
+                ));
+            }
+            rt.ep.admit([other]);
             rt.leaders_trade(members, max, other, tag(PORT | n << 1 | 1))
         })
     }
@@ -285,6 +294,7 @@ impl Runtime {
                 ));
             }
             let me = rt.ep.rank();
+            rt.ep.admit([owner]);
             rt.ep.send(owner, tag(PORT | n << 1), &me.to_ne_bytes())?;
             rt.leaders_trade(members, max, owner, tag(PORT | n << 1 | 1))
         })
@@ -318,7 +328,8 @@ impl Runtime {
             u.parse::<u64>().map_err(|_| bad())?,
             id.parse::<u32>().map_err(|_| bad())?,
         );
-        if u != self.ep.universe_id() || other >= self.ep.size() || other == self.ep.rank() {
+        if u != self.ep.universe_id() || other >= self.ep.universe_size() || other == self.ep.rank()
+        {
             return Err(MpiError::new(
                 Class::Other,
                 "MPI_Comm_join: the process at the other end is not another process of this \
@@ -326,6 +337,7 @@ impl Runtime {
             ));
         }
         self.intercomm_via(SELF, 0, |rt, members, max| {
+            rt.ep.admit([other]);
             rt.leaders_trade(members, max, other, tag(JOIN))
         })
     }

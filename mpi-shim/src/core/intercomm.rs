@@ -293,6 +293,9 @@ impl Runtime {
             )
         })?;
         let ctx = self.take_ctx(*agreed)?;
+        // The other group may be processes this one has not met before
+        // (spawned, or connected through a port).
+        self.ep.admit(remote.iter().copied());
         self.derive_inter(local, members, remote.to_vec(), ctx)
     }
 

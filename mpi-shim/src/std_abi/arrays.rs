@@ -680,6 +680,33 @@ unsafe fn spawn_codes_out(errcodes: *mut c_int, n: c_int, rc: c_int, root: c_int
     }
 }
 
+/// Run a spawn entry `f` with the library's intercommunicator output,
+/// then write it back as a standard handle, translate the root's error
+/// codes (`asked` of them) and the return code.
+///
+/// # Safety
+/// `intercomm` is null or writable; `errcodes` as for [`spawn_codes_out`].
+unsafe fn spawn_entry(
+    intercomm: *mut Handle,
+    errcodes: *mut c_int,
+    asked: c_int,
+    (root, comm): (c_int, c_int),
+    f: impl FnOnce(*mut c_int) -> c_int,
+) -> c_int {
+    let mut inter = 0;
+    let rc = f(if intercomm.is_null() {
+        std::ptr::null_mut()
+    } else {
+        &mut inter
+    });
+    // SAFETY: the caller's promises.
+    unsafe {
+        spawn_codes_out(errcodes, asked, rc, root, comm);
+        handle_ptr_out(intercomm, inter);
+    }
+    code_out(rc)
+}
+
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Comm_spawn(
     command: *const c_char,
@@ -692,30 +719,27 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     array_of_errcodes: *mut c_int,
 ) -> c_int {
     let (root, comm) = (rank_in(root), handle_in(comm));
-    let mut inter = 0;
     // SAFETY: the caller's arguments, handles translated.
-    let rc = unsafe {
-        entries::MPI_Comm_spawn(
-            command,
-            argv,
-            maxprocs,
-            handle_in(info),
-            root,
-            comm,
-            if intercomm.is_null() {
-                std::ptr::null_mut()
-            } else {
-                &mut inter
-            },
-            array_of_errcodes,
-        )
-    };
-    // SAFETY: as above.
     unsafe {
-        spawn_codes_out(array_of_errcodes, maxprocs, rc, root, comm);
-        handle_ptr_out(intercomm, inter);
+        spawn_entry(
+            intercomm,
+            array_of_errcodes,
+            maxprocs,
+            (root, comm),
+            |inter| {
+                entries::MPI_Comm_spawn(
+                    command,
+                    argv,
+                    maxprocs,
+                    handle_in(info),
+                    root,
+                    comm,
+                    inter,
+                    array_of_errcodes,
+                )
+            },
+        )
     }
-    code_out(rc)
 }
 
 #[cfg_attr(tessel_std_abi, unsafe(no_mangle))]
@@ -733,29 +757,6 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
     let (root, comm) = (rank_in(root), handle_in(comm));
     // SAFETY: `count` infos (MPI contract, at the root).
     let infos = unsafe { handles_in(array_of_info, count) };
-    let mut inter = 0;
-    // SAFETY: the caller's arguments, handles translated.
-    let rc = unsafe {
-        entries::MPI_Comm_spawn_multiple(
-            count,
-            array_of_commands,
-            array_of_argv,
-            array_of_maxprocs,
-            if array_of_info.is_null() {
-                std::ptr::null()
-            } else {
-                infos.as_ptr()
-            },
-            root,
-            comm,
-            if intercomm.is_null() {
-                std::ptr::null_mut()
-            } else {
-                &mut inter
-            },
-            array_of_errcodes,
-        )
-    };
     let asked = if array_of_maxprocs.is_null() || count <= 0 {
         0
     } else {
@@ -765,10 +766,25 @@ pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
             .map(|&n| n.max(0))
             .sum()
     };
-    // SAFETY: as above.
+    let info_ptr = if array_of_info.is_null() {
+        std::ptr::null()
+    } else {
+        infos.as_ptr()
+    };
+    // SAFETY: the caller's arguments, handles translated.
     unsafe {
-        spawn_codes_out(array_of_errcodes, asked, rc, root, comm);
-        handle_ptr_out(intercomm, inter);
+        spawn_entry(intercomm, array_of_errcodes, asked, (root, comm), |inter| {
+            entries::MPI_Comm_spawn_multiple(
+                count,
+                array_of_commands,
+                array_of_argv,
+                array_of_maxprocs,
+                info_ptr,
+                root,
+                comm,
+                inter,
+                array_of_errcodes,
+            )
+        })
     }
-    code_out(rc)
 }

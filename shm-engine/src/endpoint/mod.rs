@@ -110,7 +110,7 @@ impl Endpoint {
                 node
             }
         };
-        let (mut router, locals) = Router::new(size, node, node_of);
+        let (mut router, locals) = Router::new(size, node, node_of, world.clone());
         let me = router.local(rank).expect("this process is on its own node");
         let nodes = (0..size).map(node_of).collect();
         // A job that spans nodes opens a network plugin now: it publishes
@@ -200,10 +200,23 @@ impl Endpoint {
         self.shm.share(self.node, peers)
     }
 
-    /// Number of process ids: the universe (the job, and the processes it
-    /// may add).
+    /// Number of processes in this process's job: its ids are
+    /// [`world`](Self::world), `0..size()` for the job the launcher started.
     pub fn size(&self) -> u32 {
+        self.world.len() as u32
+    }
+
+    /// Number of process ids in the universe: the job, and the processes
+    /// the launcher may add ([`crate::bootstrap::Universe`]).
+    pub fn universe_size(&self) -> u32 {
         self.size
+    }
+
+    /// Let this process send to and receive from processes `ids` outside
+    /// its job (added by the launcher, and met through the layer above);
+    /// until then they are invalid peers.
+    pub fn admit(&mut self, ids: impl IntoIterator<Item = u32>) {
+        self.router.admit(ids);
     }
 
     /// The node this process runs on.
