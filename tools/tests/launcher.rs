@@ -360,7 +360,8 @@ fn server_answers_raw_protocol_lines() {
             "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0",
             "cmd=error rc=-1 msg=malformed_line",
             "cmd=error rc=-1 msg=unknown_command_frobnicate",
-            "cmd=universe_size size=1 rc=0",
+            // -n 1 on one node: room for 32 spawned processes by default.
+            "cmd=universe_size size=33 rc=0",
             "cmd=appnum appnum=0 rc=0",
             "cmd=put_result rc=0 msg=success",
             "cmd=get_result rc=0 msg=success value=6869",
