@@ -23,6 +23,8 @@
 //! | `cmd=publish_name service=S port=P` | `cmd=publish_result rc=0` |
 //! | `cmd=unpublish_name service=S` | `cmd=unpublish_result rc=0` |
 //! | `cmd=lookup_name service=S` | `cmd=lookup_result rc=0 port=P` |
+//! | `cmd=pset_create op=OP members=RANKS` | `cmd=pset_create_result rc=0 name=mpix://OP/N` |
+//! | `cmd=pset_fetch from=K` | `cmd=pset_fetch_result rc=0 sets=S` (the sets created after the first K, hex of `NAME RANKS` lines) |
 //!
 //! # Jobs and process ids
 //!
@@ -161,6 +163,8 @@ pub struct PmiServer {
     ranks: Vec<RankState>,
     /// Published names: service -> port.
     names: HashMap<String, String>,
+    /// Process sets the jobs created, in order: names are never reused.
+    created: Vec<(String, Vec<u32>)>,
     /// How many process ids may exist.
     universe: u32,
 }
@@ -199,6 +203,7 @@ impl PmiServer {
                 })
                 .collect(),
             names: HashMap::new(),
+            created: Vec::new(),
             universe: np,
         }
     }
@@ -410,6 +415,27 @@ impl PmiServer {
                 }
                 _ => reply("cmd=unpublish_result rc=-1 msg=name_not_published".into()),
             },
+            "pset_create" => reply(self.create_pset(&fields)),
+            "pset_fetch" => {
+                let from = fields.get("from").and_then(|v| v.parse::<usize>().ok());
+                reply(match from {
+                    Some(k) => {
+                        let text: String = self
+                            .created
+                            .iter()
+                            .skip(k)
+                            .map(|(n, r)| {
+                                format!("{n} {}\n", shm_engine::bootstrap::pset::format_ranks(r))
+                            })
+                            .collect();
+                        format!(
+                            "cmd=pset_fetch_result rc=0 msg=success sets={}",
+                            shm_engine::bootstrap::pset::wire_value(&text)
+                        )
+                    }
+                    None => "cmd=pset_fetch_result rc=-1 msg=missing_from".into(),
+                });
+            }
             "lookup_name" => match fields.get("service").and_then(|s| self.names.get(*s)) {
                 Some(port) => reply(format!("cmd=lookup_result rc=0 msg=success port={port}")),
                 None => reply("cmd=lookup_result rc=-1 msg=name_not_published".into()),
@@ -483,6 +509,25 @@ impl PmiServer {
                 .copied()
                 .find(|id| state(id).gone && state(id).stage != Stage::Finalized)
         })
+    }
+
+    /// Answer `pset_create`: the new set's name, `mpix://OP/N`.
+    fn create_pset(&mut self, fields: &HashMap<&str, &str>) -> String {
+        let op = fields.get("op").copied().unwrap_or("");
+        if !["union", "difference", "intersection"].contains(&op) {
+            return "cmd=pset_create_result rc=-1 msg=unknown_operation".into();
+        }
+        let members = match fields.get("members") {
+            Some(&"") => Vec::new(),
+            Some(m) => match shm_engine::bootstrap::pset::parse_ranks(m) {
+                Ok(r) if r.iter().all(|&id| id < self.universe) => r,
+                _ => return "cmd=pset_create_result rc=-1 msg=bad_members".into(),
+            },
+            None => return "cmd=pset_create_result rc=-1 msg=missing_members".into(),
+        };
+        let name = format!("mpix://{op}/{}", self.created.len());
+        self.created.push((name.clone(), members));
+        format!("cmd=pset_create_result rc=0 msg=success name={name}")
     }
 
     /// A line of a spawn request from `rank`: the request once complete.
@@ -1050,6 +1095,43 @@ mod tests {
         assert_eq!(s.job_of(3), (4, 1));
         // The first job's ids are never given again.
         assert!(s.add_job(&[1], &[], |_| true).is_ok_and(|b| b >= 1));
+    }
+
+    #[test]
+    fn created_process_sets_get_unique_names_and_are_listed_in_order() {
+        let mut s = server(3);
+        assert_eq!(
+            only_reply(ask(&mut s, 0, "cmd=pset_create op=union members=0-2")),
+            "cmd=pset_create_result rc=0 msg=success name=mpix://union/0"
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 1, "cmd=pset_create op=difference members=")),
+            "cmd=pset_create_result rc=0 msg=success name=mpix://difference/1"
+        );
+        for bad in [
+            "op=xor members=0",
+            "op=union members=7",
+            "op=union members=1,1",
+            "op=union",
+        ] {
+            let line = format!("cmd=pset_create {bad}");
+            assert!(only_reply(ask(&mut s, 0, &line)).contains("rc=-1"), "{bad}");
+        }
+        let hex = |t: &str| shm_engine::bootstrap::pset::wire_value(t);
+        assert_eq!(
+            only_reply(ask(&mut s, 2, "cmd=pset_fetch from=0")),
+            format!(
+                "cmd=pset_fetch_result rc=0 msg=success sets={}",
+                hex("mpix://union/0 0-2\nmpix://difference/1 \n")
+            )
+        );
+        assert_eq!(
+            only_reply(ask(&mut s, 2, "cmd=pset_fetch from=1")),
+            format!(
+                "cmd=pset_fetch_result rc=0 msg=success sets={}",
+                hex("mpix://difference/1 \n")
+            )
+        );
     }
 
     #[test]

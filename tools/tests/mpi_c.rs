@@ -38,11 +38,12 @@ const PROGRAMS: &[&str] = &[
     "rma",
     "threads",
     "dynamic",
+    "psetops",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's libraries lack
 /// them, so neither `mpicc.mpich` nor MPICH 5's `mpicc_abi` can link these.
-const EXTENSIONS: &[&str] = &["recvbuf"];
+const EXTENSIONS: &[&str] = &["recvbuf", "psetops"];
 
 /// Programs that call functions MPI-4.1 added, which the `mpi.h` of
 /// Debian's MPICH (4.0.2) does not declare: `mpicc.mpich` cannot build

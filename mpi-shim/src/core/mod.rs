@@ -231,8 +231,11 @@ pub struct Runtime {
     pub main_thread: std::thread::ThreadId,
     /// Open sessions, the world model's hidden one included.
     pub sessions: table::Table<session::Session>,
-    /// The process sets of the job, the same in every session.
+    /// The process sets of the job, the same in every session: the job's
+    /// own, then those created while it runs ([`Runtime::refresh_psets`]).
     pub psets: Vec<session::Pset>,
+    /// How many created sets `psets` holds.
+    created_psets: usize,
     /// Where the world model is.
     pub world: Phase,
     /// The parent, and the ports open here.
@@ -281,6 +284,7 @@ impl Runtime {
             main_thread: std::thread::current().id(),
             sessions: table::Table::new(0),
             psets,
+            created_psets: 0,
             world: Phase::Before,
             dynamic: dynamic::Dynamic::default(),
         })

@@ -210,7 +210,74 @@ pub fn boot_ctx(tag: &str, members: &[u32]) -> u32 {
     BOOT_CTX_BASE | (folded & (BOOT_CTX_BASE - 2))
 }
 
+/// A set operation of `MPIX_Pset_create_op` (the seed's
+/// `MPIDYNRES_pset_create_op`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PsetOp {
+    Union,
+    Difference,
+    Intersection,
+}
+
+impl PsetOp {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Union => "union",
+            Self::Difference => "difference",
+            Self::Intersection => "intersection",
+        }
+    }
+}
+
 impl Runtime {
+    /// Append the process sets created since the last look (by any
+    /// process of the launcher's jobs): the list only grows, so an index
+    /// of `MPI_Session_get_nth_pset` keeps naming the same set.
+    pub fn refresh_psets(&mut self) -> MpiResult<()> {
+        let new = self
+            .ep
+            .bootstrap()
+            .created_psets(self.created_psets)
+            .map_err(|e| MpiError::new(Class::Other, format!("process sets: {e}")))?;
+        self.created_psets += new.len();
+        self.psets.extend(
+            new.into_iter()
+                .map(|(name, members)| Pset { name, members }),
+        );
+        Ok(())
+    }
+
+    /// `MPIX_Pset_create_op`: a new process set, the result of `op` on
+    /// sets `a` and `b`, of which the caller must be in one; returns its
+    /// name, which every process of the launcher's jobs then sees.
+    pub fn pset_create_op(&mut self, a: &str, b: &str, op: PsetOp) -> MpiResult<String> {
+        self.refresh_psets()?;
+        let (x, y) = (self.pset(a)?.members.clone(), self.pset(b)?.members.clone());
+        let me = self.ep.rank();
+        if !x.contains(&me) && !y.contains(&me) {
+            return Err(MpiError::new(
+                Class::Arg,
+                format!("the calling process is in neither {a:?} nor {b:?}"),
+            ));
+        }
+        let members: Vec<u32> = match op {
+            PsetOp::Union => x
+                .iter()
+                .chain(y.iter().filter(|p| !x.contains(p)))
+                .copied()
+                .collect(),
+            PsetOp::Difference => x.iter().filter(|p| !y.contains(p)).copied().collect(),
+            PsetOp::Intersection => x.iter().filter(|p| y.contains(p)).copied().collect(),
+        };
+        let name = self
+            .ep
+            .bootstrap()
+            .create_pset(op.name(), &members)
+            .map_err(|e| MpiError::new(Class::Other, format!("MPIX_Pset_create_op: {e}")))?;
+        self.refresh_psets()?;
+        Ok(name)
+    }
+
     /// The process set called `name` (ignoring case).
     pub fn pset(&self, name: &str) -> MpiResult<&Pset> {
         self.psets

@@ -15,7 +15,7 @@ use super::*;
 use crate::abi::{MPI_Group, MPI_Info, MPI_Session};
 use crate::core::errh;
 use crate::core::info::{self, Info};
-use crate::core::session::{Session, ThreadLevel};
+use crate::core::session::{PsetOp, Session, ThreadLevel};
 
 pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)",
@@ -25,6 +25,8 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info)",
     "int MPI_Session_get_info(MPI_Session session, MPI_Info *info_used)",
     "int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup)",
+    "int MPIX_Pset_create_op(MPI_Session session, MPI_Info hints, const char *pset1, const char *pset2, int op, char *pset_result)",
+    "int MPIX_Session_get_psets(MPI_Session session, MPI_Info info, MPI_Info *psets)",
     "int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm)",
     "int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm)",
     "int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)",
@@ -271,6 +273,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
         |rt| {
             session_of(rt, session)?;
             read_info(info)?;
+            rt.refresh_psets()?;
             // SAFETY: output argument.
             unsafe { out(npset_names, rt.psets.len() as c_int) }
         },
@@ -296,6 +299,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
         |rt| {
             session_of(rt, session)?;
             read_info(info)?;
+            rt.refresh_psets()?;
             let name = usize::try_from(n)
                 .ok()
                 .and_then(|i| rt.psets.get(i))
@@ -340,6 +344,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
             session_of(rt, session)?;
             // SAFETY: a C string argument.
             let name = unsafe { c_str(pset_name, "process set name")? };
+            rt.refresh_psets()?;
             let size = rt.pset(name)?.members.len();
             if info.is_null() {
                 return Err(err(Class::Arg, "null info pointer"));
@@ -387,6 +392,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
             let s = session_of(rt, session)?;
             // SAFETY: a C string argument.
             let name = unsafe { c_str(pset_name, "process set name")? };
+            rt.refresh_psets()?;
             rt.pset(name)?;
             if newgroup.is_null() {
                 return Err(err(Class::Arg, "null group pointer"));
@@ -394,6 +400,84 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
             let slot = rt.group_from_pset(s, name)?;
             // SAFETY: non-null output argument.
             unsafe { out(newgroup, group_handle(slot)) }
+        },
+    )
+}
+
+/// `MPIX_Pset_create_op` (the seed's `MPIDYNRES_pset_create_op`): a new
+/// process set, `op` (`MPIX_PSET_UNION`, `_DIFFERENCE`, `_INTERSECTION`)
+/// of sets `pset1` and `pset2`, named `mpix://OP/N` (unique and never
+/// reused), which every process of the launcher's jobs sees in its
+/// sessions. The caller must be in one of the two sets. `pset_result`
+/// holds `MPI_MAX_PSET_NAME_LEN` bytes.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPIX_Pset_create_op(
+    session: MPI_Session,
+    hints: MPI_Info,
+    pset1: *const c_char,
+    pset2: *const c_char,
+    op: c_int,
+    pset_result: *mut c_char,
+) -> c_int {
+    run(
+        "MPIX_Pset_create_op",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            read_info(hints)?;
+            // SAFETY: C string arguments.
+            let (a, b) = unsafe {
+                (
+                    c_str(pset1, "process set name")?,
+                    c_str(pset2, "process set name")?,
+                )
+            };
+            let op = match op {
+                abi::MPIX_PSET_UNION => PsetOp::Union,
+                abi::MPIX_PSET_DIFFERENCE => PsetOp::Difference,
+                abi::MPIX_PSET_INTERSECTION => PsetOp::Intersection,
+                _ => {
+                    return Err(err(
+                        Class::Arg,
+                        format!("unknown process set operation {op}"),
+                    ));
+                }
+            };
+            nonnull(pset_result, "pset_result")?;
+            let name = rt.pset_create_op(a, b, op)?;
+            // SAFETY: MPI_MAX_PSET_NAME_LEN bytes (the contract above).
+            unsafe { copy_cstr(pset_result, abi::MPI_MAX_PSET_NAME_LEN as usize, &name) }
+                .map(|_| ())
+        },
+    )
+}
+
+/// `MPIX_Session_get_psets` (the seed's `MPI_Session_get_psets`): a new
+/// info object with every process set's name as a key and its size, in
+/// decimal, as the value: a snapshot of the sets as they are now.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPIX_Session_get_psets(
+    session: MPI_Session,
+    info: MPI_Info,
+    psets: *mut MPI_Info,
+) -> c_int {
+    run(
+        "MPIX_Session_get_psets",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            read_info(info)?;
+            nonnull(psets, "psets")?;
+            rt.refresh_psets()?;
+            let entries: Vec<(&str, String)> = rt
+                .psets
+                .iter()
+                .map(|p| (p.name.as_str(), p.members.len().to_string()))
+                .collect();
+            // SAFETY: non-null output argument.
+            unsafe { out(psets, new_info(&entries)) }
         },
     )
 }

@@ -129,6 +129,14 @@ typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;
  * MPIX_Get_recv_buf and MPIX_Release_recv_buf. */
 #define MPIX_HAS_RECV_BUF 1
 
+/* Process sets created while the job runs (MPIX_Pset_create_op,
+ * MPIX_Session_get_psets); mpidynres.h gives them the names of
+ * libmpidynres. */
+#define MPIX_HAS_PSET_OPS 1
+#define MPIX_PSET_UNION 0
+#define MPIX_PSET_INTERSECTION 1
+#define MPIX_PSET_DIFFERENCE 2
+
 ";
 
 const END: &str = "

@@ -113,6 +113,23 @@ pub trait Bootstrap: Send + std::fmt::Debug {
     fn appnum(&mut self) -> u32 {
         0
     }
+    /// Register a new process set of `members` (universe ids) made by set
+    /// operation `op` (`union`, `difference`, `intersection`): the
+    /// launcher names it, `mpix://OP/N`, uniquely for the life of all its
+    /// jobs, and every process sees it through [`created_psets`](Self::created_psets).
+    fn create_pset(&mut self, op: &str, members: &[u32]) -> Result<String, BootstrapError> {
+        let _ = (op, members);
+        Err(BootstrapError::Refused(
+            "this process's launcher keeps no process sets that change (use Tessel's mpiexec)"
+                .into(),
+        ))
+    }
+    /// The process sets created so far, after the first `known` of them
+    /// (the list only grows).
+    fn created_psets(&mut self, known: usize) -> Result<Vec<(String, Vec<u32>)>, BootstrapError> {
+        let _ = known;
+        Ok(Vec::new())
+    }
     /// Publish `port` under `service` for every job of the launcher.
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
         let _ = (service, port);

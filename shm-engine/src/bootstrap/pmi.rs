@@ -442,6 +442,43 @@ impl Bootstrap for PmiClient {
             .unwrap_or(0)
     }
 
+    fn create_pset(&mut self, op: &str, members: &[u32]) -> Result<String, BootstrapError> {
+        if std::env::var_os(UNIVERSE_VAR).is_none() {
+            return Err(BootstrapError::Refused(
+                "the process manager keeps no process sets that change (Tessel's mpiexec does)"
+                    .into(),
+            ));
+        }
+        let line = format!(
+            "cmd=pset_create op={op} members={}",
+            super::pset::format_ranks(members)
+        );
+        let response = self.simple(&line, "pset_create_result", "to create a process set")?;
+        Ok(response.field("name")?.to_owned())
+    }
+
+    fn created_psets(&mut self, known: usize) -> Result<Vec<(String, Vec<u32>)>, BootstrapError> {
+        if std::env::var_os(UNIVERSE_VAR).is_none() {
+            return Ok(Vec::new()); // another launcher: no such sets
+        }
+        let line = format!("cmd=pset_fetch from={known}");
+        let response = self.simple(&line, "pset_fetch_result", "to list process sets")?;
+        let text = hex_decode(response.field("sets")?)
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| BootstrapError::Protocol("pset_fetch_result with bad sets=".into()))?;
+        text.lines()
+            .map(|l| {
+                let (name, ranks) = l.split_once(' ').unwrap_or((l, ""));
+                if ranks.is_empty() {
+                    return Ok((name.to_owned(), Vec::new()));
+                }
+                super::pset::parse_ranks(ranks)
+                    .map(|r| (name.to_owned(), r))
+                    .map_err(BootstrapError::Protocol)
+            })
+            .collect()
+    }
+
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
         let line = format!(
             "cmd=publish_name service={} port={}",
