@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build Tessel's MPI library and lay it out as an MPI installation:
-#   PREFIX/bin/mpicc, PREFIX/bin/mpiexec, PREFIX/bin/tessel-info, PREFIX/include/mpi.h (and mpidynres.h),
+#   PREFIX/bin/mpicc, PREFIX/bin/mpiexec, PREFIX/bin/tessel-info, PREFIX/include/mpi.h (and mpidynres*.h),
 #   PREFIX/lib/libmpi.so.12 (and libmpi.so, libmpich.so.12), PREFIX/lib/pkgconfig/mpi.pc,
 #   and for the MPI-5 standard ABI PREFIX/bin/mpicc_abi, PREFIX/include/abi/mpi.h,
 #   PREFIX/lib/libmpi_abi.so.1 (and libmpi_abi.so), PREFIX/lib/pkgconfig/mpi_abi.pc,
@@ -36,8 +36,10 @@ install -m 0755 target/abi-build/release/libmpi.so "$prefix/lib/libmpi_abi.so.1"
 ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi_abi.so"
 target/release/tessel-mpi-header --abi standard > "$prefix/include/abi/mpi.h"
 # libmpidynres's names for the process-set calls, for both ABIs.
-install -m 0644 mpi-shim/include/mpidynres.h "$prefix/include/mpidynres.h"
-install -m 0644 mpi-shim/include/mpidynres.h "$prefix/include/abi/mpidynres.h"
+for h in mpidynres.h mpidynres_sim.h; do
+    install -m 0644 "mpi-shim/include/$h" "$prefix/include/$h"
+    install -m 0644 "mpi-shim/include/$h" "$prefix/include/abi/$h"
+done
 
 # mpicc (MPICH ABI) and mpicc_abi (standard ABI): the same wrapper with
 # another header directory and library.

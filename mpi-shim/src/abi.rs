@@ -727,6 +727,10 @@ pub fn header() -> String {
 pub const MPIX_PSET_UNION: c_int = 0;
 pub const MPIX_PSET_INTERSECTION: c_int = 1;
 pub const MPIX_PSET_DIFFERENCE: c_int = 2;
+/// The kinds of resource change of `MPIX_Dynres_get` (as in the seed).
+pub const MPIX_DYNRES_NONE: c_int = 0;
+pub const MPIX_DYNRES_ADD: c_int = 1;
+pub const MPIX_DYNRES_SUB: c_int = 2;
 
 const HEADER_PRELUDE: &str = "\
 /* mpi.h of Tessel's MPI library: the MPICH ABI (libmpi.so.12).
@@ -749,6 +753,11 @@ extern \"C\" {
 #define MPIX_PSET_UNION 0
 #define MPIX_PSET_INTERSECTION 1
 #define MPIX_PSET_DIFFERENCE 2
+/* Resource changes (mpiexec --dynres): MPIX_Dynres_get, MPIX_Dynres_accept. */
+#define MPIX_HAS_DYNRES 1
+#define MPIX_DYNRES_NONE 0
+#define MPIX_DYNRES_ADD 1
+#define MPIX_DYNRES_SUB 2
 
 /* Handles: MPICH's are ints, except files and the tool interface's. */
 typedef int MPI_Comm;

@@ -90,8 +90,20 @@ pub struct Cli {
     /// How many processes the job may hold in all, those MPI_Comm_spawn
     /// adds included (MPI_UNIVERSE_SIZE). Default: N + 32 on one node; N
     /// with --ppn (processes are added on one node only).
-    #[arg(long, value_name = "U", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(
+        long,
+        visible_alias = "max-procs",
+        value_name = "U",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
     pub universe_size: Option<u32>,
+
+    /// Act as the job's resource manager: propose resource changes, which
+    /// the job queries and accepts (MPIX_Dynres_get / _accept). POLICY:
+    /// schedule:FILE (lines `add N` / `remove N`, in order), step:N (add N,
+    /// remove N, ...), random:SEED. Needs one node; see --universe-size.
+    #[arg(long, value_name = "POLICY", value_parser = crate::dynres::Policy::parse)]
+    pub dynres: Option<crate::dynres::Policy>,
 
     /// Set KEY=VALUE in the environment of every process (repeatable).
     #[arg(short = 'x', long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
@@ -135,7 +147,7 @@ impl Cli {
                     self.np
                 ));
             }
-            if u > self.np && self.job_spec().mapping.nodes() > 1 {
+            if (u > self.np || self.dynres.is_some()) && self.job_spec().mapping.nodes() > 1 {
                 return Err(format!(
                     "--universe-size {u} with {} virtual nodes: processes can be added to a \
                      job on one node only",
@@ -179,6 +191,7 @@ impl Cli {
             args: command.collect(),
             mapping: Mapping::block(self.np, self.ppn),
             universe: self.universe(),
+            dynres: self.dynres.clone(),
             env: self.env.clone(),
             psets: self.psets.clone(),
             bind: self.bind,
@@ -372,6 +385,8 @@ mod tests {
             "TESSEL_LOCAL_SIZE",
             "TESSEL_UNIVERSE",
             "--universe-size",
+            "--max-procs",
+            "--dynres",
             "124",
             "127",
         ] {

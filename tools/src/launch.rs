@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::cli::Bind;
 use crate::mapping::Mapping;
 use crate::pmi_server::Stage;
-use crate::pmi_server::{PmiServer, SpawnRequest};
+use crate::pmi_server::{DynresRequest, PmiServer, SpawnRequest};
 use crate::sys::{self, CpuSet};
 use shm_engine::bootstrap::abort_status;
 use shm_engine::locality::{PLACE_VAR, Place};
@@ -81,6 +81,8 @@ pub struct JobSpec {
     pub mapping: Mapping,
     /// How many processes the job may hold, those spawns add included.
     pub universe: u32,
+    /// The resource-change policy (`--dynres`).
+    pub dynres: Option<crate::dynres::Policy>,
     /// Extra environment variables, set on top of the inherited ones.
     pub env: Vec<(String, String)>,
     /// Named process sets, `(full name, ranks)`, published through PMI.
@@ -123,6 +125,10 @@ pub fn run(spec: &JobSpec) -> i32 {
         phase: Phase::Running,
         gone: Vec::new(),
         started,
+        dynres: spec
+            .dynres
+            .clone()
+            .map(|p| crate::dynres::Manager::new(p, (0..spec.mapping.np()).collect())),
         places,
         waiting_spawns: Vec::new(),
     };
@@ -431,6 +437,8 @@ struct Job<'a> {
     places: Vec<Binding>,
     /// Spawn requests waiting for finalized processes to exit.
     waiting_spawns: Vec<(SpawnRequest, Instant)>,
+    /// The resource manager, with `--dynres`.
+    dynres: Option<crate::dynres::Manager>,
 }
 
 impl Job<'_> {
@@ -559,6 +567,9 @@ impl Job<'_> {
             if let Some(req) = outcome.spawn {
                 self.spawn_job(req, Instant::now());
             }
+            if let Some(req) = outcome.dynres {
+                self.resource_change(req);
+            }
         }
     }
 
@@ -650,6 +661,131 @@ impl Job<'_> {
             }
         }
         self.deliver(vec![(by, format!("cmd=spawn_result rc=0 base={base}"))]);
+    }
+
+    /// Answer a resource-change request (`crate::dynres`).
+    fn resource_change(&mut self, req: DynresRequest) {
+        match req {
+            DynresRequest::Get { by } => {
+                let line = self.dynres_get();
+                self.deliver(vec![(by, line)]);
+            }
+            DynresRequest::Accept {
+                by,
+                tag,
+                info,
+                seg_key,
+                seg_value,
+            } => {
+                let Some(m) = self.dynres.as_mut() else {
+                    return self.deliver(vec![(
+                        by,
+                        "cmd=rc_accept_result rc=-1 msg=no_policy".into(),
+                    )]);
+                };
+                let Some(change) = m.accept(tag) else {
+                    let msg = format!(
+                        "cmd=rc_accept_result rc=-1 msg=no_pending_change_{tag}_(accepted_already?)"
+                    );
+                    return self.deliver(vec![(by, msg)]);
+                };
+                if change.add {
+                    let preput = [
+                        (seg_key, seg_value),
+                        ("tessel.dynres.info".to_owned(), info),
+                    ];
+                    let base = change.ids[0];
+                    self.server.start_reserved(base, &preput);
+                    let n = change.ids.len() as u32;
+                    for &id in &change.ids {
+                        let start = Start {
+                            program: &self.spec.program,
+                            args: &self.spec.args,
+                            id,
+                            rank: id - base,
+                            size: n,
+                            node: 0,
+                            local_rank: id - base,
+                            local_size: n,
+                            base,
+                            wdir: None,
+                        };
+                        match start_process(self.spec, &start, &self.places) {
+                            Ok(proc) => self.procs[id as usize] = proc,
+                            Err(e) => {
+                                eprintln!(
+                                    "mpiexec: cannot execute {} for a resource change: {e}",
+                                    Path::new(&self.spec.program).display()
+                                );
+                                self.end(EXIT_CANNOT_EXECUTE, libc::SIGTERM, None);
+                                return;
+                            }
+                        }
+                    }
+                }
+                self.deliver(vec![(by, "cmd=rc_accept_result rc=0 msg=success".into())]);
+            }
+        }
+    }
+
+    /// The pending change, proposing the policy's next one if none is.
+    fn dynres_get(&mut self) -> String {
+        use crate::dynres::Step;
+        let none = "cmd=rc_get_result rc=0 msg=success type=none delta= tag=0 procs=0".to_owned();
+        let Some(m) = self.dynres.as_ref() else {
+            return "cmd=rc_get_result rc=-1 \
+                    msg=the_job_was_started_without_a_resource_policy_(mpiexec_--dynres)"
+                .into();
+        };
+        if m.pending.is_none() {
+            let (add, ids) = match m.next_step() {
+                None => return none,
+                Some(Step::Remove(n)) => (false, m.removal(n)),
+                Some(Step::Add(n)) => match self.reserve(n) {
+                    Some(ids) => (true, ids),
+                    None => return none, // no room now: nothing proposed
+                },
+            };
+            let delta = self
+                .server
+                .register_pset(if add { "add" } else { "remove" }, ids.clone());
+            let m = self.dynres.as_mut().expect("checked above");
+            m.propose(add, ids, delta);
+        }
+        let m = self.dynres.as_ref().expect("checked above");
+        let c = m.pending.as_ref().expect("proposed above");
+        format!(
+            "cmd=rc_get_result rc=0 msg=success type={} delta={} tag={} procs={}",
+            if c.add { "add" } else { "sub" },
+            c.delta,
+            c.tag,
+            c.ids.len()
+        )
+    }
+
+    /// Reserve `n` ids for processes a resource change adds, holding
+    /// their places with already-reaped placeholders (nothing waits for
+    /// them, and no signal reaches them) until the change is accepted.
+    fn reserve(&mut self, n: u32) -> Option<Vec<u32>> {
+        let ended = |id: u32| {
+            self.procs
+                .get(id as usize)
+                .is_none_or(|p| p.status.is_some_and(|s| s.success()))
+        };
+        let base = self.server.reserve_job(n, ended).ok()?;
+        for id in base..base + n {
+            let placeholder = Proc {
+                rank: id,
+                pid: 0,
+                status: Some(ExitStatus::from_raw(0)),
+                conn: None,
+            };
+            match self.procs.get_mut(id as usize) {
+                Some(old) => *old = placeholder,
+                None => self.procs.push(placeholder),
+            }
+        }
+        Some((base..base + n).collect())
     }
 
     /// Queue answers and try to send them right away.

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod dynres;
 pub mod info;
 pub mod launch;
 pub mod mapping;

@@ -24,6 +24,8 @@
 //! | `cmd=unpublish_name service=S` | `cmd=unpublish_result rc=0` |
 //! | `cmd=lookup_name service=S` | `cmd=lookup_result rc=0 port=P` |
 //! | `cmd=pset_create op=OP members=RANKS` | `cmd=pset_create_result rc=0 name=mpix://OP/N` |
+//! | `cmd=rc_get` | `cmd=rc_get_result rc=0 type=none\|add\|sub delta=NAME tag=T procs=N`, from the launcher |
+//! | `cmd=rc_accept tag=T info=I seg_key=K seg_value=V` | `cmd=rc_accept_result rc=0`, from the launcher |
 //! | `cmd=pset_fetch from=K` | `cmd=pset_fetch_result rc=0 sets=S` (the sets created after the first K, hex of `NAME RANKS` lines) |
 //!
 //! # Jobs and process ids
@@ -107,6 +109,35 @@ pub struct Outcome {
     pub warning: Option<String>,
     /// A process asked for new processes.
     pub spawn: Option<SpawnRequest>,
+    /// A process asked for the pending resource change, or accepted one.
+    pub dynres: Option<DynresRequest>,
+}
+
+/// A resource-change request, which the launcher answers itself
+/// (`crate::dynres`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DynresRequest {
+    /// `cmd=rc_get` from process `by`: the pending change, proposing one
+    /// if none is.
+    Get {
+        /// The asking process.
+        by: u32,
+    },
+    /// `cmd=rc_accept tag=T info=HEX seg_key=K seg_value=HEX` from `by`:
+    /// accept change `tag`.
+    Accept {
+        /// The accepting process.
+        by: u32,
+        /// The change.
+        tag: u32,
+        /// For the new processes: hex of `key=value` lines.
+        info: String,
+        /// Where the new processes find the node segment (a key and its
+        /// wire value for their key-value space).
+        seg_key: String,
+        /// The value under `seg_key`.
+        seg_value: String,
+    },
 }
 
 /// How far a rank got through the PMI session.
@@ -151,6 +182,9 @@ struct Space {
     members: Vec<u32>,
     /// Every process of it has ended; its ids may be given again.
     retired: bool,
+    /// Its ids are reserved for processes not started yet (a resource
+    /// change proposed, not accepted): it cannot be retired.
+    reserved: bool,
 }
 
 /// The key-value spaces and barriers of the jobs of one launcher.
@@ -194,6 +228,7 @@ impl PmiServer {
                 kvs,
                 members: (0..np).collect(),
                 retired: false,
+                reserved: false,
             }],
             kvs_bytes,
             ranks: (0..np)
@@ -266,6 +301,7 @@ impl PmiServer {
             kvs,
             members: (base..base + n).collect(),
             retired: false,
+            reserved: false,
         });
         let mut id = base;
         for (appnum, &count) in procs.iter().enumerate() {
@@ -286,11 +322,38 @@ impl PmiServer {
         Ok(base)
     }
 
+    /// A job of `n` processes whose ids are reserved now and whose
+    /// processes start later ([`start_reserved`](Self::start_reserved)):
+    /// its first id.
+    pub fn reserve_job(&mut self, n: u32, ended: impl Fn(u32) -> bool) -> Result<u32, String> {
+        let base = self.add_job(&[n], &[], ended)?;
+        let space = self.ranks[base as usize].space;
+        self.spaces[space].reserved = true;
+        Ok(base)
+    }
+
+    /// The reserved job at `base` starts: its space gets `preput`.
+    pub fn start_reserved(&mut self, base: u32, preput: &[(String, String)]) {
+        let space = self.ranks[base as usize].space;
+        let sp = &mut self.spaces[space];
+        sp.reserved = false;
+        self.kvs_bytes += preput.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+        sp.kvs.extend(preput.iter().cloned());
+    }
+
+    /// Register a process set made by the launcher itself (a resource
+    /// change's delta): its name, `mpix://KIND/N`.
+    pub fn register_pset(&mut self, kind: &str, members: Vec<u32>) -> String {
+        let name = format!("mpix://{kind}/{}", self.created.len());
+        self.created.push((name.clone(), members));
+        name
+    }
+
     /// Mark the spawned jobs whose every process has ended: their ids may
     /// be given again, and their key-value spaces are emptied.
     fn retire(&mut self, ended: &impl Fn(u32) -> bool) {
         for sp in self.spaces.iter_mut().skip(1) {
-            if !sp.retired && sp.members.iter().all(|&id| ended(id)) {
+            if !sp.retired && !sp.reserved && sp.members.iter().all(|&id| ended(id)) {
                 sp.retired = true;
                 self.kvs_bytes -= sp.kvs.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
                 sp.kvs = HashMap::new();
@@ -416,6 +479,20 @@ impl PmiServer {
                 _ => reply("cmd=unpublish_result rc=-1 msg=name_not_published".into()),
             },
             "pset_create" => reply(self.create_pset(&fields)),
+            "rc_get" => out.dynres = Some(DynresRequest::Get { by: rank }),
+            "rc_accept" => match fields.get("tag").and_then(|t| t.parse::<u32>().ok()) {
+                Some(tag) => {
+                    let get = |k: &str| fields.get(k).copied().unwrap_or("").to_owned();
+                    out.dynres = Some(DynresRequest::Accept {
+                        by: rank,
+                        tag,
+                        info: get("info"),
+                        seg_key: get("seg_key"),
+                        seg_value: get("seg_value"),
+                    });
+                }
+                None => reply("cmd=rc_accept_result rc=-1 msg=missing_tag".into()),
+            },
             "pset_fetch" => {
                 let from = fields.get("from").and_then(|v| v.parse::<usize>().ok());
                 reply(match from {
@@ -525,8 +602,7 @@ impl PmiServer {
             },
             None => return "cmd=pset_create_result rc=-1 msg=missing_members".into(),
         };
-        let name = format!("mpix://{op}/{}", self.created.len());
-        self.created.push((name.clone(), members));
+        let name = self.register_pset(op, members);
         format!("cmd=pset_create_result rc=0 msg=success name={name}")
     }
 
@@ -592,6 +668,7 @@ impl PmiServer {
             abort: None,
             warning: Some(format!("rank {rank} sent {what}; answered rc=-1")),
             spawn: None,
+            dynres: None,
         }
     }
 

@@ -453,3 +453,47 @@ fn life_cycle_misuse_ends_the_job_with_a_message() {
         assert!(run.stderr.contains(message), "{mode}: {}", run.stderr);
     }
 }
+
+/// The malleable example (`dynres.c`, written with libmpidynres's names)
+/// under each `--dynres` policy, through both ABIs: processes come and go,
+/// the data follows them, and every process ends cleanly.
+#[test]
+fn resource_changes_under_every_policy() {
+    let schedule = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("dynres-schedule-{}.txt", std::process::id()));
+    std::fs::write(
+        &schedule,
+        "# grow twice, shrink, grow, shrink\nadd 2\nadd 1\nremove 2\nadd 3\nremove 3\n",
+    )
+    .expect("write the schedule");
+    let schedule = format!("schedule:{}", schedule.display());
+    for (cc, flavour) in [(ours(), "tessel"), (prefix().join("bin/mpicc_abi"), "abi")] {
+        let exe = build(&cc, "dynres", flavour);
+        // (policy, processes, iterations, final size, processes in all)
+        for (policy, n, iters, size, all) in [
+            (schedule.as_str(), 2, "8", 3, 8),
+            ("step:2", 3, "7", 5, 11),
+            ("random:7", 2, "10", 8, 0),
+        ] {
+            let np = n.to_string();
+            // Room for every id even if no process has exited yet.
+            let mut cmd = mpiexec(&["-n", &np, "--max-procs", "64", "--dynres", policy]);
+            cmd.arg(&exe).arg(iters);
+            let label = format!("dynres-{flavour}-{}", policy.split(':').next().unwrap());
+            let run = launch(&label, cmd).wait_for(WATCHDOG);
+            assert_code(&run, 0);
+            let last = format!("dynres: final size {size} after");
+            assert!(
+                run.stdout.contains(&last),
+                "{label}: no {last:?}\n{}",
+                run.stdout
+            );
+            let ended = run.stdout.lines().filter(|l| l.ends_with(" ok")).count();
+            assert!(
+                all == 0 || ended == all,
+                "{label}: {ended} processes ended, expected {all}\n{}",
+                run.stdout
+            );
+        }
+    }
+}

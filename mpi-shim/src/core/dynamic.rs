@@ -87,11 +87,12 @@ impl Runtime {
             return Ok(()); // the job mpiexec started has no parent
         }
         self.dynamic.appnum = self.ep.bootstrap().appnum();
-        let raw = self
-            .ep
-            .bootstrap()
-            .get(PARENT_KEY)
-            .map_err(boot_error(Class::Spawn))?;
+        let raw = match self.ep.bootstrap().get(PARENT_KEY) {
+            Ok(raw) => raw,
+            // Started by a resource change, not by a spawn: no parent.
+            Err(BootstrapError::MissingKey(_)) => return Ok(()),
+            Err(e) => return Err(boot_error(Class::Spawn)(e)),
+        };
         let parent = raw
             .get(..4)
             .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))

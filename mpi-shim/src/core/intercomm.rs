@@ -401,6 +401,7 @@ impl Runtime {
             (&remote.members, &local.members)
         };
         let union = [first.as_slice(), second].concat();
+        self.ep.admit(union.iter().copied());
         let tmp = Comm::new(union.clone(), me, boot_ctx(tag, &union));
         let tmp = self.place_comm(tmp, None);
         let agreed = self.agree_ctx(tmp);

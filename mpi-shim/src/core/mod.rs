@@ -59,6 +59,7 @@ pub mod comm;
 pub mod completion;
 pub mod datatype;
 pub mod dynamic;
+pub mod dynres;
 pub mod errh;
 pub mod error;
 pub mod group;
@@ -240,6 +241,8 @@ pub struct Runtime {
     pub world: Phase,
     /// The parent, and the ports open here.
     pub dynamic: dynamic::Dynamic,
+    /// Resource changes seen and accepted here.
+    pub dynres: dynres::Dynres,
 }
 
 pub const WORLD: usize = 0;
@@ -287,6 +290,7 @@ impl Runtime {
             created_psets: 0,
             world: Phase::Before,
             dynamic: dynamic::Dynamic::default(),
+            dynres: dynres::Dynres::default(),
         })
     }
 

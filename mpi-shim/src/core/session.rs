@@ -341,6 +341,9 @@ impl Runtime {
         if group.members.is_empty() {
             return Ok(None);
         }
+        // A set may hold processes of other jobs of the launcher (added by
+        // a resource change, or spawned): the process sets introduce them.
+        self.ep.admit(group.members.iter().copied());
         let slot = self.make_comm(group.members.clone(), tag, errhandler, None)?;
         self.comm_mut(slot)?.session = group.session;
         Ok(Some(slot))

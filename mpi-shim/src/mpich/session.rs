@@ -27,6 +27,8 @@ pub(super) const PROTOTYPES: &[&str] = &[
     "int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup)",
     "int MPIX_Pset_create_op(MPI_Session session, MPI_Info hints, const char *pset1, const char *pset2, int op, char *pset_result)",
     "int MPIX_Session_get_psets(MPI_Session session, MPI_Info info, MPI_Info *psets)",
+    "int MPIX_Dynres_get(MPI_Session session, int *rc_type, char *delta_pset, int *tag, MPI_Info *info)",
+    "int MPIX_Dynres_accept(MPI_Session session, int tag, MPI_Info info)",
     "int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm)",
     "int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm)",
     "int MPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)",
@@ -370,7 +372,11 @@ pub unsafe extern "C" fn MPI_Session_get_info(
             if info_used.is_null() {
                 return Err(err(Class::Arg, "null info pointer"));
             }
-            let entries = [("thread_level", level.name().to_owned())];
+            // A process a resource change added also gets the info the
+            // accepting process gave.
+            let extra = rt.dynres_info();
+            let mut entries = vec![("thread_level", level.name().to_owned())];
+            entries.extend(extra.iter().map(|(k, v)| (k.as_str(), v.clone())));
             // SAFETY: non-null output argument.
             unsafe { out(info_used, new_info(&entries)) }
         },
@@ -454,8 +460,10 @@ pub unsafe extern "C" fn MPIX_Pset_create_op(
 }
 
 /// `MPIX_Session_get_psets` (the seed's `MPI_Session_get_psets`): a new
-/// info object with every process set's name as a key and its size, in
-/// decimal, as the value: a snapshot of the sets as they are now.
+/// info object with the name of every process set the caller is in as a
+/// key and the set's size, in decimal, as the value: a snapshot of the
+/// sets as they are now. As in the seed, a process a resource change
+/// added is not in `mpi://WORLD` (the processes started with the job).
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPIX_Session_get_psets(
     session: MPI_Session,
@@ -471,13 +479,83 @@ pub unsafe extern "C" fn MPIX_Session_get_psets(
             read_info(info)?;
             nonnull(psets, "psets")?;
             rt.refresh_psets()?;
+            let (me, added) = (rt.ep.rank(), rt.added_by_change());
             let entries: Vec<(&str, String)> = rt
                 .psets
                 .iter()
+                .filter(|p| p.members.contains(&me))
+                .filter(|p| !(added && p.name == crate::core::session::WORLD_PSET))
                 .map(|p| (p.name.as_str(), p.members.len().to_string()))
                 .collect();
             // SAFETY: non-null output argument.
             unsafe { out(psets, new_info(&entries)) }
+        },
+    )
+}
+
+/// `MPIX_Dynres_get` (the seed's `MPIDYNRES_RC_get`): the resource change
+/// `mpiexec --dynres` proposes now. `*rc_type` is `MPIX_DYNRES_NONE` (then
+/// nothing else is written), `MPIX_DYNRES_ADD` or `MPIX_DYNRES_SUB`;
+/// `delta_pset` (`MPI_MAX_PSET_NAME_LEN` bytes) names the processes added
+/// or removed, `*tag` the change; `*info` is a new info object with the
+/// change's `mpix_procs` (or `MPI_INFO_NULL` when `info` is null). Asking
+/// again before accepting gives the same change.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPIX_Dynres_get(
+    session: MPI_Session,
+    rc_type: *mut c_int,
+    delta_pset: *mut c_char,
+    tag: *mut c_int,
+    info: *mut MPI_Info,
+) -> c_int {
+    run("MPIX_Dynres_get", Target::Session(session), false, |rt| {
+        session_of(rt, session)?;
+        nonnull(rc_type, "rc_type")?;
+        let Some(c) = rt.dynres_get()? else {
+            // SAFETY: non-null output argument.
+            return unsafe { out(rc_type, abi::MPIX_DYNRES_NONE) };
+        };
+        nonnull(delta_pset, "delta_pset")?;
+        nonnull(tag, "tag")?;
+        // SAFETY: output arguments; MPI_MAX_PSET_NAME_LEN bytes at
+        // `delta_pset` (the contract above).
+        unsafe {
+            copy_cstr(delta_pset, abi::MPI_MAX_PSET_NAME_LEN as usize, &c.delta)?;
+            out(tag, c.tag as c_int)?;
+            if !info.is_null() {
+                out(info, new_info(&[("mpix_procs", c.procs.to_string())]))?;
+            }
+            let kind = if c.add {
+                abi::MPIX_DYNRES_ADD
+            } else {
+                abi::MPIX_DYNRES_SUB
+            };
+            out(rc_type, kind)
+        }
+    })
+}
+
+/// `MPIX_Dynres_accept` (the seed's `MPIDYNRES_RC_accept`): accept change
+/// `tag`. Processes it adds start now and find `info`'s entries in
+/// `MPI_Session_get_info`; processes it removes leave when the
+/// application lets them. A tag that is not pending (never proposed, or
+/// accepted already) is `MPI_ERR_ARG`.
+#[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
+pub unsafe extern "C" fn MPIX_Dynres_accept(
+    session: MPI_Session,
+    tag: c_int,
+    info: MPI_Info,
+) -> c_int {
+    run(
+        "MPIX_Dynres_accept",
+        Target::Session(session),
+        false,
+        |rt| {
+            session_of(rt, session)?;
+            let entries = read_info(info)?.entries;
+            let tag =
+                u32::try_from(tag).map_err(|_| err(Class::Arg, format!("invalid tag {tag}")))?;
+            rt.dynres_accept(tag, entries)
         },
     )
 }

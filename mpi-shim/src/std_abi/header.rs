@@ -136,6 +136,11 @@ typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;
 #define MPIX_PSET_UNION 0
 #define MPIX_PSET_INTERSECTION 1
 #define MPIX_PSET_DIFFERENCE 2
+/* Resource changes (mpiexec --dynres): MPIX_Dynres_get, MPIX_Dynres_accept. */
+#define MPIX_HAS_DYNRES 1
+#define MPIX_DYNRES_NONE 0
+#define MPIX_DYNRES_ADD 1
+#define MPIX_DYNRES_SUB 2
 
 ";
 

@@ -44,6 +44,10 @@ int main(int argc, char **argv) {
     /* Every process counts before rank 0 adds sets. */
     MPI_Barrier(world);
     char name[MPI_MAX_PSET_NAME_LEN];
+    /* Without mpiexec --dynres nobody proposes resource changes. */
+    int type = -1, tag;
+    char delta[MPI_MAX_PSET_NAME_LEN];
+    EXPECT(MPIX_Dynres_get(s, &type, delta, &tag, NULL), MPI_ERR_OTHER);
     if (!getenv("TESSEL_UNIVERSE")) {
         EXPECT(MPIX_Pset_create_op(s, MPI_INFO_NULL, "mpi://WORLD", "mpi://SELF", MPIX_PSET_DIFFERENCE, name),
                MPI_ERR_OTHER);

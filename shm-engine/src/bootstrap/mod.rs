@@ -130,6 +130,29 @@ pub trait Bootstrap: Send + std::fmt::Debug {
         let _ = known;
         Ok(Vec::new())
     }
+    /// The resource change the launcher proposes now (it acts as the
+    /// job's resource manager), proposing one if its policy has one.
+    fn dynres_get(&mut self) -> Result<Option<DynresChange>, BootstrapError> {
+        Err(BootstrapError::Refused(
+            "this process's launcher proposes no resource changes (Tessel's mpiexec --dynres does)"
+                .into(),
+        ))
+    }
+    /// Accept change `tag`: processes it adds start now, get `info`, and
+    /// find the node segment under `segment` (a key and value for their
+    /// key-value space, from [`crate::Endpoint::share_segment`]).
+    fn dynres_accept(
+        &mut self,
+        tag: u32,
+        info: &[(String, String)],
+        segment: &(String, Vec<u8>),
+    ) -> Result<(), BootstrapError> {
+        let _ = (tag, info, segment);
+        Err(BootstrapError::Refused(
+            "this process's launcher proposes no resource changes (Tessel's mpiexec --dynres does)"
+                .into(),
+        ))
+    }
     /// Publish `port` under `service` for every job of the launcher.
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
         let _ = (service, port);
@@ -168,6 +191,25 @@ pub struct Universe {
     /// machine (a process of one cannot reach a process of another).
     pub id: u64,
 }
+
+/// A resource change the launcher proposes ([`Bootstrap::dynres_get`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DynresChange {
+    /// Processes are added (or removed).
+    pub add: bool,
+    /// The delta process set's name (its members are the processes added
+    /// or removed).
+    pub delta: String,
+    /// What names the change when accepting it.
+    pub tag: u32,
+    /// How many processes it adds or removes.
+    pub procs: u32,
+}
+
+/// The key, in the key-value space of processes a resource change added,
+/// of the info the accepting process gave them (hex of `key=value`
+/// lines).
+pub const DYNRES_INFO_KEY: &str = "tessel.dynres.info";
 
 /// One command of a [`Bootstrap::spawn`] request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -39,7 +39,7 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::OnceLock;
 
-use super::{Bootstrap, BootstrapError, SpawnApp, Universe};
+use super::{Bootstrap, BootstrapError, DynresChange, SpawnApp, Universe};
 
 /// The variable in which Tessel's `mpiexec` tells a process its job's
 /// place in the universe: `BASE SIZE` (see [`Universe`]). Other process
@@ -477,6 +477,47 @@ impl Bootstrap for PmiClient {
                     .map_err(BootstrapError::Protocol)
             })
             .collect()
+    }
+
+    fn dynres_get(&mut self) -> Result<Option<DynresChange>, BootstrapError> {
+        if std::env::var_os(UNIVERSE_VAR).is_none() {
+            return Err(BootstrapError::Refused(
+                "the process manager proposes no resource changes (Tessel's mpiexec --dynres does)"
+                    .into(),
+            ));
+        }
+        let r = self.simple("cmd=rc_get", "rc_get_result", "a resource change")?;
+        let number = |k: &str| -> Result<u32, BootstrapError> {
+            r.field(k)?
+                .parse()
+                .map_err(|_| BootstrapError::Protocol(format!("rc_get_result with a bad {k}=")))
+        };
+        Ok(match r.field("type")? {
+            "none" => None,
+            kind => Some(DynresChange {
+                add: kind == "add",
+                delta: r.field("delta")?.to_owned(),
+                tag: number("tag")?,
+                procs: number("procs")?,
+            }),
+        })
+    }
+
+    fn dynres_accept(
+        &mut self,
+        tag: u32,
+        info: &[(String, String)],
+        segment: &(String, Vec<u8>),
+    ) -> Result<(), BootstrapError> {
+        let lines: String = info.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        let line = format!(
+            "cmd=rc_accept tag={tag} info={} seg_key={} seg_value={}",
+            hex_encode(lines.as_bytes()),
+            segment.0,
+            hex_encode(&segment.1)
+        );
+        self.simple(&line, "rc_accept_result", "to accept the resource change")
+            .map(|_| ())
     }
 
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
