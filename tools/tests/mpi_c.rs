@@ -497,3 +497,38 @@ fn resource_changes_under_every_policy() {
         }
     }
 }
+
+/// The resource-change benchmark (`benches/c/dynres.c`) runs and reports
+/// every change of a short schedule (no timing is checked).
+#[test]
+fn resource_change_benchmark_reports_each_change() {
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/c");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let exe = tmp.join("dynres-bench");
+    let out = Command::new(ours())
+        .args(["-O1", "-Wall", "-I"])
+        .arg(&bench)
+        .arg("-o")
+        .arg(&exe)
+        .arg(bench.join("dynres.c"))
+        .output()
+        .expect("run mpicc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let schedule = tmp.join(format!("dynres-bench-{}.txt", std::process::id()));
+    std::fs::write(&schedule, "add 1\nremove 1\nadd 4\nremove 4\n").expect("write the schedule");
+    let policy = format!("schedule:{}", schedule.display());
+    let mut cmd = mpiexec(&["-n", "1", "--max-procs", "16", "--dynres", &policy]);
+    cmd.arg(&exe);
+    let run = launch("dynres-bench", cmd).wait_for(WATCHDOG);
+    assert_code(&run, 0);
+    for (kind, procs) in [("add", 1), ("remove", 1), ("add", 4), ("remove", 4)] {
+        for metric in ["change_ms", "pss_mib"] {
+            let line = format!("metric={metric} kind={kind} procs={procs} value=");
+            assert!(run.stdout.contains(&line), "no {line:?}\n{}", run.stdout);
+        }
+    }
+}
