@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build Tessel's MPI library and lay it out as an MPI installation:
-#   PREFIX/bin/mpicc, PREFIX/bin/mpiexec, PREFIX/bin/tessel-info, PREFIX/include/mpi.h (and mpidynres*.h),
+#   PREFIX/bin/mpicc, PREFIX/bin/mpiexec, PREFIX/bin/tessel-info, PREFIX/bin/tessel-dynres,
+#   PREFIX/include/mpi.h (and mpidynres*.h),
 #   PREFIX/lib/libmpi.so.12 (and libmpi.so, libmpich.so.12), PREFIX/lib/pkgconfig/mpi.pc,
 #   and for the MPI-5 standard ABI PREFIX/bin/mpicc_abi, PREFIX/include/abi/mpi.h,
 #   PREFIX/lib/libmpi_abi.so.1 (and libmpi_abi.so), PREFIX/lib/pkgconfig/mpi_abi.pc,
@@ -17,7 +18,7 @@ cargo build --release --locked -p mpi-shim --lib --bin tessel-mpi-header
 # The same crate built for the standard ABI (build.rs reads TESSEL_MPI_ABI),
 # in a target directory of its own so that neither build undoes the other.
 TESSEL_MPI_ABI=standard CARGO_TARGET_DIR=target/abi-build cargo build --release --locked -p mpi-shim --lib
-cargo build --release --locked -p tools --bin mpiexec --bin tessel-info
+cargo build --release --locked -p tools --bin mpiexec --bin tessel-info --bin tessel-dynres
 plugins=(ucx ofi verbs)
 cargo build --release --locked "${plugins[@]/#/--package=tessel-plugin-}"
 mkdir -p "$prefix/bin" "$prefix/include/abi" "$prefix/lib/pkgconfig" "$prefix/lib/tessel"
@@ -31,6 +32,7 @@ ln -sf libmpi.so.12 "$prefix/lib/libmpi.so"
 ln -sf libmpi.so.12 "$prefix/lib/libmpich.so.12"
 install -m 0755 target/release/mpiexec "$prefix/bin/mpiexec"
 install -m 0755 target/release/tessel-info "$prefix/bin/tessel-info"
+install -m 0755 target/release/tessel-dynres "$prefix/bin/tessel-dynres"
 target/release/tessel-mpi-header > "$prefix/include/mpi.h"
 install -m 0755 target/abi-build/release/libmpi.so "$prefix/lib/libmpi_abi.so.1"
 ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi_abi.so"

@@ -101,7 +101,9 @@ pub struct Cli {
     /// Act as the job's resource manager: propose resource changes, which
     /// the job queries and accepts (MPIX_Dynres_get / _accept). POLICY:
     /// schedule:FILE (lines `add N` / `remove N`, in order), step:N (add N,
-    /// remove N, ...), random:SEED. Needs one node; see --universe-size.
+    /// remove N, ...), random:SEED, external (only `tessel-dynres PID add
+    /// N|remove N` requests, which every policy also takes). Needs one
+    /// node; see --universe-size.
     #[arg(long, value_name = "POLICY", value_parser = crate::dynres::Policy::parse)]
     pub dynres: Option<crate::dynres::Policy>,
 
@@ -147,13 +149,20 @@ impl Cli {
                     self.np
                 ));
             }
-            if (u > self.np || self.dynres.is_some()) && self.job_spec().mapping.nodes() > 1 {
+            if u > self.np && self.job_spec().mapping.nodes() > 1 {
                 return Err(format!(
                     "--universe-size {u} with {} virtual nodes: processes can be added to a \
                      job on one node only",
                     self.job_spec().mapping.nodes()
                 ));
             }
+        }
+        if self.dynres.is_some() && self.job_spec().mapping.nodes() > 1 {
+            return Err(format!(
+                "--dynres with {} virtual nodes: processes can be added to a job on one node \
+                 only",
+                self.job_spec().mapping.nodes()
+            ));
         }
         for (i, (name, ranks)) in self.psets.iter().enumerate() {
             if let Some(r) = ranks.iter().find(|&&r| r >= self.np) {
@@ -343,6 +352,21 @@ mod tests {
     }
 
     #[test]
+    fn growing_needs_one_node_and_room() {
+        for args in [
+            &["--ppn", "1", "-n", "2", "--dynres", "step:1", "prog"][..],
+            &["--ppn", "1", "-n", "2", "--universe-size", "4", "prog"],
+            &["--universe-size", "1", "-n", "2", "prog"],
+        ] {
+            let cli = parse(args).expect("parses");
+            assert!(cli.validate().is_err(), "{args:?} was accepted");
+        }
+        let cli = parse(&["-n", "2", "--max-procs", "9", "--dynres", "step:1", "prog"]).unwrap();
+        assert!(cli.validate().is_ok());
+        assert_eq!(cli.job_spec().universe, 9);
+    }
+
+    #[test]
     fn bad_command_lines_are_refused() {
         for args in [
             &[][..],
@@ -359,6 +383,7 @@ mod tests {
             &["--pset", "mpi://a=0", "prog"],
             &["--pset", "a=3-1", "prog"],
             &["--pset", "a=0,0", "prog"],
+            &["--dynres", "step:0", "prog"],
         ] {
             assert!(parse(args).is_err(), "{args:?} was accepted");
         }

@@ -16,10 +16,21 @@
 //!   order (`#` starts a comment); no change once the file is done;
 //! - `step:N`: add N, remove N, add N... (the seed's step manager);
 //! - `random:SEED`: add or remove between 1 and 4 processes, chosen by a
-//!   generator seeded with SEED (the seed's random manager).
+//!   generator seeded with SEED (the seed's random manager);
+//! - `external`: only what is asked from outside the job.
+//!
+//! With any policy, `tessel-dynres PID add N|remove N` asks the running
+//! `mpiexec` (process PID) for a change, as a batch scheduler would: it is
+//! proposed before the policy's next one ([`Manager::request`]).
 //!
 //! Removals take the most recently added processes first and never the
 //! job's first process, and never leave fewer than one process.
+
+/// The abstract unix socket on which `mpiexec` (process `pid`) takes
+/// requests for changes.
+pub fn control_name(pid: u32) -> String {
+    format!("tessel-mpiexec-{pid}")
+}
 
 /// What a policy asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +50,8 @@ pub enum Policy {
     Step(u32),
     /// Random steps from this seed.
     Random(u64),
+    /// None of its own: only requests from outside.
+    External,
 }
 
 impl Policy {
@@ -46,7 +59,10 @@ impl Policy {
     pub fn parse(text: &str) -> Result<Self, String> {
         let (kind, arg) = text
             .split_once(':')
-            .ok_or_else(|| format!("{text:?}: expected schedule:FILE, step:N or random:SEED"))?;
+            .or((text == "external").then_some(("external", "")))
+            .ok_or_else(|| {
+                format!("{text:?}: expected schedule:FILE, step:N, random:SEED or external")
+            })?;
         match kind {
             "schedule" => {
                 let body = std::fs::read_to_string(arg)
@@ -57,12 +73,13 @@ impl Policy {
                 Ok(n) if n > 0 => Ok(Self::Step(n)),
                 _ => Err(format!("step:{arg}: expected a positive number")),
             },
+            "external" => Ok(Self::External),
             "random" => arg
                 .parse::<u64>()
                 .map(Self::Random)
                 .map_err(|_| format!("random:{arg}: expected a number (the seed)")),
             _ => Err(format!(
-                "{text:?}: expected schedule:FILE, step:N or random:SEED"
+                "{text:?}: expected schedule:FILE, step:N, random:SEED or external"
             )),
         }
     }
@@ -114,6 +131,7 @@ impl Policy {
                     Step::Remove(n)
                 })
             }
+            Self::External => None,
         }
     }
 }
@@ -135,8 +153,12 @@ pub struct Change {
 #[derive(Debug)]
 pub struct Manager {
     policy: Policy,
-    /// Changes proposed so far.
+    /// Changes of the policy proposed so far.
     proposed: usize,
+    /// Changes asked from outside, not proposed yet.
+    requests: std::collections::VecDeque<Step>,
+    /// Tags given so far.
+    tags: u32,
     /// The change proposed and not accepted yet.
     pub pending: Option<Change>,
     /// The processes the job holds now, oldest first.
@@ -149,6 +171,8 @@ impl Manager {
         Self {
             policy,
             proposed: 0,
+            requests: std::collections::VecDeque::new(),
+            tags: 0,
             pending: None,
             live,
         }
@@ -157,7 +181,11 @@ impl Manager {
     /// The next step the policy asks for, clamped to what can be done:
     /// removals leave at least one process; `None` when there is none.
     pub fn next_step(&self) -> Option<Step> {
-        match self.policy.step(self.proposed, self.live.len())? {
+        let step = match self.requests.front() {
+            Some(&s) => s,
+            None => self.policy.step(self.proposed, self.live.len())?,
+        };
+        match step {
             Step::Remove(n) => {
                 let n = n.min(self.live.len().saturating_sub(1) as u32);
                 (n > 0).then_some(Step::Remove(n))
@@ -174,14 +202,51 @@ impl Manager {
     /// Record a proposed change of processes `ids` (added, or removed),
     /// whose delta set is called `delta`. Returns it.
     pub fn propose(&mut self, add: bool, ids: Vec<u32>, delta: String) -> &Change {
-        self.proposed += 1;
+        if self.requests.pop_front().is_none() {
+            self.proposed += 1;
+        }
+        self.tags += 1;
         self.pending = Some(Change {
-            tag: self.proposed as u32,
+            tag: self.tags,
             add,
             delta,
             ids,
         });
         self.pending.as_ref().expect("just set")
+    }
+
+    /// A change asked from outside the job (`tessel-dynres`), in a job
+    /// whose universe holds `universe` ids: queued before the policy's
+    /// next, or refused when it cannot be done. Returns how many requests
+    /// wait before it.
+    pub fn request(&mut self, step: Step, universe: u32) -> Result<usize, String> {
+        let mut live = self.live.len() as i64;
+        if let Some(c) = &self.pending {
+            live += if c.add {
+                c.ids.len() as i64
+            } else {
+                -(c.ids.len() as i64)
+            };
+        }
+        for s in &self.requests {
+            live += match *s {
+                Step::Add(n) => i64::from(n),
+                Step::Remove(n) => -i64::from(n),
+            };
+        }
+        match step {
+            Step::Add(n) if live + i64::from(n) > i64::from(universe) => Err(format!(
+                "cannot grow past --max-procs {universe}: the job will hold {live} processes, \
+                 {n} more were asked"
+            )),
+            Step::Remove(n) if i64::from(n) >= live => Err(format!(
+                "cannot remove {n} of the {live} processes the job will hold: at least one stays"
+            )),
+            _ => {
+                self.requests.push_back(step);
+                Ok(self.requests.len() - 1)
+            }
+        }
     }
 
     /// Accept the pending change `tag`: the job's processes as they are
@@ -214,6 +279,31 @@ mod tests {
         assert_eq!(Policy::parse("step:3"), Ok(Policy::Step(3)));
         assert!(Policy::parse("step:0").is_err());
         assert!(Policy::parse("nothing").is_err());
+    }
+
+    #[test]
+    fn requests_from_outside_come_first_and_are_checked() {
+        let mut m = Manager::new(Policy::Step(1), vec![0, 1]);
+        assert!(
+            m.request(Step::Add(7), 8)
+                .unwrap_err()
+                .contains("--max-procs 8")
+        );
+        assert!(m.request(Step::Remove(2), 8).is_err(), "at least one stays");
+        assert_eq!(m.request(Step::Add(3), 8), Ok(0));
+        assert_eq!(m.request(Step::Remove(4), 8), Ok(1));
+        assert_eq!(m.next_step(), Some(Step::Add(3)));
+        let tag = m.propose(true, vec![2, 3, 4], "mpix://add/0".into()).tag;
+        m.accept(tag);
+        assert_eq!(m.next_step(), Some(Step::Remove(4)));
+        let ids = m.removal(4);
+        let tag = m.propose(false, ids, "mpix://remove/1".into()).tag;
+        m.accept(tag);
+        assert_eq!(m.live, [0]);
+        // Then the policy's own, from its first.
+        assert_eq!(m.next_step(), Some(Step::Add(1)));
+        assert_eq!(Policy::parse("external"), Ok(Policy::External));
+        assert_eq!(Manager::new(Policy::External, vec![0]).next_step(), None);
     }
 
     #[test]

@@ -131,7 +131,17 @@ pub fn run(spec: &JobSpec) -> i32 {
             .map(|p| crate::dynres::Manager::new(p, (0..spec.mapping.np()).collect())),
         places,
         waiting_spawns: Vec::new(),
+        control: None,
     };
+    if spec.dynres.is_some() {
+        match control_listener() {
+            Ok(l) => job.control = Some(l),
+            Err(e) => {
+                eprintln!("mpiexec: --dynres: cannot take requests from outside the job: {e}");
+                return 1;
+            }
+        }
+    }
     for rank in 0..spec.mapping.np() {
         let m = &spec.mapping;
         let start = Start {
@@ -332,6 +342,17 @@ fn start_process(spec: &JobSpec, start: &Start, places: &[Binding]) -> io::Resul
     })
 }
 
+/// The control socket of `--dynres` (see [`crate::dynres::control_name`]),
+/// non-blocking: the event loop takes what waits on it each turn.
+fn control_listener() -> io::Result<std::os::unix::net::UnixListener> {
+    use std::os::linux::net::SocketAddrExt;
+    let name = crate::dynres::control_name(std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
+    let l = std::os::unix::net::UnixListener::bind_addr(&addr)?;
+    l.set_nonblocking(true)?;
+    Ok(l)
+}
+
 /// The file a spawn's `program` names: a path (relative to `wdir`), or a
 /// name looked up in `path` (a spawn's `path` hint, `:`-separated) and
 /// then `PATH`; it must be an executable file.
@@ -439,12 +460,15 @@ struct Job<'a> {
     waiting_spawns: Vec<(SpawnRequest, Instant)>,
     /// The resource manager, with `--dynres`.
     dynres: Option<crate::dynres::Manager>,
+    /// Where `tessel-dynres` asks for changes, with `--dynres`.
+    control: Option<std::os::unix::net::UnixListener>,
 }
 
 impl Job<'_> {
     fn event_loop(mut self) -> i32 {
         loop {
             self.serve_connections();
+            self.serve_control();
             self.release_gone();
             self.check_signals();
             self.reap();
@@ -725,6 +749,44 @@ impl Job<'_> {
                 }
                 self.deliver(vec![(by, "cmd=rc_accept_result rc=0 msg=success".into())]);
             }
+        }
+    }
+
+    /// Answer the requests for changes waiting on the control socket.
+    fn serve_control(&mut self) {
+        loop {
+            let Some(Ok((mut stream, _))) = self.control.as_ref().map(|l| l.accept()) else {
+                return;
+            };
+            let reply = self.control_request(&stream);
+            let _ = writeln!(stream, "{reply}");
+        }
+    }
+
+    /// One request (`add N` or `remove N`) from `tessel-dynres`.
+    fn control_request(&mut self, stream: &std::os::unix::net::UnixStream) -> String {
+        use std::io::BufRead;
+        if sys::peer_uid(stream).ok() != Some(sys::euid()) {
+            return "error: only the job's user may ask for changes".into();
+        }
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut line = String::new();
+        if io::BufReader::new(stream)
+            .take(256)
+            .read_line(&mut line)
+            .is_err()
+        {
+            return "error: no request read".into();
+        }
+        let step = match crate::dynres::Policy::schedule(&line) {
+            Ok(crate::dynres::Policy::Schedule(steps)) if steps.len() == 1 => steps[0],
+            _ => return format!("error: {:?} is not `add N` or `remove N`", line.trim()),
+        };
+        let universe = self.spec.universe;
+        match self.dynres.as_mut().map(|m| m.request(step, universe)) {
+            Some(Ok(before)) => format!("ok: queued, after {before} other requests"),
+            Some(Err(e)) => format!("error: {e}"),
+            None => "error: the job has no resource manager (mpiexec --dynres)".into(),
         }
     }
 

@@ -532,3 +532,52 @@ fn resource_change_benchmark_reports_each_change() {
         }
     }
 }
+
+/// Requests from outside the job (`tessel-dynres PID add N|remove N`), as
+/// a batch scheduler would make them, reach a job started with
+/// `--dynres external`; growing past `--max-procs` is refused.
+#[test]
+fn resource_changes_asked_from_outside() {
+    let exe = build(&ours(), "dynres", "external");
+    let mut cmd = mpiexec(&["-n", "2", "--max-procs", "8", "--dynres", "external"]);
+    // 40 iterations of 50 ms: time for the requests to arrive.
+    cmd.arg(&exe).args(["40", "50"]);
+    let job = launch("dynres-external", cmd);
+    let pid = job.child.id().to_string();
+    let ask = |args: &[&str]| {
+        Command::new(prefix().join("bin/tessel-dynres"))
+            .arg(&pid)
+            .args(args)
+            .output()
+            .expect("run tessel-dynres")
+    };
+    // The control socket exists once mpiexec runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let refused = loop {
+        let out = ask(&["add", "9"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !text.is_empty() || std::time::Instant::now() > deadline {
+            break (out.status.code(), text);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(refused.0, Some(1), "{refused:?}");
+    assert!(
+        refused.1.contains("cannot grow past --max-procs 8"),
+        "{refused:?}"
+    );
+    for change in [["add", "3"], ["remove", "2"]] {
+        let out = ask(&change);
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with("ok"),
+            "{change:?}: {out:?}"
+        );
+    }
+    let run = job.wait_for(WATCHDOG);
+    assert_code(&run, 0);
+    assert!(
+        run.stdout.contains("dynres: final size 3 after 2 changes"),
+        "{}",
+        run.stdout
+    );
+}

@@ -8,11 +8,12 @@
  * (its checksum and every element), so nothing is lost as processes come
  * and go.
  *
- *   mpiexec -n 2 --dynres schedule:FILE ./dynres [ITERATIONS]
+ *   mpiexec -n 2 --dynres schedule:FILE ./dynres [ITERATIONS [PAUSE_MS]]
  *
  * Each process prints "dynres: id I ok" when it leaves or ends; rank 0 of
  * the last main communicator prints "dynres: final size S after C changes". */
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 #include <mpidynres.h>
 #include <mpidynres_sim.h>
@@ -80,6 +81,9 @@ static int redistribute(MPI_Comm comm, int *data, int n, int stays) {
 
 static int app_main(int argc, char **argv) {
     int iterations = argc > 1 ? atoi(argv[1]) : 8;
+    /* Optional pause per iteration, in ms, so that requests from outside
+     * (tessel-dynres) reach a running job. */
+    int pause_ms = argc > 2 ? atoi(argv[2]) : 0;
     OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &session));
     MPI_Info psets, info;
     char main_pset[MPI_MAX_PSET_NAME_LEN], value[64];
@@ -108,6 +112,7 @@ static int app_main(int argc, char **argv) {
     int changes = 0, leaving = 0;
     for (; iter < iterations && !leaving; iter++) {
         int rank, sum = 0, local = 0;
+        if (pause_ms > 0) usleep(pause_ms * 1000);
         MPI_Comm_rank(comm, &rank);
         for (int i = 0; i < n; i++) local += data[i];
         MPI_Allreduce(&local, &sum, 1, MPI_INT, MPI_SUM, comm);
