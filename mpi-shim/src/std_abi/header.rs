@@ -39,6 +39,7 @@ const RESTATED: &[&str] =
 /// The text of the standard ABI's `mpi.h`.
 pub fn header() -> String {
     let mut h = String::from(PRELUDE);
+    h.push_str(&crate::abi::mpix_defines());
     let all: Vec<&Constant> = super::constants::CONSTANTS.iter().collect();
     crate::abi::write_constants(&mut h, &all);
     h.push_str(crate::abi::HEADER_AFTER_CONSTANTS);
@@ -129,18 +130,6 @@ typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;
  * MPIX_Get_recv_buf and MPIX_Release_recv_buf. */
 #define MPIX_HAS_RECV_BUF 1
 
-/* Process sets created while the job runs (MPIX_Pset_create_op,
- * MPIX_Session_get_psets); mpidynres.h gives them the names of
- * libmpidynres. */
-#define MPIX_HAS_PSET_OPS 1
-#define MPIX_PSET_UNION 0
-#define MPIX_PSET_INTERSECTION 1
-#define MPIX_PSET_DIFFERENCE 2
-/* Resource changes (mpiexec --dynres): MPIX_Dynres_get, MPIX_Dynres_accept. */
-#define MPIX_HAS_DYNRES 1
-#define MPIX_DYNRES_NONE 0
-#define MPIX_DYNRES_ADD 1
-#define MPIX_DYNRES_SUB 2
 
 ";
 
