@@ -665,26 +665,36 @@ impl Job<'_> {
                     base,
                     wdir: wdir.as_deref(),
                 };
-                match start_process(self.spec, &start, &self.places) {
-                    // A new id, or one whose job has ended (its process
-                    // reaped and its connection closed).
-                    Ok(proc) => match self.procs.get_mut(id as usize) {
-                        Some(old) => *old = proc,
-                        None => self.procs.push(proc),
-                    },
-                    Err(e) => {
-                        eprintln!(
-                            "mpiexec: cannot execute {} for MPI_Comm_spawn: {e}",
-                            program.display()
-                        );
-                        self.end(EXIT_CANNOT_EXECUTE, libc::SIGTERM, None);
-                        return;
-                    }
+                if !self.start_added(&start, "MPI_Comm_spawn") {
+                    return;
                 }
                 id += 1;
             }
         }
         self.deliver(vec![(by, format!("cmd=spawn_result rc=0 base={base}"))]);
+    }
+
+    /// Start a process added while the job runs, in the place of its id
+    /// (a new id, one whose job has ended, or a reserved one); on failure
+    /// end the job and return false.
+    fn start_added(&mut self, start: &Start, why: &str) -> bool {
+        match start_process(self.spec, start, &self.places) {
+            Ok(proc) => {
+                match self.procs.get_mut(start.id as usize) {
+                    Some(old) => *old = proc,
+                    None => self.procs.push(proc),
+                }
+                true
+            }
+            Err(e) => {
+                eprintln!(
+                    "mpiexec: cannot execute {} for {why}: {e}",
+                    Path::new(start.program).display()
+                );
+                self.end(EXIT_CANNOT_EXECUTE, libc::SIGTERM, None);
+                false
+            }
+        }
     }
 
     /// Answer a resource-change request (`crate::dynres`).
@@ -734,16 +744,8 @@ impl Job<'_> {
                             base,
                             wdir: None,
                         };
-                        match start_process(self.spec, &start, &self.places) {
-                            Ok(proc) => self.procs[id as usize] = proc,
-                            Err(e) => {
-                                eprintln!(
-                                    "mpiexec: cannot execute {} for a resource change: {e}",
-                                    Path::new(&self.spec.program).display()
-                                );
-                                self.end(EXIT_CANNOT_EXECUTE, libc::SIGTERM, None);
-                                return;
-                            }
+                        if !self.start_added(&start, "a resource change") {
+                            return;
                         }
                     }
                 }
