@@ -100,6 +100,10 @@ pub struct Config {
     /// transfers per protocol and size class and the bytes each helper
     /// copied (one `tessel-stats:` line each, on stderr). Default off.
     pub stats: bool,
+    /// `TESSEL_COLL`: `board` (default): collectives of a communicator
+    /// whose members share one node run on flag boards in shared memory
+    /// ([`crate::board`]); `p2p`: always as point-to-point messages.
+    pub coll_board: bool,
     /// `TESSEL_NET`: `auto` (default), `none`, or a plugin's name (`ucx`,
     /// `verbs`, `ofi`): the transport between nodes. Plugins are loaded
     /// only by processes of a job that spans nodes.
@@ -129,6 +133,7 @@ impl Default for Config {
             reprobe: 64,
             grant_max: 4 << 20,
             stats: false,
+            coll_board: true,
             net: NetMode::Auto,
             plugin_path: Vec::new(),
         }
@@ -190,6 +195,18 @@ impl Config {
         parse(&get, "TESSEL_GRANT_MAX", &mut c.grant_max)?;
         if let Some(v) = get("TESSEL_STATS") {
             c.stats = !matches!(v.trim(), "" | "0" | "off" | "no");
+        }
+        if let Some(v) = get("TESSEL_COLL") {
+            c.coll_board = match v.trim().to_ascii_lowercase().as_str() {
+                "" | "board" => true,
+                "p2p" => false,
+                _ => {
+                    return Err(ConfigError {
+                        var: "TESSEL_COLL",
+                        reason: format!("{v:?} is not board or p2p"),
+                    });
+                }
+            };
         }
         if let Some(v) = get("TESSEL_NET") {
             c.net = match v.trim().to_ascii_lowercase().as_str() {

@@ -25,6 +25,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod board;
 pub mod bootstrap;
 pub mod config;
 pub mod doorbell;

@@ -260,6 +260,10 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
             if cfg.stats { "1" } else { "off" }.to_owned(),
         ),
         (
+            "TESSEL_COLL",
+            if cfg.coll_board { "board" } else { "p2p" }.to_owned(),
+        ),
+        (
             "TESSEL_NET",
             match &cfg.net {
                 NetMode::Auto => "auto".to_owned(),

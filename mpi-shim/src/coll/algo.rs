@@ -15,7 +15,7 @@
 //! range just above or below it, the lower range on the left.
 
 use super::sched::{Builder, Span};
-use super::{TUNING, hier};
+use super::{TUNING, board, hier};
 
 // Phases (see `sched`): one per sub-algorithm of a collective.
 const BARRIER: u16 = 1;
@@ -47,6 +47,9 @@ pub fn pof2_floor(n: usize) -> usize {
 /// barrier): in round `k` send to `rank + 2^k` and receive from `rank - 2^k`;
 /// ceil(log2 n) rounds of empty messages.
 pub fn barrier(b: &mut Builder) {
+    if b.team().is_some() {
+        return board::barrier(b);
+    }
     if hier::barrier(b) {
         return;
     }
@@ -80,6 +83,9 @@ pub fn gather_empty(b: &mut Builder, root: usize, empty: Span) {
 /// short messages, scatter then ring allgather (van de Geijn, TRG05)
 /// for long ones.
 pub fn bcast(b: &mut Builder, data: Span, root: usize) {
+    if b.team().is_some() {
+        return board::bcast(b, data, root);
+    }
     if b.size == 1 || hier::bcast(b, data, root) {
         return;
     }
@@ -170,6 +176,11 @@ fn bcast_scatter_ring(b: &mut Builder, data: Span, root: usize) {
 /// non-commutative operation the tree is rooted at rank 0, whose ranges
 /// are in rank order, and rank 0 forwards the result to `root`.
 pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
+    if b.team().is_some() {
+        // Without the element size the vector is reduced whole.
+        let elem = b.elem().unwrap_or(acc.len.max(1));
+        return board::reduce(b, acc, elem, Some(root));
+    }
     let n = b.size;
     if n == 1 || hier::reduce(b, acc, root) {
         return;
@@ -212,6 +223,9 @@ pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
 /// (the largest power of two below `n`) ranks run the algorithm, and
 /// unfolds at the end.
 pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) {
+    if b.team().is_some() {
+        return board::reduce(b, acc, elem.max(1), None);
+    }
     let n = b.size;
     if n == 1 || hier::allreduce(b, acc, elem) {
         return;
@@ -376,6 +390,14 @@ fn subtree(vr: usize, n: usize) -> usize {
 /// to its parent in one message. Returns, at the root, where rank `r`'s
 /// block ends up, for every `r` (`own` may be empty at the root).
 pub fn gather(b: &mut Builder, root: usize, own: Span, blk: usize) -> Vec<Span> {
+    if b.team().is_some() {
+        let n = b.size;
+        let all = b.buf(n * blk);
+        let blocks = all.split(std::iter::repeat_n(blk, n));
+        b.copy(own, blocks[b.rank]);
+        board::gather(b, &blocks, Some(root));
+        return if b.rank == root { blocks } else { Vec::new() };
+    }
     let n = b.size;
     let vr = (b.rank + n - root) % n;
     let real = |v: usize| (v + root) % n;
@@ -404,6 +426,11 @@ pub fn gather(b: &mut Builder, root: usize, own: Span, blk: usize) -> Vec<Span> 
 /// keeping its own block and forwarding its children's subtrees. Returns
 /// where this process's block ends up.
 pub fn scatter(b: &mut Builder, root: usize, parts: &[Span], blk: usize) -> Span {
+    if b.team().is_some() {
+        let own = b.buf(blk);
+        board::scatter(b, root, parts, own, blk);
+        return own;
+    }
     let n = b.size;
     let vr = (b.rank + n - root) % n;
     let real = |v: usize| (v + root) % n;
@@ -465,6 +492,15 @@ pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
 /// across nodes ([`hier::allgatherv`]); else recursive doubling when `n`
 /// is a power of two and the total is short, the ring otherwise (TRG05).
 pub fn allgatherv(b: &mut Builder, blocks: &[Span]) {
+    if b.size > 1 && b.team().is_some() {
+        return board::gather(b, blocks, None);
+    }
+    allgatherv_p2p(b, blocks);
+}
+
+/// [`allgatherv`] with messages, also on a board's communicator (its
+/// setup).
+pub fn allgatherv_p2p(b: &mut Builder, blocks: &[Span]) {
     let n = b.size;
     if n == 1 || hier::allgatherv(b, blocks) {
         return;
@@ -524,6 +560,9 @@ pub fn alltoallv(b: &mut Builder, sends: &[Span], recvs: &[Span]) {
 /// fold it in. A non-commutative one reduces the whole vector to rank 0
 /// (binomial, order-preserving), which scatters the blocks.
 pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize]) -> Span {
+    if let (Some(_), Some(elem)) = (b.team(), b.elem()) {
+        return board::reduce_scatter(b, acc, counts, elem);
+    }
     let (n, me) = (b.size, b.rank);
     let parts = acc.split(counts.iter().copied());
     if b.op().is_none_or(|o| o.commutative()) {
@@ -549,6 +588,9 @@ pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize]) -> Span {
 /// holds the reduction of a range of ranks around this one that doubles
 /// each step.
 pub fn scan(b: &mut Builder, partial: Span, result: Span, exclusive: bool) {
+    if let (Some(_), Some(elem)) = (b.team(), b.elem()) {
+        return board::scan(b, partial, result, exclusive, elem);
+    }
     let (n, me) = (b.size, b.rank);
     if !exclusive {
         b.copy(partial, result);

@@ -344,8 +344,10 @@ pub unsafe fn reduce(
     } else {
         None
     };
+    let elem = args.elem_size()?;
     let mut b = builder(rt, slot)?;
     b.set_op(red);
+    b.set_elem(elem);
     let acc = b.input(input);
     algo::reduce(&mut b, acc, root);
     Ok(unpack_into(b, acc, out))
@@ -535,7 +537,9 @@ pub unsafe fn allgather(
 }
 
 /// `MPI_Alltoall`, `MPI_Alltoallv` and `MPI_Alltoallw` (§6.8); `send` is
-/// `None` for `MPI_IN_PLACE` (the data goes out of the receive blocks).
+/// `None` for `MPI_IN_PLACE` (the data goes out of the receive blocks);
+/// `regular`: `MPI_Alltoall` (every block of every process has one size,
+/// which a flag board needs).
 ///
 /// # Safety
 /// The buffers address their elements (MPI contract).
@@ -544,6 +548,7 @@ pub unsafe fn alltoall(
     slot: usize,
     send: Option<&Blocks>,
     recv: &Blocks,
+    regular: bool,
 ) -> MpiResult<Schedule> {
     if is_inter(rt, slot)? {
         // SAFETY: forwarded from the caller.
@@ -566,7 +571,12 @@ pub unsafe fn alltoall(
     let sent = b.input(data);
     let sends = sent.split(ins.iter().map(|u| u.len));
     let recvs = blocks_for(&mut b, &outs);
-    algo::alltoallv(&mut b, &sends, &recvs);
+    let blk = recvs.first().map_or(0, |s| s.len);
+    if regular && b.team().is_some() {
+        super::board::alltoall(&mut b, &sends, &recvs, blk);
+    } else {
+        algo::alltoallv(&mut b, &sends, &recvs);
+    }
     unpack_all(&mut b, &recvs, &outs, None);
     Ok(b.finish())
 }
@@ -596,6 +606,7 @@ pub unsafe fn reduce_scatter(
     let size = args.elem_size()?;
     let mut b = builder(rt, slot)?;
     b.set_op(red);
+    b.set_elem(size);
     let acc = b.input(input);
     let bytes: Vec<usize> = counts.iter().map(|&c| c as usize * size).collect();
     let own = algo::reduce_scatter(&mut b, acc, &bytes);
@@ -621,8 +632,10 @@ pub unsafe fn scan(
     let (red, input) = unsafe { args.input(count, true, true)? };
     // SAFETY: the receive buffer holds `count` elements.
     let out = sink(&unsafe { args.output(count)? });
+    let elem = args.elem_size()?;
     let mut b = builder(rt, slot)?;
     b.set_op(red);
+    b.set_elem(elem);
     let len = input.len();
     let partial = b.input(input);
     let result = b.buf(len);

@@ -14,10 +14,12 @@
 //! nonblocking collectives outstanding on one communicator never mix
 //! their messages.
 //!
-//! Not built: node-aware (hierarchical) variants for communicators that
-//! span several nodes, since the engine has no inter-node transport yet.
+//! A communicator whose members all run on one node runs its
+//! collectives on a flag board in shared memory ([`board`]); one that
+//! spans nodes runs node-aware algorithms over messages ([`hier`]).
 
 pub mod algo;
+pub mod board;
 pub mod calls;
 pub mod hier;
 pub mod inter;
@@ -58,16 +60,53 @@ pub const TUNING: Tuning = Tuning {
 
 /// A builder for the next collective on communicator `slot`, told the
 /// node of each member of an intracommunicator so that collectives
-/// across nodes run node-aware ([`hier`]).
+/// across nodes run node-aware ([`hier`]), and given the communicator's
+/// flag board if it has one ([`board`]). The first collective of a
+/// communicator decides whether it gets a board (every member decides
+/// alike) and, if so, starts with the board's setup.
 pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
     let c = rt.comm(slot)?;
     let members = (!c.is_inter()).then(|| c.members.clone());
-    let nodes = members.map(|members| members.iter().map(|&p| rt.ep.node_of(p)).collect());
+    let nodes: Option<Vec<u32>> =
+        members.map(|members| members.iter().map(|&p| rt.ep.node_of(p)).collect());
+    let decided = c.board.clone();
+    let (team, fresh) = match decided {
+        Some(team) => (team, false),
+        None => {
+            let team = nodes.as_ref().and_then(|nodes| new_team(rt, slot, nodes));
+            rt.comm_mut(slot)?.board = Some(team.clone());
+            (team, true)
+        }
+    };
     let mut b = Builder::new(rt.comm_mut(slot)?, slot);
     if let Some(nodes) = nodes {
         b.set_nodes(nodes);
     }
+    if let Some(team) = team {
+        b.set_team(team.clone());
+        if fresh {
+            board::setup(&mut b, &team);
+        }
+    }
     Ok(b)
+}
+
+/// A flag board for intracommunicator `slot`, whose members run on
+/// `nodes`, if it may have one: 2 to [`board::MAX_MEMBERS`] members, all
+/// on this node, peers' heaps mappable (as cross-memory attach needs),
+/// `TESSEL_COLL` not `p2p`. Every member answers alike.
+fn new_team(rt: &Runtime, slot: usize, nodes: &[u32]) -> Option<Arc<board::Team>> {
+    let c = rt.comm(slot).ok()?;
+    let n = c.members.len();
+    let here = rt.ep.node();
+    let ok = rt.ep.config().coll_board
+        && rt.ep.uses_cma()
+        && (2..=board::MAX_MEMBERS).contains(&n)
+        && nodes.iter().all(|&x| x == here);
+    if !ok {
+        return None;
+    }
+    board::Team::new(c.members.clone(), c.rank as usize)
 }
 
 /// Run a schedule to its end (a blocking collective).

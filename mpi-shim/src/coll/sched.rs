@@ -30,6 +30,8 @@ use crate::core::datatype::Datatype;
 use crate::core::{Comm, MpiError, MpiResult};
 use crate::ops::Reduction;
 
+use super::board::{BoardStep, Ran, Team};
+
 /// Bits of the engine tag holding the algorithm's phase.
 pub const PHASE_BITS: u32 = 12;
 /// Bits holding the collective's sequence number (it wraps). Together
@@ -112,6 +114,8 @@ pub enum Local {
 pub enum Step {
     Round(Vec<Xfer>),
     Local(Local),
+    /// A step on the communicator's flag board ([`super::board`]).
+    Board(BoardStep),
 }
 
 /// Records a schedule for one process of a communicator.
@@ -127,10 +131,34 @@ pub struct Builder {
     nodes: Option<Vec<u32>>,
     phase: u16,
     round: Vec<Xfer>,
+    elem: Option<usize>,
     s: Schedule,
 }
 
 impl Builder {
+    /// The communicator's flag board, when its collectives run on one
+    /// (not inside a group: [`Builder::in_group`]).
+    pub fn team(&self) -> Option<&Arc<Team>> {
+        self.s.team.as_ref().filter(|_| self.map.is_none())
+    }
+
+    /// Use `team`'s board for this collective.
+    pub fn set_team(&mut self, team: Arc<Team>) {
+        self.s.team = Some(team);
+    }
+
+    /// A step on the board. The schedule's first takes its turn on the
+    /// board ([`Team::ticket`]).
+    pub fn board(&mut self, st: BoardStep) {
+        self.end_round();
+        if self.s.ticket.is_none() {
+            let team = self.s.team.as_ref().expect("a board step without a board");
+            self.s.ticket = Some(team.ticket());
+        }
+        self.s.steps.push(Step::Board(st));
+        self.s.last_board = self.s.steps.len() - 1;
+    }
+
     /// Start the next collective on communicator `comm` (slot `slot`):
     /// takes its sequence number. On an intercommunicator, ranks from the
     /// local group's size up are the remote group's
@@ -151,6 +179,7 @@ impl Builder {
             nodes: None,
             phase: 0,
             round: Vec::new(),
+            elem: None,
             s: Schedule {
                 comm: slot,
                 ctx,
@@ -165,6 +194,9 @@ impl Builder {
                 error: None,
                 stopped: false,
                 activates: None,
+                team: None,
+                ticket: None,
+                last_board: 0,
             },
         }
     }
@@ -216,6 +248,17 @@ impl Builder {
     /// The operation the schedule's reduce steps apply.
     pub fn set_op(&mut self, op: Reduction) {
         self.s.op = Some(op);
+    }
+
+    /// The size of the reduced datatype, where an algorithm may split a
+    /// vector between its elements ([`Builder::elem`]).
+    pub fn set_elem(&mut self, elem: usize) {
+        self.elem = Some(elem);
+    }
+
+    /// The size set by [`Builder::set_elem`], if any.
+    pub fn elem(&self) -> Option<usize> {
+        self.elem.filter(|&e| e > 0)
     }
 
     pub fn op(&self) -> Option<&Reduction> {
@@ -342,6 +385,14 @@ pub struct Schedule {
     /// A context-id agreement (`MPI_Comm_idup`): the communicator slot
     /// it creates and the span of the agreed id; taken once done.
     activates: Option<(usize, Span)>,
+    /// The flag board its board steps use.
+    team: Option<Arc<Team>>,
+    /// Its turn on the board (its board steps run once the collectives
+    /// before it on the communicator ran theirs), until its last board
+    /// step ran.
+    ticket: Option<u64>,
+    /// The index of its last board step.
+    last_board: usize,
 }
 
 impl Schedule {
@@ -418,9 +469,14 @@ impl Schedule {
             if self.is_done() {
                 return did;
             }
-            did = true;
-            if let Err(e) = self.start_step(ep) {
-                self.fail(e, true);
+            match self.start_step(ep) {
+                Ok(true) => did = true,
+                // A board step waits for another member's post.
+                Ok(false) => return did,
+                Err(e) => {
+                    did = true;
+                    self.fail(e, true);
+                }
             }
         }
     }
@@ -445,11 +501,15 @@ impl Schedule {
     fn fail(&mut self, e: MpiError, stop: bool) {
         self.error.get_or_insert(e);
         self.stopped |= stop;
+        if stop && let (Some(team), Some(ticket)) = (&self.team, self.ticket.take()) {
+            // Its remaining board steps will not run: let the next one's.
+            team.end_turn(ticket);
+        }
     }
 
-    /// Post the round at `next`, or run the local step there (and move
-    /// past it).
-    fn start_step(&mut self, ep: &mut Endpoint) -> MpiResult<()> {
+    /// Post the round at `next`, or run the local or board step there
+    /// (and move past it). False when a board step cannot run yet.
+    fn start_step(&mut self, ep: &mut Endpoint) -> MpiResult<bool> {
         match self.steps[self.next].clone() {
             Step::Round(xfers) => {
                 for x in xfers {
@@ -459,14 +519,31 @@ impl Schedule {
                 if self.pending.is_empty() {
                     self.next += 1;
                 }
-                Ok(())
             }
             Step::Local(l) => {
                 self.run_local(l);
                 self.next += 1;
-                Ok(())
+            }
+            Step::Board(st) => {
+                let team = self.team.clone().expect("a board step without a board");
+                let ticket = self.ticket.expect("board steps take a turn");
+                if !team.has_turn(ticket) {
+                    return Ok(false);
+                }
+                match team.run(ep, &st, &mut self.bufs, self.op.as_ref())? {
+                    Ran::Waiting => return Ok(false),
+                    Ran::Done => {}
+                    // Run to the end, as after a truncated message.
+                    Ran::Truncated(e) => self.fail(e, false),
+                }
+                if self.next == self.last_board {
+                    team.end_turn(ticket);
+                    self.ticket = None;
+                }
+                self.next += 1;
             }
         }
+        Ok(true)
     }
 
     fn post(&mut self, ep: &mut Endpoint, x: Xfer) -> MpiResult<Request> {
@@ -557,6 +634,7 @@ pub(crate) mod sim {
                 while s.next < s.steps.len() {
                     match s.steps[s.next].clone() {
                         Step::Local(l) => s.run_local(l),
+                        Step::Board(_) => unreachable!("the simulator has no boards"),
                         Step::Round(xfers) => {
                             if !posted[me] {
                                 for x in &xfers {

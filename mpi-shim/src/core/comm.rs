@@ -118,6 +118,9 @@ pub struct Comm {
     pub remote: Option<Remote>,
     /// The ids left for its duplicates.
     pub children: Option<ChildIds>,
+    /// Its flag board for collectives within the node: `None` until its
+    /// first collective decides (`crate::coll::builder`).
+    pub board: Option<Option<std::sync::Arc<crate::coll::board::Team>>>,
 }
 
 /// The remote group of an intercommunicator: point-to-point ranks name
@@ -166,6 +169,7 @@ impl Comm {
             bsend: None,
             remote: None,
             children: ChildIds::after(ctx),
+            board: None,
         }
     }
 

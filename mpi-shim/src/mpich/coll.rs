@@ -550,7 +550,7 @@ unsafe fn alltoall<C: Count>(
         )?)
     };
     // SAFETY: forwarded from the caller.
-    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv) }
+    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv, true) }
 }
 collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_Alltoall_init / MPI_Alltoall_init_c: alltoall(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
 
@@ -584,7 +584,7 @@ unsafe fn alltoallv<C: Count, D: Displ>(
         )?)
     };
     // SAFETY: forwarded from the caller.
-    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv) }
+    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv, false) }
 }
 collective!(MPI_Alltoallv / MPI_Alltoallv_c, MPI_Ialltoallv / MPI_Ialltoallv_c, MPI_Alltoallv_init / MPI_Alltoallv_init_c: alltoallv(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtype: MPI_Datatype));
 
@@ -638,7 +638,7 @@ unsafe fn alltoallw<C: Count, D: Displ>(
         } else {
             Some(side_w(rt, sendbuf, sendcounts, sdispls, sendtypes, n)?)
         };
-        calls::alltoall(rt, slot, send.as_ref(), &recv)
+        calls::alltoall(rt, slot, send.as_ref(), &recv, false)
     }
 }
 collective!(MPI_Alltoallw / MPI_Alltoallw_c, MPI_Ialltoallw / MPI_Ialltoallw_c, MPI_Alltoallw_init / MPI_Alltoallw_init_c: alltoallw(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtypes: *const MPI_Datatype));

@@ -85,6 +85,8 @@ pub struct Endpoint {
     net: Option<Net>,
     /// Scratch for [`Net::poll`].
     incoming: Vec<Incoming>,
+    /// Board flags the next back-off step watches ([`Endpoint::watch`]).
+    watched: Vec<crate::board::Watch>,
     boot: Box<dyn Bootstrap>,
 }
 
@@ -161,6 +163,7 @@ impl Endpoint {
             shm,
             net,
             incoming: Vec::new(),
+            watched: Vec::new(),
             boot,
         })
     }

@@ -7,6 +7,7 @@
 //! itself when it is not.
 
 use super::{Completion, Endpoint, Request};
+use crate::board::{self, Watch};
 use crate::error::{Error, InitError};
 use crate::net::Net;
 use crate::sync::spin_hint;
@@ -57,12 +58,36 @@ impl Endpoint {
         if self.progress() || self.steal_round() {
             self.shm.advertise(false);
             backoff.idle = 0;
+            self.watched.clear();
             return true;
         }
         self.shm.advertise(true);
         backoff.idle += 1;
         self.idle(&mut backoff.idle);
+        self.watched.clear();
         false
+    }
+
+    /// Watch a board flag during the next back-off step
+    /// ([`Endpoint::progress_or_back_off`]): a waiter for a flag of an
+    /// intra-node collective registers it before it backs off, so that a
+    /// post between its last look and its sleep is not missed
+    /// ([`crate::board`], BP3). Cleared after that step.
+    pub fn watch(&mut self, w: Watch) {
+        self.watched.push(w);
+    }
+
+    /// After posting on a board: wake those of the local processes `ids`
+    /// that sleep ([`crate::board`], BP3). Costs a fence and a load of each
+    /// one's bell; no write unless one sleeps.
+    pub fn wake_sleepers(&mut self, ids: impl IntoIterator<Item = u32>) {
+        board::after_post();
+        for id in ids {
+            let Some(l) = self.router.local(id) else {
+                continue;
+            };
+            self.shm.wake_if_sleeping(l);
+        }
     }
 
     /// Wait until one of `reqs` completes (backing off while idle) and
@@ -119,12 +144,12 @@ impl Endpoint {
             // when they find us sleeping; or yield when the plugin cannot
             // wake us.
             match net.arm() {
-                Some(fd) => self.shm.sleep_polling(fd, self.cfg.sleep),
+                Some(fd) => self.shm.sleep_polling(fd, self.cfg.sleep, &self.watched),
                 None => sys::yield_now(),
             }
             *idle = spin;
         } else {
-            self.shm.sleep(self.cfg.sleep);
+            self.shm.sleep(self.cfg.sleep, &self.watched);
             *idle = spin;
         }
     }

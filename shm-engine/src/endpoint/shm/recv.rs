@@ -4,6 +4,7 @@
 
 use super::Shm;
 use super::cell::{Control, Corrupt};
+use crate::board::{self, Watch};
 use crate::doorbell;
 use crate::endpoint::{Ack, Arrival, Endpoint};
 use crate::layout::Cell;
@@ -108,11 +109,14 @@ impl Shm {
 
 impl Shm {
     /// Sleep on our doorbell futex until a local peer rings it or
-    /// `timeout` passes.
-    pub(in crate::endpoint) fn sleep(&self, timeout: std::time::Duration) {
+    /// `timeout` passes; not at all if a `watched` board flag was posted
+    /// meanwhile (its poster wakes us only once we sleep: `board`, BP3).
+    pub(in crate::endpoint) fn sleep(&self, timeout: std::time::Duration, watched: &[Watch]) {
         let bell = self.seg.bell(self.me);
         if doorbell::prepare_sleep(bell) {
-            sys::futex_wait(bell, doorbell::SLEEPING, timeout);
+            if board::may_sleep(watched.iter().map(Watch::get)) {
+                sys::futex_wait(bell, doorbell::SLEEPING, timeout);
+            }
             doorbell::cancel_sleep(bell);
         }
     }

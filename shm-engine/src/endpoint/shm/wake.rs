@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Shm;
+use crate::board::{self, Watch};
 use crate::doorbell;
 use crate::segment::{BellRef, NodeSegment};
 use crate::sync::Ordering;
@@ -98,16 +99,33 @@ impl Shm {
         }
     }
 
+    /// Wake local process `p` if it sleeps, without a message: after a
+    /// board post and its fence ([`board::after_post`]).
+    pub(in crate::endpoint) fn wake_if_sleeping(&mut self, p: u32) {
+        let bell = self.seg.bell(p);
+        if board::wake_needed(bell) && doorbell::nudge(bell) {
+            self.wake(p);
+        }
+    }
+
     /// Sleep until a local peer or the network plugin (readable `net`)
-    /// wakes us, or `timeout` passes.
-    pub(in crate::endpoint) fn sleep_polling(&self, net: RawFd, timeout: Duration) {
+    /// wakes us, or `timeout` passes; not at all if a `watched` board flag
+    /// was posted meanwhile.
+    pub(in crate::endpoint) fn sleep_polling(
+        &self,
+        net: RawFd,
+        timeout: Duration,
+        watched: &[Watch],
+    ) {
         let Some(own) = &self.wakeups.own else {
             sys::poll_readable(&[net], timeout);
             return;
         };
         let bell = self.seg.bell(self.me);
         if doorbell::prepare_sleep(bell) {
-            if sys::poll_readable(&[net, own.as_raw_fd()], timeout) & 2 != 0 {
+            if board::may_sleep(watched.iter().map(Watch::get))
+                && sys::poll_readable(&[net, own.as_raw_fd()], timeout) & 2 != 0
+            {
                 sys::eventfd_clear(own);
             }
             doorbell::cancel_sleep(bell);

@@ -1,0 +1,165 @@
+//! loom model of the production flag board (`shm_engine::board`): the
+//! protocol of intra-node collectives.
+//!
+//! `collectives_in_a_row`: two members run two broadcast steps and an
+//! exchange in a row, posting values in their lines and reading the
+//! other's. The steps start just before the sequence numbers wrap
+//! (`u64::MAX`, 0, 1), and either member may run ahead into the next step
+//! (the root of a broadcast does not wait for its reader) or arrive late: every read must see the value posted for that very
+//! step, never the one two steps earlier or later (the line is reused
+//! every other step), and loom reports any read racing with a write.
+//!
+//! `no_wakeup_is_lost`: a waiter that finds nothing posted goes to sleep
+//! the engine's way (bell to `SLEEPING`, fence, last look at the flag,
+//! futex); the poster fences after posting and wakes a sleeping bell. A
+//! lost wake-up leaves the waiter parked forever, which loom reports.
+//!
+//! With `TESSEL_MUTATION=board_post` the post's sequence store is Relaxed,
+//! and `mutation_is_caught` asserts that loom finds the failure.
+//!
+//! The models bound preemptions at 3 unless `LOOM_MAX_PREEMPTIONS` says
+//! otherwise.
+#![cfg(tessel_loom)]
+
+use std::sync::Arc;
+
+use loom::sync::atomic::AtomicU32;
+use loom::sync::{Condvar, Mutex};
+use loom::thread;
+use shm_engine::board::{self, Area, Board};
+use shm_engine::doorbell;
+
+fn check(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
+}
+
+/// The step before the model's first: its three steps wrap around.
+const BEFORE: u64 = u64::MAX - 1;
+
+/// What member `m` contributes at step `t`.
+fn value(m: usize, t: u64) -> [u8; 8] {
+    (t ^ (m as u64) << 60).to_ne_bytes()
+}
+
+/// Member `me` runs three steps: two broadcasts from member 0 (which
+/// does not wait for its reader), then an exchange. At each it waits
+/// until it may post, posts, and checks what it reads.
+fn member(areas: &Arc<[Area; 2]>, me: usize) {
+    let refs: Vec<&Area> = areas.iter().collect();
+    let b = Board::new(&refs, me);
+    let other = 1 - me;
+    let mut t = BEFORE;
+    for step in 0..3 {
+        t = t.wrapping_add(1);
+        while !b.may_post(t) {
+            thread::yield_now();
+        }
+        let bcast = step < 2;
+        if bcast && me == 1 {
+            // Read the root's value first, then post (the reader's
+            // acknowledgement, which lets the root reuse the line).
+            while !b.posted(other, t) {
+                thread::yield_now();
+            }
+            let mut got = [0; 8];
+            assert_eq!(b.read(other, t, &mut got), 8);
+            assert_eq!(got, value(other, t), "member {me} reads step {t}");
+            b.post(t, 0, &[]);
+            continue;
+        }
+        b.post(t, 8, &value(me, t));
+        if bcast {
+            continue;
+        }
+        while !b.posted(other, t) {
+            thread::yield_now();
+        }
+        let mut got = [0; 8];
+        assert_eq!(b.read(other, t, &mut got), 8);
+        assert_eq!(got, value(other, t), "member {me} reads step {t}");
+    }
+}
+
+fn collectives() {
+    check(|| {
+        let areas = Arc::new([Area::after(BEFORE), Area::after(BEFORE)]);
+        let a = areas.clone();
+        let peer = thread::spawn(move || member(&a, 1));
+        member(&areas, 0);
+        peer.join().unwrap();
+    });
+}
+
+/// What the kernel's futex gives the engine: a wake that arrives before
+/// the wait is not lost (FUTEX_WAIT's value check; here a token).
+#[derive(Default)]
+struct Futex {
+    woken: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Futex {
+    fn wait(&self) {
+        let mut woken = self.woken.lock().unwrap();
+        while !*woken {
+            woken = self.cv.wait(woken).unwrap();
+        }
+        *woken = false;
+    }
+    fn wake(&self) {
+        *self.woken.lock().unwrap() = true;
+        self.cv.notify_one();
+    }
+}
+
+#[cfg(not(tessel_mutation = "board_post"))]
+#[test]
+fn no_wakeup_is_lost() {
+    check(|| {
+        let areas = Arc::new([Area::after(0), Area::after(0)]);
+        let bell = Arc::new((AtomicU32::new(0), Futex::default()));
+        let (a, w) = (areas.clone(), bell.clone());
+        let poster = thread::spawn(move || {
+            let refs: Vec<&Area> = a.iter().collect();
+            let b = Board::new(&refs, 1);
+            b.post(1, 1, &[7]);
+            board::after_post();
+            if board::wake_needed(&w.0) {
+                doorbell::nudge(&w.0);
+                w.1.wake();
+            }
+        });
+        let refs: Vec<&Area> = areas.iter().collect();
+        let b = Board::new(&refs, 0);
+        while !b.posted(1, 1) {
+            if doorbell::prepare_sleep(&bell.0) {
+                if board::may_sleep([(b.seq_word(1, 1), 1)]) {
+                    bell.1.wait();
+                }
+                doorbell::cancel_sleep(&bell.0);
+            }
+            thread::yield_now();
+        }
+        let mut got = [0];
+        assert_eq!(b.read(1, 1, &mut got), 1);
+        assert_eq!(got, [7]);
+        poster.join().unwrap();
+    });
+}
+
+#[cfg(not(tessel_mutation = "board_post"))]
+#[test]
+fn collectives_in_a_row() {
+    collectives();
+}
+
+#[cfg(tessel_mutation = "board_post")]
+#[test]
+fn mutation_is_caught() {
+    let caught = std::panic::catch_unwind(collectives).is_err();
+    assert!(caught, "loom did not notice a Relaxed post on the board");
+}

@@ -1,0 +1,785 @@
+//! Collectives on a flag board: the members of a communicator that share
+//! one node exchange data through areas of their shared heaps, with the
+//! engine's board protocol (`shm_engine::board`: one writer per line,
+//! step numbers that only grow, a member posts step `t` once everyone
+//! posted `t - 1`), instead of point-to-point messages.
+//!
+//! Each member owns one area: two flag lines, whose inline bytes carry
+//! contributions of up to 56 bytes (an 8-byte allreduce costs one cache
+//! line per member), and two data buffers of [`DATA`] bytes for larger
+//! ones, used alternately by odd and even steps. Larger contributions go
+//! in pieces of at most [`DATA`] bytes, one step each. The algorithms are
+//! flat: everyone posts, then reads what it needs straight from the
+//! others' areas, so a step costs one post and one look at each line it
+//! needs, never a chain of forwarded messages:
+//! - barrier: post, wait for all;
+//! - bcast: the root posts a piece, the others copy it and post;
+//! - reduce and allreduce, small (up to [`SMALL`] bytes in all): everyone
+//!   posts its vector and reduces all of them in rank order (so
+//!   non-commutative operations keep their order, and every member gets
+//!   the same bits); large: a reduce-scatter, where member `i` reduces
+//!   slice `i` of the piece from every area and posts it, then everyone
+//!   (or the root) copies the reduced slices (an allgather);
+//! - allgather(v), gather(v): everyone posts its block, the readers copy;
+//! - scatter(v): the root posts the blocks, everyone copies its own;
+//! - alltoall(v/w): everyone posts its blocks, each copies its own block
+//!   from every area.
+//!
+//! Steps are schedule steps ([`super::sched`]), so blocking, nonblocking
+//! and persistent collectives all use the board, and several nonblocking
+//! ones outstanding on one communicator run in the order they were
+//! started (the board's rule orders their posts).
+//!
+//! A communicator gets a board at its first collective if its members all
+//! run on this node, there are 2 to [`MAX_MEMBERS`] of them, this process
+//! can map its peers' heaps (cross-memory attach allowed) and
+//! `TESSEL_COLL` is not `p2p`; every member decides alike. That first
+//! collective first trades the areas' heap references (an allgather of
+//! messages) and maps them.
+//!
+//! An area outlives its communicator: when the board is dropped its
+//! owner posts one more step, "done with this board", and the area is
+//! reused by a later board only once every member of the old one posted
+//! that step, so a slow member still copying out of it never sees it
+//! overwritten.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use shm_engine::Endpoint;
+use shm_engine::board::{self as bp, Area, Board, INLINE, Watch};
+use shm_engine::heap::{self, HeapRef, PeerHeaps};
+
+use super::sched::{Builder, Span};
+use crate::core::{Class, MpiError, MpiResult};
+use crate::ops::Reduction;
+
+/// Bytes of each of a member's two data buffers.
+pub const DATA: usize = 128 << 10;
+/// Most members of a communicator run on a board.
+pub const MAX_MEMBERS: usize = 64;
+/// Reduce and allreduce of at most this many bytes in all (vector times
+/// members) reduce whole vectors at every member; larger ones split the
+/// work (reduce-scatter, then allgather).
+pub const SMALL: usize = 16 << 10;
+/// Bytes of one member's area.
+const AREA: usize = bp::area_len(DATA);
+/// `posted` of a read of data placed in a data buffer ([`BoardStep::Place`]).
+pub const PLACED: usize = usize::MAX;
+/// Bytes of a heap reference as the setup trades it.
+const REF_LEN: usize = 24;
+
+/// One step of a collective on the board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BoardStep {
+    /// Map every member's area from the references in `refs` (one of
+    /// [`REF_LEN`] bytes per member, from the setup's allgather).
+    Attach { refs: Span },
+    /// Post step `t`, with `src` (at most [`DATA`] bytes) as this
+    /// member's contribution.
+    Post { t: u64, src: Option<Span> },
+    /// Wait until member `who` (all members: `None`) posted step `t`.
+    Wait { t: u64, who: Option<usize> },
+    /// Write `src` at offset `at` of this member's data buffer of step
+    /// `t`, which a `Post` of `t` without `src` then publishes (readers
+    /// give `posted` as [`PLACED`]).
+    Place { t: u64, src: Span, at: usize },
+    /// Copy `dst.len` bytes from offset `off` of what member `m` posted
+    /// at step `t` (`posted` bytes in all) into `dst`.
+    Fetch {
+        m: usize,
+        t: u64,
+        posted: usize,
+        off: usize,
+        dst: Span,
+    },
+    /// As `Fetch`, but `dst = x op dst` for those bytes `x`, with the
+    /// schedule's operation.
+    Reduce {
+        m: usize,
+        t: u64,
+        posted: usize,
+        off: usize,
+        dst: Span,
+    },
+}
+
+/// What running a board step did.
+#[derive(Debug)]
+pub enum Ran {
+    /// It must wait for another member (a flag to watch is registered).
+    Waiting,
+    Done,
+    /// Done, but what was read had another length than expected.
+    Truncated(MpiError),
+}
+
+/// The members' areas, mapped in this process.
+#[derive(Debug)]
+struct Areas(Vec<&'static Area>);
+
+/// A communicator's board, as one member sees it.
+#[derive(Debug)]
+pub struct Team {
+    /// Process ids of the members (to wake them after a post).
+    ids: Vec<u32>,
+    me: usize,
+    /// This member's area, in its shared heap.
+    own: OwnArea,
+    /// Every member's area, once the setup mapped them.
+    areas: OnceLock<Areas>,
+    /// The next step number to hand out.
+    next: AtomicU64,
+    /// Turns: the next ticket to hand out, and the tickets whose turn is
+    /// over (turns end in order except when a collective stops on an
+    /// error: those wait here until the turns before them end).
+    tickets: AtomicU64,
+    turn: AtomicU64,
+    ended: Mutex<std::collections::BTreeSet<u64>>,
+}
+
+/// An area of this process's heap, kept for reuse rather than freed.
+#[derive(Debug)]
+struct OwnArea(std::ptr::NonNull<u8>);
+
+// SAFETY: the area is shared memory meant for every thread and process of
+// the node; only the board protocol touches it.
+unsafe impl Send for OwnArea {}
+// SAFETY: as above.
+unsafe impl Sync for OwnArea {}
+
+impl Team {
+    /// A board for member `me` of the processes `ids`, with its area
+    /// (reused or new); `None` when the heap has no room.
+    pub fn new(ids: Vec<u32>, me: usize) -> Option<Arc<Self>> {
+        let own = retired::take().or_else(|| heap::alloc(AREA).ok().map(OwnArea))?;
+        // SAFETY: a fresh or retired area that nobody reads any more
+        // (retired::take's check); zero lines mean "nothing posted".
+        unsafe { own.0.as_ptr().write_bytes(0, bp::DATA_OFF) };
+        Some(Arc::new(Self {
+            ids,
+            me,
+            own,
+            areas: OnceLock::new(),
+            next: AtomicU64::new(1),
+            tickets: AtomicU64::new(0),
+            turn: AtomicU64::new(0),
+            ended: Mutex::default(),
+        }))
+    }
+
+    /// Hand out the next step number (every member compiles the same
+    /// steps in the same order).
+    pub fn step(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A turn for a collective that has board steps. A collective's reads
+    /// of step `t` must end before this member posts `t + 1` (BP2), so of
+    /// several nonblocking collectives outstanding on one communicator,
+    /// one runs its board steps at a time, in the order they were started
+    /// (the same order at every member).
+    pub fn ticket(&self) -> u64 {
+        self.tickets.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether the collective holding `ticket` may run its board steps.
+    pub fn has_turn(&self, ticket: u64) -> bool {
+        self.turn.load(Ordering::Relaxed) == ticket
+    }
+
+    /// The collective holding `ticket` ran its last board step (or never
+    /// will).
+    pub fn end_turn(&self, ticket: u64) {
+        // Turns end in order, except when a collective stops on an error:
+        // its ticket waits here until the turns before it end.
+        let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        ended.insert(ticket);
+        let mut now = self.turn.load(Ordering::Relaxed);
+        while ended.remove(&now) {
+            now += 1;
+        }
+        self.turn.store(now, Ordering::Relaxed);
+    }
+
+    pub fn size(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
+    /// This member's area as the setup trades it.
+    fn own_ref(&self) -> Option<[u8; REF_LEN]> {
+        let r = heap::locate(self.own.0.as_ptr(), AREA)?;
+        let mut b = [0; REF_LEN];
+        b[..4].copy_from_slice(&r.pid.to_ne_bytes());
+        b[4..8].copy_from_slice(&r.fd.to_ne_bytes());
+        b[8..16].copy_from_slice(&r.arena_len.to_ne_bytes());
+        b[16..].copy_from_slice(&r.offset.to_ne_bytes());
+        Some(b)
+    }
+
+    /// Run step `st` on the schedule's buffers `bufs`; false when it must
+    /// wait for another member (a flag to watch was registered).
+    pub fn run(
+        &self,
+        ep: &mut Endpoint,
+        st: &BoardStep,
+        bufs: &mut [Vec<u8>],
+        op: Option<&Reduction>,
+    ) -> MpiResult<Ran> {
+        if let BoardStep::Attach { refs } = st {
+            self.attach(&bufs[refs.buf][refs.off..refs.off + refs.len])?;
+            return Ok(Ran::Done);
+        }
+        let Some(areas) = self.areas.get() else {
+            // An earlier collective's setup has not mapped the areas yet.
+            return Ok(Ran::Waiting);
+        };
+        let b = Board::new(&areas.0, self.me);
+        match *st {
+            BoardStep::Attach { .. } => unreachable!("handled above"),
+            BoardStep::Place { t, src, at } => {
+                if !self.may_post(ep, &b, t) {
+                    return Ok(Ran::Waiting);
+                }
+                debug_assert!(at + src.len <= DATA);
+                // SAFETY: our own data buffer of step `t`, which no member
+                // reads any more (may_post, BP2); DATA bytes long.
+                unsafe {
+                    let dst = b.data(self.me, t, DATA).add(at);
+                    let data = &bufs[src.buf][src.off..src.off + src.len];
+                    std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+                }
+                Ok(Ran::Done)
+            }
+            BoardStep::Post { t, src } => {
+                if !self.may_post(ep, &b, t) {
+                    return Ok(Ran::Waiting);
+                }
+                let data = src.map_or(&[][..], |s| &bufs[s.buf][s.off..s.off + s.len]);
+                debug_assert!(data.len() <= DATA);
+                if data.len() <= INLINE {
+                    b.post(t, data.len() as u64, data);
+                } else {
+                    // SAFETY: our own data buffer of step `t`, which no
+                    // member reads any more: all posted `t - 1` (checked
+                    // above, BP2). DATA bytes long.
+                    unsafe {
+                        let dst = b.data(self.me, t, DATA);
+                        std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+                    }
+                    b.post(t, data.len() as u64, &[]);
+                }
+                let me = self.me;
+                let others = self.ids.iter().enumerate().filter(|&(m, _)| m != me);
+                ep.wake_sleepers(others.map(|(_, &id)| id));
+                Ok(Ran::Done)
+            }
+            BoardStep::Wait { t, who } => {
+                let missing = match who {
+                    Some(m) => (!b.posted(m, t)).then_some(m),
+                    None => (0..b.len()).find(|&m| !b.posted(m, t)),
+                };
+                if let Some(m) = missing {
+                    watch(ep, &b, m, t);
+                    return Ok(Ran::Waiting);
+                }
+                Ok(Ran::Done)
+            }
+            BoardStep::Fetch {
+                m,
+                t,
+                posted,
+                off,
+                dst,
+            } => {
+                let out = &mut bufs[dst.buf][dst.off..dst.off + dst.len];
+                Ok(read(&b, m, t, posted, off, dst.len, |x| {
+                    out[..x.len()].copy_from_slice(x)
+                }))
+            }
+            BoardStep::Reduce {
+                m,
+                t,
+                posted,
+                off,
+                dst,
+            } => {
+                let op = op.expect("a reduce step without an operation");
+                let out = &mut bufs[dst.buf][dst.off..dst.off + dst.len];
+                Ok(read(&b, m, t, posted, off, dst.len, |x| {
+                    op.apply(x, &mut out[..x.len()])
+                }))
+            }
+        }
+    }
+
+    /// Whether this member may post (or place data for) step `t`: every
+    /// member posted `t - 1` (BP2). If not, the first missing flag is
+    /// watched.
+    fn may_post(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64) -> bool {
+        let prev = t.wrapping_sub(1);
+        match (0..b.len()).find(|&m| !b.posted(m, prev)) {
+            Some(m) => {
+                watch(ep, b, m, prev);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Map the areas named by `refs`.
+    fn attach(&self, refs: &[u8]) -> MpiResult<()> {
+        let fail = |e: String| {
+            MpiError::new(
+                Class::Other,
+                format!("a collective could not map a peer's shared memory: {e}"),
+            )
+        };
+        let mut heaps = peer_heaps().lock().unwrap_or_else(PoisonError::into_inner);
+        let heaps = heaps.get_or_insert_with(PeerHeaps::new);
+        let mut areas = Vec::with_capacity(self.ids.len());
+        for r in refs.chunks_exact(REF_LEN) {
+            let w4 = |a: usize| u32::from_ne_bytes(r[a..a + 4].try_into().expect("sized"));
+            let w8 = |a: usize| u64::from_ne_bytes(r[a..a + 8].try_into().expect("sized"));
+            let r = HeapRef {
+                pid: w4(0),
+                fd: w4(4),
+                arena_len: w8(8),
+                offset: w8(16),
+            };
+            if r.offset.saturating_add(AREA as u64) > r.arena_len {
+                return Err(fail(format!("{r:?} does not hold an area")));
+            }
+            let p = heaps.resolve(&r).map_err(|e| fail(e.to_string()))?;
+            // SAFETY: the area lies in an arena mapped until this process
+            // ends (PeerHeaps keeps its mappings; the cache is never
+            // dropped), starts 64-aligned (heap blocks are) and holds an
+            // `Area` (zeroed or written by its owner as one).
+            areas.push(unsafe { &*p.cast::<Area>() });
+        }
+        if areas.len() != self.ids.len() {
+            return Err(fail("a member sent no reference".into()));
+        }
+        // A second setup cannot happen: only a board's first collective
+        // compiles one.
+        let _ = self.areas.set(Areas(areas));
+        Ok(())
+    }
+}
+
+impl Drop for Team {
+    fn drop(&mut self) {
+        let own = OwnArea(self.own.0);
+        match self.areas.take() {
+            Some(areas) => {
+                // Post the step after the last one: "done with this
+                // board". Our area is free once everyone has.
+                let last = *self.next.get_mut();
+                let b = Board::new(&areas.0, self.me);
+                b.post(last, 0, &[]);
+                retired::put(own, areas.0, last);
+            }
+            // Never shared: free for the next board at once.
+            None => retired::put(own, Vec::new(), 0),
+        }
+    }
+}
+
+/// The process's cache of its peers' heap arenas, shared by all boards.
+fn peer_heaps() -> &'static Mutex<Option<PeerHeaps>> {
+    static HEAPS: Mutex<Option<PeerHeaps>> = Mutex::new(None);
+    &HEAPS
+}
+
+/// Give `f` bytes `off..off + len` of what member `m` posted at step `t`
+/// (inline in its line up to [`INLINE`] bytes, else in its data buffer).
+/// The poster said how many bytes it posted: if not the `posted` this
+/// member expects (type signatures that differ, an erroneous program),
+/// `f` gets what there is and the answer is a truncation error. `posted`
+/// is [`PLACED`] for data placed in the buffer without a length.
+fn read(
+    b: &Board<'_>,
+    m: usize,
+    t: u64,
+    posted: usize,
+    off: usize,
+    len: usize,
+    f: impl FnOnce(&[u8]),
+) -> Ran {
+    debug_assert!(b.posted(m, t));
+    let mut line = [0; INLINE];
+    let actual = b.read(m, t, &mut line) as usize;
+    let (actual, inline) = if posted == PLACED {
+        (DATA, false)
+    } else {
+        (actual, actual <= INLINE)
+    };
+    let have = len.min(actual.saturating_sub(off));
+    if inline {
+        f(&line[off.min(actual)..off.min(actual) + have]);
+    } else {
+        // SAFETY: member `m` posted `t` (a Wait step came first) and we
+        // have not posted `t + 1`, so nobody writes these bytes (BP2); its
+        // buffer holds `actual` bytes, at most DATA.
+        f(unsafe { std::slice::from_raw_parts(b.data(m, t, DATA).add(off), have) });
+    }
+    if posted == PLACED || actual == posted {
+        return Ran::Done;
+    }
+    Ran::Truncated(MpiError::new(
+        Class::Truncate,
+        format!(
+            "a process sent {actual} bytes where this one expects {posted}: \
+             the send and receive type signatures differ"
+        ),
+    ))
+}
+
+/// Watch member `m`'s flag of step `t` while backing off.
+fn watch(ep: &mut Endpoint, b: &Board<'_>, m: usize, t: u64) {
+    // SAFETY: the word lies in an area mapped until the process ends.
+    ep.watch(unsafe { Watch::new(b.seq_word(m, t), t) });
+}
+
+/// Areas of boards that were dropped, waiting until every member of their
+/// board is done with them.
+mod retired {
+    use super::*;
+
+    struct Retired {
+        own: OwnArea,
+        /// The old board's areas (empty: never shared).
+        areas: Vec<&'static Area>,
+        /// The "done" step every member posts.
+        done: u64,
+    }
+
+    static POOL: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
+
+    pub(super) fn put(own: OwnArea, areas: Vec<&'static Area>, done: u64) {
+        let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        pool.push(Retired { own, areas, done });
+    }
+
+    /// An area no member of its old board reads any more.
+    pub(super) fn take() -> Option<OwnArea> {
+        let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        let free = pool
+            .iter()
+            .position(|r| (0..r.areas.len()).all(|m| Board::new(&r.areas, 0).posted(m, r.done)))?;
+        Some(pool.swap_remove(free).own)
+    }
+}
+
+// ---------------------------------------------------------------------
+// Setup and algorithms: steps appended to a builder whose team is set.
+
+/// The first collective of a board: trade the areas' references and map
+/// them. False (and nothing compiled) when this process cannot name its
+/// area, which every member then finds out the same way: it is refused
+/// before any board is made ([`Team::new`]).
+pub fn setup(b: &mut Builder, team: &Team) {
+    let own = team.own_ref().expect("a heap block has a reference");
+    let n = b.size;
+    let all = b.buf(n * REF_LEN);
+    let parts = all.split(std::iter::repeat_n(REF_LEN, n));
+    let mine = b.input(own.to_vec());
+    b.copy(mine, parts[b.rank]);
+    super::algo::allgatherv_p2p(b, &parts);
+    b.board(BoardStep::Attach { refs: all });
+}
+
+fn team(b: &Builder) -> Arc<Team> {
+    b.team().expect("a board algorithm without a board").clone()
+}
+
+/// Pieces of `len` bytes, at most [`DATA`] each (one for `len == 0`).
+fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, usize)> {
+    let step = (DATA / unit.max(1)).max(1) * unit.max(1);
+    let n = len.div_ceil(step).max(1);
+    (0..n).map(move |i| (i * step, step.min(len - (i * step).min(len))))
+}
+
+/// `MPI_Barrier`.
+pub fn barrier(b: &mut Builder) {
+    let t = team(b).step();
+    b.board(BoardStep::Post { t, src: None });
+    b.board(BoardStep::Wait { t, who: None });
+}
+
+/// `MPI_Bcast` of `data` from `root`.
+pub fn bcast(b: &mut Builder, data: Span, root: usize) {
+    let team = team(b);
+    for (off, len) in pieces(data.len, 1) {
+        let t = team.step();
+        let piece = data.sub(off, len);
+        if b.rank == root {
+            b.board(BoardStep::Post {
+                t,
+                src: Some(piece),
+            });
+        } else {
+            b.board(BoardStep::Wait { t, who: Some(root) });
+            fetch(b, root, t, len, 0, piece);
+            b.board(BoardStep::Post { t, src: None });
+        }
+    }
+}
+
+fn fetch(b: &mut Builder, m: usize, t: u64, posted: usize, off: usize, dst: Span) {
+    if dst.len > 0 {
+        b.board(BoardStep::Fetch {
+            m,
+            t,
+            posted,
+            off,
+            dst,
+        });
+    }
+}
+
+/// Reduce, in rank order, what members `from` posted at step `t` (each
+/// `posted` bytes), bytes `off..off + dst.len`, into `dst`; this member's
+/// own part is `own`.
+fn reduce_posted(
+    b: &mut Builder,
+    t: u64,
+    from: std::ops::Range<usize>,
+    posted: usize,
+    off: usize,
+    own: Span,
+    dst: Span,
+) {
+    let me = b.rank;
+    let last = from.end - 1;
+    if last == me {
+        b.copy(own, dst);
+    } else {
+        fetch(b, last, t, posted, off, dst);
+    }
+    for j in from.rev().skip(1) {
+        // dst = x_j op dst: the rank order holds for any operation.
+        if j == me {
+            b.reduce(own, dst, true);
+        } else if dst.len > 0 {
+            b.board(BoardStep::Reduce {
+                m: j,
+                t,
+                posted,
+                off,
+                dst,
+            });
+        }
+    }
+}
+
+/// `MPI_Allreduce` (`root: None`) or `MPI_Reduce` to `root` of `acc`
+/// (elements of `elem` bytes); the result replaces `acc` (at the root).
+pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
+    let team = team(b);
+    let (n, me) = (b.size, b.rank);
+    let reads = root.is_none_or(|r| r == me);
+    if acc.len * n <= SMALL {
+        let t = team.step();
+        b.board(BoardStep::Post { t, src: Some(acc) });
+        if reads {
+            b.board(BoardStep::Wait { t, who: None });
+            let res = b.buf(acc.len);
+            reduce_posted(b, t, 0..n, acc.len, 0, acc, res);
+            b.copy(res, acc);
+        }
+        return;
+    }
+    for (off, len) in pieces(acc.len, elem) {
+        let piece = acc.sub(off, len);
+        // Slice j of the piece: elements split as evenly as they go.
+        let elems = len / elem;
+        let slice = |j: usize| {
+            let lo = elems * j / n * elem;
+            let hi = elems * (j + 1) / n * elem;
+            (lo, hi - lo)
+        };
+        let t1 = team.step();
+        b.board(BoardStep::Post {
+            t: t1,
+            src: Some(piece),
+        });
+        b.board(BoardStep::Wait { t: t1, who: None });
+        let (lo, sl) = slice(me);
+        let mine = piece.sub(lo, sl);
+        let res = b.buf(sl);
+        if sl > 0 {
+            reduce_posted(b, t1, 0..n, len, lo, mine, res);
+        }
+        let t2 = team.step();
+        b.board(BoardStep::Post {
+            t: t2,
+            src: Some(res),
+        });
+        if reads {
+            b.board(BoardStep::Wait { t: t2, who: None });
+            for j in 0..n {
+                let (lo, sl) = slice(j);
+                if j == me {
+                    b.copy(res, mine);
+                } else {
+                    fetch(b, j, t2, sl, 0, piece.sub(lo, sl));
+                }
+            }
+        }
+    }
+}
+
+/// `MPI_Allgatherv` (`root: None`) or `MPI_Gatherv` to `root`: `blocks[j]`
+/// is member `j`'s block; this member's holds its data.
+pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
+    let team = team(b);
+    let me = b.rank;
+    let reads = root.is_none_or(|r| r == me);
+    let longest = blocks.iter().map(|s| s.len).max().unwrap_or(0);
+    for (off, len) in pieces(longest, 1) {
+        let t = team.step();
+        let part = |s: Span| {
+            let lo = off.min(s.len);
+            s.sub(lo, len.min(s.len - lo))
+        };
+        b.board(BoardStep::Post {
+            t,
+            src: Some(part(blocks[me])),
+        });
+        if reads {
+            b.board(BoardStep::Wait { t, who: None });
+            for (j, &s) in blocks.iter().enumerate() {
+                if j != me {
+                    let p = part(s);
+                    fetch(b, j, t, p.len, 0, p);
+                }
+            }
+        }
+    }
+}
+
+/// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root
+/// `blocks[j]` holds member `j`'s; `own` receives this member's.
+pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: usize) {
+    let team = team(b);
+    let n = b.size;
+    let me = b.rank;
+    // A step carries `per` bytes of each block, piece j at j * per.
+    let per = (DATA / n).max(1);
+    for off in (0..blk.div_ceil(per).max(1)).map(|k| k * per) {
+        let t = team.step();
+        let len = per.min(blk - off.min(blk));
+        if me == root {
+            for (j, &s) in blocks.iter().enumerate() {
+                if j != me && len > 0 {
+                    b.board(BoardStep::Place {
+                        t,
+                        src: s.sub(off, len),
+                        at: j * per,
+                    });
+                }
+            }
+            b.board(BoardStep::Post { t, src: None });
+            // (Empty with MPI_IN_PLACE: the root's block stays put.)
+            if len > 0 && blocks[me].len >= off + len {
+                b.copy(blocks[me].sub(off, len), own.sub(off, len));
+            }
+        } else {
+            b.board(BoardStep::Wait { t, who: Some(root) });
+            fetch(b, root, t, PLACED, me * per, own.sub(off, len));
+            b.board(BoardStep::Post { t, src: None });
+        }
+    }
+}
+
+/// `MPI_Alltoall` of blocks of `blk` bytes: `sends[j]` goes to member `j`,
+/// `recvs[j]` comes from it.
+pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
+    let team = team(b);
+    let n = b.size;
+    let me = b.rank;
+    let per = (DATA / n).max(1);
+    for off in (0..blk.div_ceil(per).max(1)).map(|k| k * per) {
+        let t = team.step();
+        let len = per.min(blk - off.min(blk));
+        // A send block shorter than the receive blocks (type signatures
+        // that differ: erroneous) sends what it has.
+        let part = |s: Span| s.sub(off.min(s.len), len.min(s.len - off.min(s.len)));
+        for (j, &s) in sends.iter().enumerate() {
+            if j != me && part(s).len > 0 {
+                b.board(BoardStep::Place {
+                    t,
+                    src: part(s),
+                    at: j * per,
+                });
+            }
+        }
+        b.board(BoardStep::Post { t, src: None });
+        b.board(BoardStep::Wait { t, who: None });
+        for (j, &r) in recvs.iter().enumerate() {
+            if len == 0 {
+                break;
+            }
+            if j == me {
+                b.copy(part(sends[me]), r.sub(off, len));
+            } else {
+                fetch(b, j, t, PLACED, me * per, r.sub(off, len));
+            }
+        }
+    }
+}
+
+/// `MPI_Reduce_scatter(_block)`: `acc` holds block `j` (`counts[j]` bytes)
+/// for member `j`, elements of `elem` bytes; returns where this member's
+/// reduced block ends up.
+pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize], elem: usize) -> Span {
+    let team = team(b);
+    let n = b.size;
+    let me = b.rank;
+    let parts = acc.split(counts.iter().copied());
+    let mine = parts[me];
+    let res = b.buf(mine.len);
+    for (off, len) in pieces(acc.len, elem) {
+        let t = team.step();
+        b.board(BoardStep::Post {
+            t,
+            src: Some(acc.sub(off, len)),
+        });
+        // The part of this member's block inside the piece.
+        let lo = mine.off - acc.off;
+        let (a, z) = (lo.max(off), (lo + mine.len).min(off + len));
+        if a < z {
+            b.board(BoardStep::Wait { t, who: None });
+            let own = acc.sub(a, z - a);
+            reduce_posted(b, t, 0..n, len, a - off, own, res.sub(a - lo, z - a));
+        }
+    }
+    res
+}
+
+/// `MPI_Scan` (inclusive: members `0..=me`) or `MPI_Exscan` (`0..me`) of
+/// `partial` into `result`, elements of `elem` bytes.
+pub fn scan(b: &mut Builder, partial: Span, result: Span, exclusive: bool, elem: usize) {
+    let team = team(b);
+    let me = b.rank;
+    let upto = if exclusive { me } else { me + 1 };
+    for (off, len) in pieces(partial.len, elem) {
+        let t = team.step();
+        b.board(BoardStep::Post {
+            t,
+            src: Some(partial.sub(off, len)),
+        });
+        if upto > 0 {
+            for m in 0..upto {
+                b.board(BoardStep::Wait { t, who: Some(m) });
+            }
+            let own = partial.sub(off, len);
+            reduce_posted(b, t, 0..upto, len, 0, own, result.sub(off, len));
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Flag boards: the shared-memory protocol of intra-node collectives.
+//!
+//! Every member of a communicator owns an [`Area`] in its own shared heap:
+//! two flag lines and two data buffers, written by that member only and
+//! read by the others. A collective is a sequence of *steps*, numbered
+//! `t = 1, 2, 3, ...` per communicator (never reset; compared with
+//! wrap-around arithmetic, so the numbers may wrap). At step `t` each
+//! member *posts*: it writes its contribution (if any) into line `t & 1`'s
+//! inline bytes or data buffer `t & 1`, then stores `t` in that line's
+//! sequence word with Release (BP1). A reader that loads `t` (or later)
+//! with Acquire (BP1) sees the contribution.
+//!
+//! Reuse rule (BP2): a member reads what another posted at step `t` only
+//! before it posts `t + 1` itself. So a member may post `t` (overwriting
+//! what it posted at `t - 2`, in the same line and buffer) once every
+//! member has posted `t - 1` ([`Board::may_post`]). A fast member that
+//! enters the next collective therefore waits there, never overwriting
+//! data a late one still reads; a late member finds everything posted,
+//! since posts are never taken back.
+//!
+//! Sleeping (BP3): a waiter that runs out of patience moves its doorbell
+//! word to `SLEEPING` ([`crate::doorbell::prepare_sleep`]), issues a
+//! SeqCst fence and checks the flag it waits for once more
+//! ([`may_sleep`]) before it sleeps on the futex. A poster, after its
+//! Release store, issues a SeqCst fence and wakes every member whose bell
+//! says `SLEEPING` ([`wake_needed`]). Of two such fenced store-then-load
+//! pairs at least one sees the other's store, so either the waiter sees
+//! the post, or the poster sees the sleeper: no wake-up is lost, and a
+//! poster whose readers spin pays one fence and reads of lines its cache
+//! already shares, no atomic read-modify-write on anyone's line.
+//!
+//! `loom-tests/tests/board.rs` checks this module's code: posts and reads
+//! of several collectives in a row, sequence numbers wrapping, and the
+//! sleep hand-shake; the `board_post` mutation weakens BP1.
+
+use crate::doorbell;
+use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell, fence};
+
+/// Bytes of contribution carried inside a flag line.
+pub const INLINE: usize = 48;
+
+/// Bytes before the first data buffer of an [`Area`] (a page, so that
+/// the buffers start page-aligned).
+pub const DATA_OFF: usize = 4096;
+
+/// Ordering of a post's sequence store (BP1). The `board_post` mutation
+/// weakens it so loom-tests can prove loom notices.
+#[cfg(not(tessel_mutation = "board_post"))]
+const POST: Ordering = Ordering::Release;
+#[cfg(tessel_mutation = "board_post")]
+const POST: Ordering = Ordering::Relaxed;
+
+/// One flag line: a sequence word, the length of the contribution and up
+/// to [`INLINE`] bytes of it; one cache line, one writer.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub struct Line {
+    /// The last step posted in this line (0: none yet).
+    pub seq: AtomicU64,
+    /// What the step posted, written before `seq`.
+    pub body: UnsafeCell<Body>,
+}
+
+/// The part of a [`Line`] written before its post.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Body {
+    /// Bytes the poster contributed (inline or in its data buffer).
+    pub len: u64,
+    /// The contribution, when at most [`INLINE`] bytes.
+    pub inline: [u8; INLINE],
+}
+
+/// The head of one member's area: the lines of odd and even steps. The
+/// two data buffers follow at [`DATA_OFF`] and `DATA_OFF + data_len`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Area {
+    /// Line `t & 1` carries step `t`.
+    pub lines: [Line; 2],
+}
+
+// SAFETY: the inline bytes have one writer (the line's owner), which
+// writes them only before a Release post and only once every reader is
+// done with them (BP1, BP2); readers read them only after an Acquire load
+// saw the post.
+unsafe impl Sync for Line {}
+
+impl Line {
+    /// A line that posted step `seq` last (an area in the shared heap
+    /// starts zeroed instead: nothing posted).
+    pub fn new(seq: u64) -> Self {
+        Self {
+            seq: AtomicU64::new(seq),
+            body: UnsafeCell::new(Body {
+                len: 0,
+                inline: [0; INLINE],
+            }),
+        }
+    }
+}
+
+impl Area {
+    /// An area whose last post was step `t` (for models that start the
+    /// steps anywhere, e.g. just before they wrap).
+    pub fn after(t: u64) -> Self {
+        let (a, b) = (Line::new(t), Line::new(t.wrapping_sub(1)));
+        if t & 1 == 0 {
+            Self { lines: [a, b] }
+        } else {
+            Self { lines: [b, a] }
+        }
+    }
+}
+
+/// Bytes of an area whose data buffers hold `data_len` bytes each.
+pub const fn area_len(data_len: usize) -> usize {
+    DATA_OFF + 2 * data_len
+}
+
+/// `seq` is step `t` or later, with wrap-around: steps are never more
+/// than 2^63 apart.
+#[inline]
+pub fn reached(seq: u64, t: u64) -> bool {
+    seq.wrapping_sub(t) as i64 >= 0
+}
+
+/// One member's view of a communicator's board: the areas of all members,
+/// mapped in this process.
+#[derive(Debug)]
+pub struct Board<'a> {
+    areas: &'a [&'a Area],
+    me: usize,
+}
+
+impl<'a> Board<'a> {
+    /// Member `me`'s view of the board made of `areas` (one per member,
+    /// in member order).
+    pub fn new(areas: &'a [&'a Area], me: usize) -> Self {
+        debug_assert!(me < areas.len());
+        Self { areas, me }
+    }
+
+    /// Members of the board.
+    pub fn len(&self) -> usize {
+        self.areas.len()
+    }
+
+    /// Whether the board has no members (never, for a built one).
+    pub fn is_empty(&self) -> bool {
+        self.areas.is_empty()
+    }
+
+    /// This member's index.
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
+    fn line(&self, m: usize, t: u64) -> &'a Line {
+        &self.areas[m].lines[(t & 1) as usize]
+    }
+
+    /// Whether member `m` has posted step `t` (Acquire, BP1: what it
+    /// posted is visible).
+    #[inline]
+    pub fn posted(&self, m: usize, t: u64) -> bool {
+        reached(self.line(m, t).seq.load(Ordering::Acquire), t)
+    }
+
+    /// Whether this member may post step `t` (BP2): every member, this
+    /// one included, has posted `t - 1`.
+    pub fn may_post(&self, t: u64) -> bool {
+        (0..self.areas.len()).all(|m| self.posted(m, t.wrapping_sub(1)))
+    }
+
+    /// Post step `t`, saying `len` bytes were contributed, `inline` (at
+    /// most [`INLINE`] bytes) of them in the line. Anything for the data
+    /// buffer of step `t` ([`Board::data`]) must be written before. The
+    /// caller checked [`Board::may_post`].
+    pub fn post(&self, t: u64, len: u64, inline: &[u8]) {
+        let line = self.line(self.me, t);
+        debug_assert!(inline.len() <= INLINE);
+        // SAFETY: only this member writes its lines, and by BP2 no member
+        // reads line `t & 1` (step `t - 2`) any more.
+        line.body.with_mut(|p| unsafe {
+            (*p).len = len;
+            let dst = std::ptr::addr_of_mut!((*p).inline).cast::<u8>();
+            std::ptr::copy_nonoverlapping(inline.as_ptr(), dst, inline.len());
+        });
+        line.seq.store(t, POST); // BP1
+    }
+
+    /// The length member `m` posted at step `t`, and the first
+    /// `out.len()` inline bytes, copied into `out`. The caller saw
+    /// [`Board::posted`]`(m, t)` and has not posted `t + 1` (BP2).
+    pub fn read(&self, m: usize, t: u64, out: &mut [u8]) -> u64 {
+        debug_assert!(out.len() <= INLINE);
+        // SAFETY: the post of `t` happened before (BP1) and the next write
+        // of this line waits for our post of `t + 1` (BP2).
+        self.line(m, t).body.with(|p| unsafe {
+            let src = std::ptr::addr_of!((*p).inline).cast::<u8>();
+            std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len());
+            (*p).len
+        })
+    }
+
+    /// Member `m`'s data buffer of step `t`, for buffers of `data_len`
+    /// bytes each.
+    ///
+    /// # Safety
+    /// The areas are [`area_len`]`(data_len)` bytes long. The owner writes
+    /// the buffer only before it posts `t`; others read it only after
+    /// they saw the post and before they post `t + 1` (BP1, BP2).
+    pub unsafe fn data(&self, m: usize, t: u64, data_len: usize) -> *mut u8 {
+        let base = (self.areas[m] as *const Area).cast::<u8>();
+        // SAFETY: within the area (caller's promise).
+        unsafe { base.add(DATA_OFF + (t & 1) as usize * data_len) }.cast_mut()
+    }
+
+    /// The sequence word member `m` posts step `t` in (to watch it while
+    /// sleeping, [`may_sleep`]).
+    pub fn seq_word(&self, m: usize, t: u64) -> &'a AtomicU64 {
+        &self.line(m, t).seq
+    }
+}
+
+/// A flag a sleeping process watches: the sequence word of a line and
+/// the step it waits for ([`crate::Endpoint::watch`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Watch {
+    word: std::ptr::NonNull<AtomicU64>,
+    t: u64,
+}
+
+// SAFETY: a watch names a word of shared memory that stays mapped for the
+// life of the process (heap arenas are never unmapped); it only loads it.
+unsafe impl Send for Watch {}
+
+impl Watch {
+    /// Watch `word` for step `t`.
+    ///
+    /// # Safety
+    /// `word` stays mapped as long as the watch is registered (one turn
+    /// of a waiting loop; areas in the shared heap stay mapped for the
+    /// life of the process).
+    pub unsafe fn new(word: &AtomicU64, t: u64) -> Self {
+        Self {
+            word: word.into(),
+            t,
+        }
+    }
+
+    /// The watched word and step.
+    pub fn get(&self) -> (&AtomicU64, u64) {
+        // SAFETY: mapped while registered (`Watch::new`'s contract).
+        (unsafe { self.word.as_ref() }, self.t)
+    }
+}
+
+/// Whether a waiter whose bell is now `SLEEPING` may really sleep: after a
+/// SeqCst fence (BP3), none of the `(word, t)` it watches has reached `t`.
+/// When this says no, the waiter must leave the sleeping state
+/// ([`doorbell::cancel_sleep`]) and look again.
+pub fn may_sleep<'w>(watched: impl IntoIterator<Item = (&'w AtomicU64, u64)>) -> bool {
+    fence(Ordering::SeqCst); // BP3
+    watched
+        .into_iter()
+        .all(|(w, t)| !reached(w.load(Ordering::Acquire), t))
+}
+
+/// Fence once after posting (BP3), before [`wake_needed`] is asked of
+/// each member's bell.
+pub fn after_post() {
+    fence(Ordering::SeqCst);
+}
+
+/// Whether the owner of `bell` sleeps (or is about to) and must be woken
+/// after a post: asked after [`after_post`]. The caller then nudges and
+/// wakes it as a doorbell ring would ([`doorbell::nudge`]).
+#[inline]
+pub fn wake_needed(bell: &AtomicU32) -> bool {
+    bell.load(Ordering::Relaxed) & doorbell::SLEEPING != 0
+}
+
+#[cfg(all(test, not(tessel_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_pinned() {
+        assert_eq!(std::mem::size_of::<Line>(), 64);
+        assert_eq!(std::mem::align_of::<Line>(), 64);
+        assert_eq!(std::mem::offset_of!(Line, body), 8);
+        assert_eq!(std::mem::size_of::<Area>(), 128);
+        assert!(std::mem::size_of::<Area>() <= DATA_OFF);
+        assert_eq!(area_len(1 << 10), DATA_OFF + 2048);
+    }
+
+    #[test]
+    fn steps_compare_across_the_wrap() {
+        assert!(reached(5, 5) && reached(6, 5) && !reached(4, 5));
+        assert!(reached(0, u64::MAX) && reached(1, u64::MAX - 1));
+        assert!(!reached(u64::MAX, 0));
+    }
+
+    #[test]
+    fn a_post_is_read_back_and_reuse_waits_for_everyone() {
+        let areas = [Area::after(0), Area::after(0)];
+        let refs: Vec<&Area> = areas.iter().collect();
+        let (a, b) = (Board::new(&refs, 0), Board::new(&refs, 1));
+        assert!(a.may_post(1) && !a.posted(0, 1));
+        a.post(1, 3, &[1, 2, 3]);
+        assert!(b.posted(0, 1) && !b.posted(1, 1));
+        let mut got = [0; 3];
+        assert_eq!(b.read(0, 1, &mut got), 3);
+        assert_eq!(got, [1, 2, 3]);
+        // Member 0 may not post 2 before member 1 posted 1.
+        assert!(!a.may_post(2));
+        b.post(1, 0, &[]);
+        assert!(a.may_post(2));
+    }
+}
