@@ -53,6 +53,14 @@ pub fn futex_wake(word: &AtomicU32) {
     }
 }
 
+/// CPUs the kernel has online (at least 1), whatever this process's
+/// affinity.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf reads a system setting.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
 /// Give the CPU to another runnable thread.
 pub fn yield_now() {
     // SAFETY: no arguments, no memory.

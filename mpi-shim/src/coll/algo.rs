@@ -48,7 +48,7 @@ pub fn pof2_floor(n: usize) -> usize {
 /// ceil(log2 n) rounds of empty messages.
 pub fn barrier(b: &mut Builder) {
     if b.team().is_some() {
-        return board::barrier(b);
+        return board::algo::barrier(b);
     }
     if hier::barrier(b) {
         return;
@@ -84,7 +84,7 @@ pub fn gather_empty(b: &mut Builder, root: usize, empty: Span) {
 /// for long ones.
 pub fn bcast(b: &mut Builder, data: Span, root: usize) {
     if b.team().is_some() {
-        return board::bcast(b, data, root);
+        return board::algo::bcast(b, data, root);
     }
     if b.size == 1 || hier::bcast(b, data, root) {
         return;
@@ -179,7 +179,7 @@ pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
     if b.team().is_some() {
         // Without the element size the vector is reduced whole.
         let elem = b.elem().unwrap_or(acc.len.max(1));
-        return board::reduce(b, acc, elem, Some(root));
+        return board::algo::reduce(b, acc, elem, Some(root));
     }
     let n = b.size;
     if n == 1 || hier::reduce(b, acc, root) {
@@ -224,7 +224,7 @@ pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
 /// unfolds at the end.
 pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) {
     if b.team().is_some() {
-        return board::reduce(b, acc, elem.max(1), None);
+        return board::algo::reduce(b, acc, elem.max(1), None);
     }
     let n = b.size;
     if n == 1 || hier::allreduce(b, acc, elem) {
@@ -395,7 +395,7 @@ pub fn gather(b: &mut Builder, root: usize, own: Span, blk: usize) -> Vec<Span> 
         let all = b.buf(n * blk);
         let blocks = all.split(std::iter::repeat_n(blk, n));
         b.copy(own, blocks[b.rank]);
-        board::gather(b, &blocks, Some(root));
+        board::algo::gather(b, &blocks, Some(root));
         return if b.rank == root { blocks } else { Vec::new() };
     }
     let n = b.size;
@@ -428,7 +428,7 @@ pub fn gather(b: &mut Builder, root: usize, own: Span, blk: usize) -> Vec<Span> 
 pub fn scatter(b: &mut Builder, root: usize, parts: &[Span], blk: usize) -> Span {
     if b.team().is_some() {
         let own = b.buf(blk);
-        board::scatter(b, root, parts, own, blk);
+        board::algo::scatter(b, root, parts, own, blk);
         return own;
     }
     let n = b.size;
@@ -493,7 +493,7 @@ pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
 /// is a power of two and the total is short, the ring otherwise (TRG05).
 pub fn allgatherv(b: &mut Builder, blocks: &[Span]) {
     if b.size > 1 && b.team().is_some() {
-        return board::gather(b, blocks, None);
+        return board::algo::gather(b, blocks, None);
     }
     allgatherv_p2p(b, blocks);
 }
@@ -561,7 +561,7 @@ pub fn alltoallv(b: &mut Builder, sends: &[Span], recvs: &[Span]) {
 /// (binomial, order-preserving), which scatters the blocks.
 pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize]) -> Span {
     if let (Some(_), Some(elem)) = (b.team(), b.elem()) {
-        return board::reduce_scatter(b, acc, counts, elem);
+        return board::algo::reduce_scatter(b, acc, counts, elem);
     }
     let (n, me) = (b.size, b.rank);
     let parts = acc.split(counts.iter().copied());
@@ -589,7 +589,7 @@ pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize]) -> Span {
 /// each step.
 pub fn scan(b: &mut Builder, partial: Span, result: Span, exclusive: bool) {
     if let (Some(_), Some(elem)) = (b.team(), b.elem()) {
-        return board::scan(b, partial, result, exclusive, elem);
+        return board::algo::scan(b, partial, result, exclusive, elem);
     }
     let (n, me) = (b.size, b.rank);
     if !exclusive {

@@ -240,7 +240,11 @@ fn inter_root(rt: &Runtime, slot: usize, root: Root) -> MpiResult<Option<RootIs>
 
 /// The rank of checked root `root` of intracommunicator `slot`, this
 /// process's, and the size.
-fn root_and_me(rt: &Runtime, slot: usize, root: Root) -> MpiResult<(usize, usize, usize)> {
+pub(super) fn root_and_me(
+    rt: &Runtime,
+    slot: usize,
+    root: Root,
+) -> MpiResult<(usize, usize, usize)> {
     let c = rt.comm(slot)?;
     let RootIs::Intra(r) = c.check_root(root)? else {
         unreachable!("an intracommunicator's root is one of its ranks")
@@ -573,7 +577,7 @@ pub unsafe fn alltoall(
     let recvs = blocks_for(&mut b, &outs);
     let blk = recvs.first().map_or(0, |s| s.len);
     if regular && b.team().is_some() {
-        super::board::alltoall(&mut b, &sends, &recvs, blk);
+        super::board::algo::alltoall(&mut b, &sends, &recvs, blk);
     } else {
         algo::alltoallv(&mut b, &sends, &recvs);
     }

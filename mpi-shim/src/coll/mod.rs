@@ -85,7 +85,7 @@ pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
     if let Some(team) = team {
         b.set_team(team.clone());
         if fresh {
-            board::setup(&mut b, &team);
+            board::algo::setup(&mut b, &team);
         }
     }
     Ok(b)

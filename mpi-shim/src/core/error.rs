@@ -173,7 +173,7 @@ impl MpiError {
         }
     }
 
-    pub(super) fn on(mut self, comm: usize) -> Self {
+    pub(crate) fn on(mut self, comm: usize) -> Self {
         self.comm = Some(comm);
         self
     }

@@ -302,8 +302,10 @@ impl Runtime {
     }
 
     pub fn comm_mut(&mut self, slot: usize) -> MpiResult<&mut Comm> {
-        let e = self.no_comm(slot);
-        self.comms.get_mut(slot).and_then(Option::as_mut).ok_or(e)
+        if !self.comms.get(slot).is_some_and(Option::is_some) {
+            return Err(self.no_comm(slot));
+        }
+        Ok(self.comms[slot].as_mut().expect("checked above"))
     }
 
     /// Why there is no communicator in `slot`.

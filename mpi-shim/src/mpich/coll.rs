@@ -24,6 +24,7 @@ use super::info::info_hints;
 use super::*;
 use crate::abi::MPI_Count;
 use crate::coll::Schedule;
+use crate::coll::board;
 use crate::coll::calls::{self, Arg, Blocks, Reduce, TypeArg, packed};
 use crate::ops::{Op, Reduction, UserOp};
 
@@ -144,10 +145,15 @@ pub(super) const PROTOTYPES: &[&str] = &[
 fn blocking(
     name: &str,
     comm: MPI_Comm,
+    direct: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>,
     build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
 ) -> c_int {
     if !core::threads::multiple() {
         return call(name, comm, |rt| {
+            // Straight on the communicator's flag board, where it can.
+            if let Some(done) = direct(rt) {
+                return done;
+            }
             let s = build(rt)?;
             crate::coll::run(rt, s)
         });
@@ -181,15 +187,26 @@ unsafe fn nonblocking(
 
 /// Define `MPI_X`, `MPI_IX` and `MPI_X_init` (each with its `_c` twin
 /// when named after a `/`) from one schedule compiler taking the listed
-/// arguments and the communicator.
+/// arguments and the communicator; `MPI_X` first tries the function
+/// after `direct` (the same arguments) if one is named, which runs the
+/// call straight on a flag board or declines.
 macro_rules! collective {
     ($b:ident $(/ $b_c:ident)?, $nb:ident $(/ $nb_c:ident)?, $p:ident $(/ $p_c:ident)?:
+        $build:ident ($($arg:ident: $ty:ty),*) direct $direct:ident) => {
+        collective!(@ [$direct] $b $(/ $b_c)?, $nb $(/ $nb_c)?, $p $(/ $p_c)?: $build ($($arg: $ty),*));
+    };
+    ($b:ident $(/ $b_c:ident)?, $nb:ident $(/ $nb_c:ident)?, $p:ident $(/ $p_c:ident)?:
+        $build:ident ($($arg:ident: $ty:ty),*)) => {
+        collective!(@ [] $b $(/ $b_c)?, $nb $(/ $nb_c)?, $p $(/ $p_c)?: $build ($($arg: $ty),*));
+    };
+    (@ [$($direct:ident)?] $b:ident $(/ $b_c:ident)?, $nb:ident $(/ $nb_c:ident)?, $p:ident $(/ $p_c:ident)?:
         $build:ident ($($arg:ident: $ty:ty),*)) => {
         large_count! {
             fn $b $(/ $b_c)? ($($arg: $ty,)* comm: MPI_Comm) {
+                let direct = collective!(@direct [$($direct)?] ($($arg),*) comm);
                 // SAFETY: the caller's buffers and arrays, as the standard
                 // describes them, forwarded.
-                blocking(NAME, comm, |rt| unsafe { $build(rt, $($arg,)* comm) })
+                blocking(NAME, comm, direct, |rt| unsafe { $build(rt, $($arg,)* comm) })
             }
         }
         large_count! {
@@ -229,6 +246,13 @@ macro_rules! collective {
                 }
             }
         }
+    };
+    (@direct [] ($($arg:ident),*) $comm:ident) => {
+        |_: &mut Runtime| -> Option<MpiResult<()>> { None }
+    };
+    (@direct [$direct:ident] ($($arg:ident),*) $comm:ident) => {
+        // SAFETY: the caller's buffers, as the standard describes them.
+        |rt: &mut Runtime| -> Option<MpiResult<()>> { unsafe { $direct(rt, $($arg,)* $comm) } }
     };
 }
 
@@ -326,7 +350,11 @@ unsafe fn counts_displs<C: Count, D: Displ>(
 unsafe fn barrier(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Schedule> {
     calls::barrier(rt, comm_slot(comm)?)
 }
-collective!(MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init: barrier());
+collective!(MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init: barrier() direct barrier_direct);
+
+unsafe fn barrier_direct(rt: &mut Runtime, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    board::direct::barrier(rt, comm_slot(comm).ok()?)
+}
 
 unsafe fn bcast<C: Count>(
     rt: &mut Runtime,
@@ -341,7 +369,21 @@ unsafe fn bcast<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::bcast(rt, slot, root_arg(root), &buf) }
 }
-collective!(MPI_Bcast / MPI_Bcast_c, MPI_Ibcast / MPI_Ibcast_c, MPI_Bcast_init / MPI_Bcast_init_c: bcast(buffer: *mut c_void, count: C, datatype: MPI_Datatype, root: c_int));
+collective!(MPI_Bcast / MPI_Bcast_c, MPI_Ibcast / MPI_Ibcast_c, MPI_Bcast_init / MPI_Bcast_init_c: bcast(buffer: *mut c_void, count: C, datatype: MPI_Datatype, root: c_int) direct bcast_direct);
+
+unsafe fn bcast_direct<C: Count>(
+    rt: &mut Runtime,
+    buffer: *mut c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let buf = arg(rt, buffer, count.get(), datatype);
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::bcast(rt, slot, root_arg(root), &buf) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduce<C: Count>(
@@ -359,7 +401,24 @@ unsafe fn reduce<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::reduce(rt, slot, root_arg(root), &args, count.get()) }
 }
-collective!(MPI_Reduce / MPI_Reduce_c, MPI_Ireduce / MPI_Ireduce_c, MPI_Reduce_init / MPI_Reduce_init_c: reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op, root: c_int));
+collective!(MPI_Reduce / MPI_Reduce_c, MPI_Ireduce / MPI_Ireduce_c, MPI_Reduce_init / MPI_Reduce_init_c: reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op, root: c_int) direct reduce_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_direct<C: Count>(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::reduce(rt, slot, Some(root_arg(root)), &args, count.get()) }
+}
 
 unsafe fn allreduce<C: Count>(
     rt: &mut Runtime,
@@ -375,7 +434,22 @@ unsafe fn allreduce<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::allreduce(rt, slot, &args, count.get()) }
 }
-collective!(MPI_Allreduce / MPI_Allreduce_c, MPI_Iallreduce / MPI_Iallreduce_c, MPI_Allreduce_init / MPI_Allreduce_init_c: allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Allreduce / MPI_Allreduce_c, MPI_Iallreduce / MPI_Iallreduce_c, MPI_Allreduce_init / MPI_Allreduce_init_c: allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op) direct allreduce_direct);
+
+unsafe fn allreduce_direct<C: Count>(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::reduce(rt, slot, None, &args, count.get()) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn gather<C: Count>(

@@ -61,7 +61,11 @@ use crate::locality::Place;
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::net::{Incoming, Net};
 use crate::stats::{Protocol, Stats};
-use crate::transport;
+use crate::{sys, transport};
+
+/// Most progress polls before a waiting process yields its core when the
+/// node is oversubscribed ([`Endpoint::oversubscribed`]).
+pub const OVERSUBSCRIBED_SPIN: u32 = 4;
 
 /// A process's endpoint.
 #[derive(Debug)]
@@ -87,6 +91,10 @@ pub struct Endpoint {
     incoming: Vec<Incoming>,
     /// Board flags the next back-off step watches ([`Endpoint::watch`]).
     watched: Vec<crate::board::Watch>,
+    /// This job's processes on this node outnumber its online CPUs: a
+    /// waiting process spins at most [`OVERSUBSCRIBED_SPIN`] polls before
+    /// it yields, since the peer it waits for may need its core.
+    oversubscribed: bool,
     boot: Box<dyn Bootstrap>,
 }
 
@@ -148,6 +156,7 @@ impl Endpoint {
             present: locals.iter().filter(|&r| world.contains(r)).count() as u32,
         };
         let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me, net.is_some(), join)?;
+        let oversubscribed = join.present as usize > sys::online_cpus();
         Ok(Self {
             reqs: Requests::default(),
             matcher: Matcher::default(),
@@ -164,8 +173,15 @@ impl Endpoint {
             net,
             incoming: Vec::new(),
             watched: Vec::new(),
+            oversubscribed,
             boot,
         })
+    }
+
+    /// Whether this job's processes on this node outnumber its online
+    /// CPUs (waiting processes then yield their core almost at once).
+    pub fn oversubscribed(&self) -> bool {
+        self.oversubscribed
     }
 
     /// This process's id: its rank in the bootstrap, plus its job's

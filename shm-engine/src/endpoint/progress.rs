@@ -119,7 +119,10 @@ impl Endpoint {
 
     /// One step of backing off while there is nothing to do.
     fn idle(&mut self, idle: &mut u32) {
-        let (spin, yields) = (self.cfg.spin, self.cfg.yields);
+        let (mut spin, yields) = (self.cfg.spin, self.cfg.yields);
+        if self.oversubscribed {
+            spin = spin.min(super::OVERSUBSCRIBED_SPIN);
+        }
         if *idle <= spin {
             spin_hint();
         } else if *idle <= spin + yields || self.shm.busy() {

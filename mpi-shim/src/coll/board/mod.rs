@@ -50,7 +50,7 @@ use shm_engine::Endpoint;
 use shm_engine::board::{self as bp, Area, Board, INLINE, Watch};
 use shm_engine::heap::{self, HeapRef, PeerHeaps};
 
-use super::sched::{Builder, Span};
+use super::sched::Span;
 use crate::core::{Class, MpiError, MpiResult};
 use crate::ops::Reduction;
 
@@ -136,6 +136,8 @@ pub struct Team {
     tickets: AtomicU64,
     turn: AtomicU64,
     ended: Mutex<std::collections::BTreeSet<u64>>,
+    /// Tickets in `ended`.
+    strays: AtomicU64,
 }
 
 /// An area of this process's heap, kept for reuse rather than freed.
@@ -165,6 +167,7 @@ impl Team {
             tickets: AtomicU64::new(0),
             turn: AtomicU64::new(0),
             ended: Mutex::default(),
+            strays: AtomicU64::new(0),
         }))
     }
 
@@ -183,6 +186,11 @@ impl Team {
         self.tickets.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Whether no collective holds a turn (none is running on the board).
+    pub fn idle(&self) -> bool {
+        self.tickets.load(Ordering::Relaxed) == self.turn.load(Ordering::Relaxed)
+    }
+
     /// Whether the collective holding `ticket` may run its board steps.
     pub fn has_turn(&self, ticket: u64) -> bool {
         self.turn.load(Ordering::Relaxed) == ticket
@@ -191,14 +199,20 @@ impl Team {
     /// The collective holding `ticket` ran its last board step (or never
     /// will).
     pub fn end_turn(&self, ticket: u64) {
+        let now = self.turn.load(Ordering::Relaxed);
+        if ticket == now && self.strays.load(Ordering::Relaxed) == 0 {
+            self.turn.store(now + 1, Ordering::Relaxed);
+            return;
+        }
         // Turns end in order, except when a collective stops on an error:
         // its ticket waits here until the turns before it end.
         let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
         ended.insert(ticket);
-        let mut now = self.turn.load(Ordering::Relaxed);
+        let mut now = now;
         while ended.remove(&now) {
             now += 1;
         }
+        self.strays.store(ended.len() as u64, Ordering::Relaxed);
         self.turn.store(now, Ordering::Relaxed);
     }
 
@@ -475,311 +489,5 @@ mod retired {
     }
 }
 
-// ---------------------------------------------------------------------
-// Setup and algorithms: steps appended to a builder whose team is set.
-
-/// The first collective of a board: trade the areas' references and map
-/// them. False (and nothing compiled) when this process cannot name its
-/// area, which every member then finds out the same way: it is refused
-/// before any board is made ([`Team::new`]).
-pub fn setup(b: &mut Builder, team: &Team) {
-    let own = team.own_ref().expect("a heap block has a reference");
-    let n = b.size;
-    let all = b.buf(n * REF_LEN);
-    let parts = all.split(std::iter::repeat_n(REF_LEN, n));
-    let mine = b.input(own.to_vec());
-    b.copy(mine, parts[b.rank]);
-    super::algo::allgatherv_p2p(b, &parts);
-    b.board(BoardStep::Attach { refs: all });
-}
-
-fn team(b: &Builder) -> Arc<Team> {
-    b.team().expect("a board algorithm without a board").clone()
-}
-
-/// Pieces of `len` bytes, at most [`DATA`] each (one for `len == 0`).
-fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, usize)> {
-    let step = (DATA / unit.max(1)).max(1) * unit.max(1);
-    let n = len.div_ceil(step).max(1);
-    (0..n).map(move |i| (i * step, step.min(len - (i * step).min(len))))
-}
-
-/// `MPI_Barrier`.
-pub fn barrier(b: &mut Builder) {
-    let t = team(b).step();
-    b.board(BoardStep::Post { t, src: None });
-    b.board(BoardStep::Wait { t, who: None });
-}
-
-/// `MPI_Bcast` of `data` from `root`.
-pub fn bcast(b: &mut Builder, data: Span, root: usize) {
-    let team = team(b);
-    for (off, len) in pieces(data.len, 1) {
-        let t = team.step();
-        let piece = data.sub(off, len);
-        if b.rank == root {
-            b.board(BoardStep::Post {
-                t,
-                src: Some(piece),
-            });
-        } else {
-            b.board(BoardStep::Wait { t, who: Some(root) });
-            fetch(b, root, t, len, 0, piece);
-            b.board(BoardStep::Post { t, src: None });
-        }
-    }
-}
-
-fn fetch(b: &mut Builder, m: usize, t: u64, posted: usize, off: usize, dst: Span) {
-    if dst.len > 0 {
-        b.board(BoardStep::Fetch {
-            m,
-            t,
-            posted,
-            off,
-            dst,
-        });
-    }
-}
-
-/// Reduce, in rank order, what members `from` posted at step `t` (each
-/// `posted` bytes), bytes `off..off + dst.len`, into `dst`; this member's
-/// own part is `own`.
-fn reduce_posted(
-    b: &mut Builder,
-    t: u64,
-    from: std::ops::Range<usize>,
-    posted: usize,
-    off: usize,
-    own: Span,
-    dst: Span,
-) {
-    let me = b.rank;
-    let last = from.end - 1;
-    if last == me {
-        b.copy(own, dst);
-    } else {
-        fetch(b, last, t, posted, off, dst);
-    }
-    for j in from.rev().skip(1) {
-        // dst = x_j op dst: the rank order holds for any operation.
-        if j == me {
-            b.reduce(own, dst, true);
-        } else if dst.len > 0 {
-            b.board(BoardStep::Reduce {
-                m: j,
-                t,
-                posted,
-                off,
-                dst,
-            });
-        }
-    }
-}
-
-/// `MPI_Allreduce` (`root: None`) or `MPI_Reduce` to `root` of `acc`
-/// (elements of `elem` bytes); the result replaces `acc` (at the root).
-pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
-    let team = team(b);
-    let (n, me) = (b.size, b.rank);
-    let reads = root.is_none_or(|r| r == me);
-    if acc.len * n <= SMALL {
-        let t = team.step();
-        b.board(BoardStep::Post { t, src: Some(acc) });
-        if reads {
-            b.board(BoardStep::Wait { t, who: None });
-            let res = b.buf(acc.len);
-            reduce_posted(b, t, 0..n, acc.len, 0, acc, res);
-            b.copy(res, acc);
-        }
-        return;
-    }
-    for (off, len) in pieces(acc.len, elem) {
-        let piece = acc.sub(off, len);
-        // Slice j of the piece: elements split as evenly as they go.
-        let elems = len / elem;
-        let slice = |j: usize| {
-            let lo = elems * j / n * elem;
-            let hi = elems * (j + 1) / n * elem;
-            (lo, hi - lo)
-        };
-        let t1 = team.step();
-        b.board(BoardStep::Post {
-            t: t1,
-            src: Some(piece),
-        });
-        b.board(BoardStep::Wait { t: t1, who: None });
-        let (lo, sl) = slice(me);
-        let mine = piece.sub(lo, sl);
-        let res = b.buf(sl);
-        if sl > 0 {
-            reduce_posted(b, t1, 0..n, len, lo, mine, res);
-        }
-        let t2 = team.step();
-        b.board(BoardStep::Post {
-            t: t2,
-            src: Some(res),
-        });
-        if reads {
-            b.board(BoardStep::Wait { t: t2, who: None });
-            for j in 0..n {
-                let (lo, sl) = slice(j);
-                if j == me {
-                    b.copy(res, mine);
-                } else {
-                    fetch(b, j, t2, sl, 0, piece.sub(lo, sl));
-                }
-            }
-        }
-    }
-}
-
-/// `MPI_Allgatherv` (`root: None`) or `MPI_Gatherv` to `root`: `blocks[j]`
-/// is member `j`'s block; this member's holds its data.
-pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
-    let team = team(b);
-    let me = b.rank;
-    let reads = root.is_none_or(|r| r == me);
-    let longest = blocks.iter().map(|s| s.len).max().unwrap_or(0);
-    for (off, len) in pieces(longest, 1) {
-        let t = team.step();
-        let part = |s: Span| {
-            let lo = off.min(s.len);
-            s.sub(lo, len.min(s.len - lo))
-        };
-        b.board(BoardStep::Post {
-            t,
-            src: Some(part(blocks[me])),
-        });
-        if reads {
-            b.board(BoardStep::Wait { t, who: None });
-            for (j, &s) in blocks.iter().enumerate() {
-                if j != me {
-                    let p = part(s);
-                    fetch(b, j, t, p.len, 0, p);
-                }
-            }
-        }
-    }
-}
-
-/// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root
-/// `blocks[j]` holds member `j`'s; `own` receives this member's.
-pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: usize) {
-    let team = team(b);
-    let n = b.size;
-    let me = b.rank;
-    // A step carries `per` bytes of each block, piece j at j * per.
-    let per = (DATA / n).max(1);
-    for off in (0..blk.div_ceil(per).max(1)).map(|k| k * per) {
-        let t = team.step();
-        let len = per.min(blk - off.min(blk));
-        if me == root {
-            for (j, &s) in blocks.iter().enumerate() {
-                if j != me && len > 0 {
-                    b.board(BoardStep::Place {
-                        t,
-                        src: s.sub(off, len),
-                        at: j * per,
-                    });
-                }
-            }
-            b.board(BoardStep::Post { t, src: None });
-            // (Empty with MPI_IN_PLACE: the root's block stays put.)
-            if len > 0 && blocks[me].len >= off + len {
-                b.copy(blocks[me].sub(off, len), own.sub(off, len));
-            }
-        } else {
-            b.board(BoardStep::Wait { t, who: Some(root) });
-            fetch(b, root, t, PLACED, me * per, own.sub(off, len));
-            b.board(BoardStep::Post { t, src: None });
-        }
-    }
-}
-
-/// `MPI_Alltoall` of blocks of `blk` bytes: `sends[j]` goes to member `j`,
-/// `recvs[j]` comes from it.
-pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
-    let team = team(b);
-    let n = b.size;
-    let me = b.rank;
-    let per = (DATA / n).max(1);
-    for off in (0..blk.div_ceil(per).max(1)).map(|k| k * per) {
-        let t = team.step();
-        let len = per.min(blk - off.min(blk));
-        // A send block shorter than the receive blocks (type signatures
-        // that differ: erroneous) sends what it has.
-        let part = |s: Span| s.sub(off.min(s.len), len.min(s.len - off.min(s.len)));
-        for (j, &s) in sends.iter().enumerate() {
-            if j != me && part(s).len > 0 {
-                b.board(BoardStep::Place {
-                    t,
-                    src: part(s),
-                    at: j * per,
-                });
-            }
-        }
-        b.board(BoardStep::Post { t, src: None });
-        b.board(BoardStep::Wait { t, who: None });
-        for (j, &r) in recvs.iter().enumerate() {
-            if len == 0 {
-                break;
-            }
-            if j == me {
-                b.copy(part(sends[me]), r.sub(off, len));
-            } else {
-                fetch(b, j, t, PLACED, me * per, r.sub(off, len));
-            }
-        }
-    }
-}
-
-/// `MPI_Reduce_scatter(_block)`: `acc` holds block `j` (`counts[j]` bytes)
-/// for member `j`, elements of `elem` bytes; returns where this member's
-/// reduced block ends up.
-pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize], elem: usize) -> Span {
-    let team = team(b);
-    let n = b.size;
-    let me = b.rank;
-    let parts = acc.split(counts.iter().copied());
-    let mine = parts[me];
-    let res = b.buf(mine.len);
-    for (off, len) in pieces(acc.len, elem) {
-        let t = team.step();
-        b.board(BoardStep::Post {
-            t,
-            src: Some(acc.sub(off, len)),
-        });
-        // The part of this member's block inside the piece.
-        let lo = mine.off - acc.off;
-        let (a, z) = (lo.max(off), (lo + mine.len).min(off + len));
-        if a < z {
-            b.board(BoardStep::Wait { t, who: None });
-            let own = acc.sub(a, z - a);
-            reduce_posted(b, t, 0..n, len, a - off, own, res.sub(a - lo, z - a));
-        }
-    }
-    res
-}
-
-/// `MPI_Scan` (inclusive: members `0..=me`) or `MPI_Exscan` (`0..me`) of
-/// `partial` into `result`, elements of `elem` bytes.
-pub fn scan(b: &mut Builder, partial: Span, result: Span, exclusive: bool, elem: usize) {
-    let team = team(b);
-    let me = b.rank;
-    let upto = if exclusive { me } else { me + 1 };
-    for (off, len) in pieces(partial.len, elem) {
-        let t = team.step();
-        b.board(BoardStep::Post {
-            t,
-            src: Some(partial.sub(off, len)),
-        });
-        if upto > 0 {
-            for m in 0..upto {
-                b.board(BoardStep::Wait { t, who: Some(m) });
-            }
-            let own = partial.sub(off, len);
-            reduce_posted(b, t, 0..upto, len, 0, own, result.sub(off, len));
-        }
-    }
-}
+pub mod algo;
+pub mod direct;
