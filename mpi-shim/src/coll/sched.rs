@@ -273,9 +273,11 @@ impl Builder {
         self.phase = p;
     }
 
-    /// A zeroed buffer of `len` bytes.
+    /// A scratch buffer of `len` bytes, contents unspecified (reused
+    /// through [`crate::core::pool`]): every algorithm writes a buffer
+    /// before it reads it.
     pub fn buf(&mut self, len: usize) -> Span {
-        self.input(vec![0; len])
+        self.input(crate::core::pool::take(len))
     }
 
     /// A buffer holding `data`.
@@ -610,6 +612,9 @@ impl Drop for Schedule {
         if self.pending.iter().any(Option::is_some) {
             // The engine may still write into (or read from) these.
             std::mem::forget(std::mem::take(&mut self.bufs));
+        }
+        for b in self.bufs.drain(..) {
+            crate::core::pool::give(b);
         }
     }
 }

@@ -175,7 +175,7 @@ impl UserBuf {
             w.many = self.dt.pieces(self.ptr, self.count);
             return w;
         }
-        let mut packed = vec![0; self.len];
+        let mut packed = super::pool::take(self.len);
         if send {
             // SAFETY: `count` elements of `dt` at `ptr` (the caller).
             unsafe { self.dt.pack(self.ptr, self.count, &mut packed) };

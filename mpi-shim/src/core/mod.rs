@@ -69,6 +69,7 @@ pub mod intercomm;
 pub mod p2p;
 pub mod partitioned;
 pub mod peer;
+pub mod pool;
 pub mod progress;
 pub mod recvbuf;
 pub mod request;
@@ -166,6 +167,16 @@ pub enum Staged {
     Send(Vec<u8>),
     /// Received into `packed`; unpacked into the user's elements.
     Recv(Unpack),
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let v = match self {
+            Staged::Send(v) => v,
+            Staged::Recv(u) => &mut u.packed,
+        };
+        pool::give(std::mem::take(v));
+    }
 }
 
 /// Where a packed receive goes at completion.
