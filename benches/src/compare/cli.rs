@@ -45,6 +45,11 @@ pub struct Cli {
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: Option<u32>,
 
+    /// Benchmark programs to run (of pingpong, rma, stencil, colls,
+    /// startup; default: all).
+    #[arg(long, value_name = "NAME,..", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(super::build::PROGRAMS))]
+    pub programs: Option<Vec<String>>,
+
     /// MPIs to compare (default: all that set up).
     #[arg(long, value_name = "NAME,..", value_delimiter = ',', value_enum)]
     pub mpi: Option<Vec<Kind>>,
@@ -76,6 +81,8 @@ pub struct Plan {
     pub startup_np: Vec<u32>,
     pub reps: u32,
     pub mpis: Vec<Kind>,
+    /// The benchmark programs run (of [`super::build::PROGRAMS`]).
+    pub programs: Vec<String>,
     pub quick: bool,
     pub out: Option<PathBuf>,
     pub setup: bool,
@@ -94,6 +101,12 @@ impl Cli {
             startup_np: pick(self.startup_np, &[1, 2], &[1, 2, 4, 8, 16, 32, 64]),
             reps: self.reps.unwrap_or(if q { 1 } else { 5 }),
             mpis: dedup(self.mpi.unwrap_or_else(|| Kind::ALL.to_vec())),
+            programs: dedup(self.programs.unwrap_or_else(|| {
+                super::build::PROGRAMS
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect()
+            })),
             quick: q,
             out: self.out,
             setup: !self.no_setup,
@@ -130,7 +143,11 @@ mod tests {
         assert_eq!(p.startup_np, [1, 2, 4, 8, 16, 32, 64]);
         assert_eq!(p.reps, 5);
         assert_eq!(p.mpis, Kind::ALL);
+        assert_eq!(p.programs, super::super::build::PROGRAMS);
         assert!(p.setup && !p.quick);
+        let p = plan(&["--programs", "colls,stencil,colls"]);
+        assert_eq!(p.programs, ["colls", "stencil"]);
+        assert!(Cli::try_parse_from(["compare", "--programs", "nope"]).is_err());
     }
 
     #[test]

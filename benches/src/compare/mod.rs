@@ -222,7 +222,11 @@ fn run_all(
             }),
         });
     }
-    for job in run::mpi_jobs(&plan.np, &plan.startup_np, plan.quick) {
+    let jobs = run::mpi_jobs(&plan.np, &plan.startup_np, plan.quick);
+    for job in jobs
+        .into_iter()
+        .filter(|j| plan.programs.iter().any(|p| p == j.program))
+    {
         for c in mpis.iter().filter(|c| c.ready()) {
             let binary = built
                 .get(&c.kind)
