@@ -36,7 +36,7 @@ cargo test --release --locked -p tools
 step "mpi4py's own test suite, MPICH-ABI and standard-ABI modules, on 1, 2 and 3 processes, no worse than tools/mpi4py-suite.baseline"
 TESSEL_SUITE_TIMEOUT=600 bash tools/mpi4py-suite.sh --check
 
-step "loom models of the production ring and doorbell"
+step "loom models of the production ring, doorbell, steal queues and flag board"
 RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release --locked -p loom-tests
 

@@ -39,6 +39,7 @@ const PROGRAMS: &[&str] = &[
     "threads",
     "dynamic",
     "psetops",
+    "boards",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's libraries lack
@@ -111,6 +112,23 @@ fn programs_built_with_our_mpicc() {
 /// (`libmpi_abi.so.1`): every one (those that use what the standard ABI
 /// dropped, `MPI_Errhandler_get` and the `MPI_Fint` conversions, test
 /// `MPI_ABI_VERSION`).
+/// The collective programs with `TESSEL_COLL=p2p`: within one node they
+/// otherwise run on flag boards, so this keeps the message algorithms
+/// tested on one node too.
+#[test]
+fn collectives_on_messages_within_a_node() {
+    for name in ["coll", "colls", "boards", "comms", "mpi4"] {
+        let exe = build(&ours(), name, "tessel");
+        for n in [2, 3, 8] {
+            let np = n.to_string();
+            let mut cmd = mpiexec(&["-n", &np]);
+            cmd.arg(&exe).env("TESSEL_COLL", "p2p");
+            let run = launch(&format!("{name}-p2p-{n}"), cmd).wait_for(WATCHDOG);
+            assert_ok(&run, name, n);
+        }
+    }
+}
+
 #[test]
 fn programs_built_with_mpicc_abi() {
     let cc = prefix().join("bin/mpicc_abi");

@@ -191,8 +191,46 @@ pub(super) fn in_place_error(what: &str) -> MpiError {
 /// # Safety
 /// The buffer is readable.
 pub(crate) unsafe fn packed(ub: &UserBuf) -> Vec<u8> {
+    let mut v = crate::core::pool::take(ub.len);
     // SAFETY: a send buffer is readable (MPI contract).
-    unsafe { ub.data() }.into_owned()
+    unsafe { pack_into(ub, &mut v) };
+    v
+}
+
+/// Pack `ub`'s data into `out` (`ub.len` bytes).
+///
+/// # Safety
+/// The buffer is readable (MPI contract).
+unsafe fn pack_into(ub: &UserBuf, out: &mut [u8]) {
+    if ub.len == 0 {
+        return;
+    }
+    if ub.dt.is_contiguous() {
+        // SAFETY: `len` contiguous readable bytes (the caller's promise).
+        out.copy_from_slice(unsafe { std::slice::from_raw_parts(ub.ptr, ub.len) });
+    } else {
+        // SAFETY: `count` elements of `dt` at `ptr` (the caller's promise).
+        unsafe { ub.dt.pack(ub.ptr, ub.count, out) };
+    }
+}
+
+/// The blocks `ins` packed end to end (those `skip` says, empty), in a
+/// buffer reused through `core::pool`.
+///
+/// # Safety
+/// The blocks are readable (MPI contract).
+unsafe fn packed_blocks(ins: &[UserBuf], skip: impl Fn(usize) -> bool) -> Vec<u8> {
+    let total = (0..ins.len()).filter(|&r| !skip(r)).map(|r| ins[r].len).sum();
+    let mut data = crate::core::pool::take(total);
+    let mut at = 0;
+    for (r, ub) in ins.iter().enumerate() {
+        if !skip(r) {
+            // SAFETY: forwarded from the caller.
+            unsafe { pack_into(ub, &mut data[at..at + ub.len]) };
+            at += ub.len;
+        }
+    }
+    data
 }
 
 /// Where a receive buffer's data goes when the schedule ends.
@@ -313,7 +351,7 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Mpi
         // SAFETY: the root's buffer is readable.
         unsafe { packed(&ub) }
     } else {
-        vec![0; ub.len]
+        crate::core::pool::take(ub.len)
     };
     let mut b = builder(rt, slot)?;
     let data = b.input(data);
@@ -468,13 +506,8 @@ pub unsafe fn scatter(
         // SAFETY: the receive buffer holds its elements.
         Some(r) => Some(unsafe { r.buf()? }),
     };
-    let mut data = Vec::with_capacity(ins.iter().map(|u| u.len).sum());
-    for (r, ub) in ins.iter().enumerate() {
-        if !(r == me && in_place) {
-            // SAFETY: the root's send blocks are readable.
-            data.extend_from_slice(&unsafe { ub.data() });
-        }
-    }
+    // SAFETY: the root's send blocks are readable.
+    let data = unsafe { packed_blocks(&ins, |r| r == me && in_place) };
     let mut b = builder(rt, slot)?;
     let lens = ins
         .iter()
@@ -566,11 +599,8 @@ pub unsafe fn alltoall(
         None => Vec::new(),
     };
     let ins = if send.is_some() { &ins } else { &outs };
-    let mut data = Vec::with_capacity(ins.iter().map(|u| u.len).sum());
-    for ub in ins {
-        // SAFETY: send blocks are readable.
-        data.extend_from_slice(&unsafe { ub.data() });
-    }
+    // SAFETY: send blocks are readable.
+    let data = unsafe { packed_blocks(ins, |_| false) };
     let mut b = builder(rt, slot)?;
     let sent = b.input(data);
     let sends = sent.split(ins.iter().map(|u| u.len));

@@ -26,17 +26,17 @@ static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 pub fn take(len: usize) -> Vec<u8> {
     if len >= MIN {
         let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        // The one that needs the fewest bytes zeroed (its length is what
+        // is initialized), then the smallest.
         let best = pool
             .iter()
             .enumerate()
             .filter(|(_, v)| v.capacity() >= len)
-            .min_by_key(|(_, v)| v.capacity())
+            .min_by_key(|(_, v)| (len.saturating_sub(v.len()), v.capacity()))
             .map(|(i, _)| i);
         if let Some(i) = best {
             let mut v = pool.swap_remove(i);
             drop(pool);
-            // Never shorter than its capacity's worth of initialized bytes
-            // it held when given back (`give` keeps the length).
             if v.len() >= len {
                 v.truncate(len);
             } else {
@@ -49,15 +49,10 @@ pub fn take(len: usize) -> Vec<u8> {
 }
 
 /// Give a buffer back for reuse.
-pub fn give(mut v: Vec<u8>) {
-    if v.capacity() < MIN {
-        return;
-    }
-    // Keep the bytes initialized up to the capacity, so that `take` can
-    // hand out any length without writing it.
+pub fn give(v: Vec<u8>) {
     let cap = v.capacity();
-    if v.len() < cap {
-        v.resize(cap, 0);
+    if cap < MIN {
+        return;
     }
     let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
     let held: usize = pool.iter().map(Vec::capacity).sum();

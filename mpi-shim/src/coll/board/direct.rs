@@ -245,6 +245,7 @@ pub unsafe fn reduce(
         run.end();
         // SAFETY: the receive buffer is writable (MPI contract).
         unsafe { out.unpack(&acc) };
+        crate::core::pool::give(input);
         bad.map_or(Ok(()), |e| Err(e.on(slot)))
     })())
 }

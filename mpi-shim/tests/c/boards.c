@@ -1,0 +1,164 @@
+/* Collectives within a node, where they run on shared-memory flag boards:
+ * several nonblocking collectives outstanding at once and completed out of
+ * order, with point-to-point traffic in between; blocking calls while a
+ * nonblocking one runs; a root that runs ahead through many broadcasts
+ * while a member is late; order-keeping (non-commutative) reductions,
+ * small and large, and scans; many communicators at once, and
+ * communicators made and freed again and again (their boards' areas are
+ * reused). The same program passes with TESSEL_COLL=p2p. */
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+
+/* in op inout = in: associative, not commutative. Any reduction in rank
+ * order gives the lowest rank's vector. */
+static void left(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    memcpy(inout, in, (size_t)*len * sizeof(int));
+}
+
+/* in op inout = inout: the highest rank's vector. */
+static void right(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)in, (void)inout, (void)len, (void)dt;
+}
+
+static void reductions(MPI_Comm comm, MPI_Op l, MPI_Op r) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    /* Small (whole vectors) and large (reduce-scatter) paths. */
+    const int counts[] = {1, 12, 5000, 300000};
+    for (int k = 0; k < 4; k++) {
+        int n = counts[k];
+        int *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+        for (int i = 0; i < n; i++) a[i] = rank * 1000003 + i;
+        MPI_Allreduce(a, b, n, MPI_INT, l, comm);
+        for (int i = 0; i < n; i++) CHECK(b[i] == i, "left allreduce n=%d [%d]=%d", n, i, b[i]);
+        MPI_Allreduce(a, b, n, MPI_INT, r, comm);
+        for (int i = 0; i < n; i++)
+            CHECK(b[i] == (size - 1) * 1000003 + i, "right allreduce n=%d [%d]", n, i);
+        int root = size - 1;
+        memset(b, 0, (size_t)n * sizeof *b);
+        MPI_Reduce(a, b, n, MPI_INT, l, root, comm);
+        if (rank == root)
+            for (int i = 0; i < n; i++) CHECK(b[i] == i, "left reduce n=%d [%d]", n, i);
+        MPI_Scan(a, b, n, MPI_INT, l, comm);
+        for (int i = 0; i < n; i++) CHECK(b[i] == i, "left scan n=%d", n);
+        MPI_Scan(a, b, n, MPI_INT, r, comm);
+        for (int i = 0; i < n; i++) CHECK(b[i] == a[i], "right scan n=%d", n);
+        MPI_Allreduce(MPI_IN_PLACE, a, n, MPI_INT, MPI_SUM, comm);
+        for (int i = 0; i < n; i++) {
+            long want = (long)1000003 * size * (size - 1) / 2 + (long)i * size;
+            CHECK(a[i] == (int)want, "in-place sum n=%d [%d]", n, i);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    report_library();
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+
+    /* Nonblocking collectives outstanding together, point-to-point
+     * between them, completed in reverse order. */
+    for (int round = 0; round < 20; round++) {
+        enum { N = 40000 };
+        static double big[N], gathered[8 * 64];
+        int x = rank + round, sum = -1, token = -1, sent = rank;
+        double mine[64];
+        for (int i = 0; i < 64; i++) mine[i] = rank * 100 + i;
+        if (rank == round % size)
+            for (int i = 0; i < N; i++) big[i] = round + i;
+        MPI_Request r[6];
+        MPI_Ibarrier(MPI_COMM_WORLD, &r[0]);
+        MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[1]);
+        MPI_Irecv(&token, 1, MPI_INT, prev, round, MPI_COMM_WORLD, &r[2]);
+        MPI_Ibcast(big, N, MPI_DOUBLE, round % size, MPI_COMM_WORLD, &r[3]);
+        MPI_Isend(&sent, 1, MPI_INT, next, round, MPI_COMM_WORLD, &r[4]);
+        MPI_Iallgather(mine, 64, MPI_DOUBLE, gathered, 64, MPI_DOUBLE, MPI_COMM_WORLD, &r[5]);
+        if (round % 3 == 1) {
+            /* A blocking collective while the others run. */
+            int y = 1, z = 0;
+            MPI_Allreduce(&y, &z, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            CHECK(z == size, "blocking allreduce among nonblocking ones: %d", z);
+        }
+        for (int i = 5; i >= 0; i--) MPI_Wait(&r[i], MPI_STATUS_IGNORE);
+        CHECK(sum == size * (size - 1) / 2 + size * round, "iallreduce %d", sum);
+        CHECK(token == prev, "token %d", token);
+        for (int i = 0; i < N; i += 997) CHECK(big[i] == round + i, "ibcast [%d]", i);
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < 64; i++) CHECK(gathered[p * 64 + i] == p * 100 + i, "iallgather");
+    }
+
+    /* A root running ahead: rank 1 is late, the root's posts must wait
+     * for it rather than overwrite what it has not read. */
+    for (int i = 0; i < 200; i++) {
+        int v[20];
+        for (int k = 0; k < 20; k++) v[k] = rank == 0 ? i * 20 + k : -1;
+        if (rank == 1 && i % 50 == 0) usleep(2000);
+        MPI_Bcast(v, 20, MPI_INT, 0, MPI_COMM_WORLD);
+        for (int k = 0; k < 20; k++) CHECK(v[k] == i * 20 + k, "bcast %d", i);
+    }
+
+    MPI_Op l, r;
+    MPI_Op_create(left, 0, &l);
+    MPI_Op_create(right, 0, &r);
+    reductions(MPI_COMM_WORLD, l, r);
+
+    /* Several communicators at once: a duplicate and halves. */
+    MPI_Comm dup, half;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+    for (int i = 0; i < 10; i++) {
+        int a = rank, b = -1, c = -1;
+        MPI_Allreduce(&a, &b, 1, MPI_INT, MPI_MAX, dup);
+        MPI_Allreduce(&a, &c, 1, MPI_INT, MPI_MIN, half);
+        CHECK(b == size - 1 && c == rank % 2, "dup %d half %d", b, c);
+    }
+    reductions(half, l, r);
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&dup);
+
+    /* Communicators made and freed again and again. */
+    for (int i = 0; i < 60; i++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        int v = rank == i % size ? i : -1;
+        MPI_Bcast(&v, 1, MPI_INT, i % size, c);
+        CHECK(v == i, "bcast on dup %d: %d", i, v);
+        MPI_Comm_free(&c);
+    }
+
+    /* Alltoall and scatter, small and in several pieces. */
+    const int blocks[] = {1, 3000, 70000};
+    for (int k = 0; k < 3; k++) {
+        int n = blocks[k];
+        int *s = malloc((size_t)n * size * sizeof *s), *d = malloc((size_t)n * size * sizeof *d);
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++) s[p * n + i] = rank * 7 + p * 3 + i;
+        MPI_Alltoall(s, n, MPI_INT, d, n, MPI_INT, MPI_COMM_WORLD);
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i += 1 + n / 50)
+                CHECK(d[p * n + i] == p * 7 + rank * 3 + i, "alltoall n=%d from %d", n, p);
+        MPI_Scatter(s, n, MPI_INT, d, n, MPI_INT, size - 1, MPI_COMM_WORLD);
+        for (int i = 0; i < n; i += 1 + n / 50)
+            CHECK(d[i] == (size - 1) * 7 + rank * 3 + i, "scatter n=%d", n);
+        MPI_Gather(d, n, MPI_INT, s, n, MPI_INT, 0, MPI_COMM_WORLD);
+        if (rank == 0)
+            for (int p = 0; p < size; p++)
+                CHECK(s[p * n] == (size - 1) * 7 + p * 3, "gather n=%d from %d", n, p);
+        free(s);
+        free(d);
+    }
+
+    MPI_Op_free(&l);
+    MPI_Op_free(&r);
+    printf("boards: rank %d ok\n", rank);
+    MPI_Finalize();
+    return 0;
+}
