@@ -134,6 +134,23 @@ impl Reduce {
         in_place_ok: bool,
         receives: bool,
     ) -> MpiResult<(Reduction, Vec<u8>)> {
+        // SAFETY: forwarded from the caller.
+        let (red, ub) = unsafe { self.source(count, in_place_ok, receives)? };
+        // SAFETY: as above.
+        Ok((red, unsafe { packed(&ub) }))
+    }
+
+    /// As [`Reduce::input`], but the contribution's buffer itself rather
+    /// than a packed copy.
+    ///
+    /// # Safety
+    /// As for [`Reduce::input`].
+    pub(super) unsafe fn source(
+        &self,
+        count: i64,
+        in_place_ok: bool,
+        receives: bool,
+    ) -> MpiResult<(Reduction, UserBuf)> {
         let red = self.op.clone()?;
         let src = match self.send {
             None if !in_place_ok => return Err(in_place_error("here (MPI-4.1 §6.9.1)")),
@@ -150,8 +167,7 @@ impl Reduce {
         };
         // SAFETY: `count` elements at the source (MPI contract).
         let ub = unsafe { self.arg(src, count).buf()? };
-        // SAFETY: as above.
-        Ok((red, unsafe { packed(&ub) }))
+        Ok((red, ub))
     }
 
     /// The receive buffer of `count` elements.
@@ -220,7 +236,10 @@ unsafe fn pack_into(ub: &UserBuf, out: &mut [u8]) {
 /// # Safety
 /// The blocks are readable (MPI contract).
 unsafe fn packed_blocks(ins: &[UserBuf], skip: impl Fn(usize) -> bool) -> Vec<u8> {
-    let total = (0..ins.len()).filter(|&r| !skip(r)).map(|r| ins[r].len).sum();
+    let total = (0..ins.len())
+        .filter(|&r| !skip(r))
+        .map(|r| ins[r].len)
+        .sum();
     let mut data = crate::core::pool::take(total);
     let mut at = 0;
     for (r, ub) in ins.iter().enumerate() {

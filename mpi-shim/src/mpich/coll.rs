@@ -576,7 +576,25 @@ unsafe fn allgather<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::allgather(rt, slot, send.as_ref(), &recv) }
 }
-collective!(MPI_Allgather / MPI_Allgather_c, MPI_Iallgather / MPI_Iallgather_c, MPI_Allgather_init / MPI_Allgather_init_c: allgather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
+collective!(MPI_Allgather / MPI_Allgather_c, MPI_Iallgather / MPI_Iallgather_c, MPI_Allgather_init / MPI_Allgather_init_c: allgather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype) direct allgather_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgather_direct<C: Count>(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
+    let recv = arg(rt, recvbuf, recvcount.get(), recvtype);
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::allgather(rt, slot, send.as_ref(), &recv, false) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn allgatherv<C: Count, D: Displ>(
@@ -626,7 +644,25 @@ unsafe fn alltoall<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv, true) }
 }
-collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_Alltoall_init / MPI_Alltoall_init_c: alltoall(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype));
+collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_Alltoall_init / MPI_Alltoall_init_c: alltoall(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype) direct alltoall_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoall_direct<C: Count>(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
+    let recv = arg(rt, recvbuf, recvcount.get(), recvtype);
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::allgather(rt, slot, send.as_ref(), &recv, true) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoallv<C: Count, D: Displ>(

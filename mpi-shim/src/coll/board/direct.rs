@@ -1,5 +1,6 @@
 //! Blocking collectives run straight on the board, without compiling a
-//! schedule: barrier, single-piece bcast, and small reduce and allreduce.
+//! schedule: barrier, single-piece bcast, small reduce and allreduce, and
+//! single-step allgather and alltoall of contiguous blocks.
 //! They take exactly the steps the board algorithms ([`super::algo`])
 //! compile, from the same step counter, so one member may run a
 //! collective here while another runs it as a schedule.
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use shm_engine::board::{Board, INLINE};
 
-use super::{DATA, Ran, SMALL, Team, read, watch};
+use super::{DATA, PLACED, Ran, SMALL, Team, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
@@ -115,6 +116,37 @@ impl Run {
         Ok(())
     }
 
+    /// Write `pieces` (offset, bytes) into this member's data buffer of
+    /// this step and post it without a length (readers read it as
+    /// [`PLACED`]), once every member posted `t - 1`.
+    fn place<'a>(
+        &self,
+        rt: &mut Runtime,
+        pieces: impl Iterator<Item = (usize, &'a [u8])>,
+    ) -> MpiResult<()> {
+        let prev = self.t.wrapping_sub(1);
+        self.wait(rt, |b| {
+            (0..b.len())
+                .find(|&m| !b.posted(m, prev))
+                .map(|m| (m, prev))
+        })?;
+        let b = self.board();
+        let me = self.team.me;
+        for (at, data) in pieces {
+            debug_assert!(at + data.len() <= DATA);
+            // SAFETY: our own data buffer of step `t`, which no member
+            // reads any more: all posted `t - 1` (BP2). DATA bytes long.
+            unsafe {
+                let dst = b.data(me, self.t, DATA).add(at);
+                std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+            }
+        }
+        b.post(self.t, 0, &[]);
+        let others = self.team.ids.iter().enumerate().filter(|&(m, _)| m != me);
+        rt.ep.wake_sleepers(others.map(|(_, &id)| id));
+        Ok(())
+    }
+
     /// Wait until member `who` (all: `None`) posted this step.
     fn wait_posted(&self, rt: &mut Runtime, who: Option<usize>) -> MpiResult<()> {
         let t = self.t;
@@ -198,8 +230,9 @@ pub unsafe fn reduce(
     };
     let reads = root.is_none_or(|r| r == me);
     // SAFETY: forwarded from the caller (as calls::reduce/allreduce ask).
-    let (red, input) = unsafe { args.input(count, reads, reads) }.ok()?;
-    if input.len() * n > SMALL {
+    let (red, src) = unsafe { args.source(count, reads, reads) }.ok()?;
+    let len = src.len;
+    if len * n > SMALL {
         return None;
     }
     let out = if reads {
@@ -208,33 +241,53 @@ pub unsafe fn reduce(
     } else {
         None
     };
+    // Contiguous buffers are used in place: the contribution is posted
+    // from the send buffer and the result reduced straight into the
+    // receive buffer (a copy of the contribution first with MPI_IN_PLACE,
+    // where the two are one).
+    let in_place = out.as_ref().is_some_and(|o| o.ptr == src.ptr);
+    let own = if in_place {
+        // SAFETY: the send buffer is readable (MPI contract).
+        std::borrow::Cow::Owned(unsafe { src.data() }.into_owned())
+    } else {
+        // SAFETY: as above.
+        unsafe { src.data() }
+    };
     Some((|| {
         let run = Run::start(rt, slot, team)?;
-        run.post(rt, &input)?;
+        run.post(rt, &own)?;
         let Some(out) = out else {
             run.end();
             return Ok(());
         };
         run.wait_posted(rt, None)?;
         let b = run.board();
+        let mut scratch = Vec::new();
+        let acc: &mut [u8] = if out.dt.is_contiguous() {
+            // SAFETY: `len` contiguous writable bytes, not the send
+            // buffer (`own` is a copy when they are one).
+            unsafe { std::slice::from_raw_parts_mut(out.ptr, len) }
+        } else {
+            scratch.resize(len, 0);
+            &mut scratch
+        };
         // x_0 op (x_1 op (... op x_{n-1})): the rank order holds for any
         // operation, and every member gets the same bits.
-        let mut acc = vec![0; input.len()];
         let mut bad = None;
         for j in (0..n).rev() {
             let got = if j == me {
                 if j == n - 1 {
-                    acc.copy_from_slice(&input);
+                    acc.copy_from_slice(&own);
                 } else {
-                    red.apply(&input, &mut acc);
+                    red.apply(&own, acc);
                 }
                 Ran::Done
             } else if j == n - 1 {
-                read(&b, j, run.t, input.len(), 0, input.len(), |x| {
+                read(&b, j, run.t, len, 0, len, |x| {
                     acc[..x.len()].copy_from_slice(x)
                 })
             } else {
-                read(&b, j, run.t, input.len(), 0, input.len(), |x| {
+                read(&b, j, run.t, len, 0, len, |x| {
                     red.apply(x, &mut acc[..x.len()])
                 })
             };
@@ -243,9 +296,102 @@ pub unsafe fn reduce(
             }
         }
         run.end();
-        // SAFETY: the receive buffer is writable (MPI contract).
-        unsafe { out.unpack(&acc) };
-        crate::core::pool::give(input);
+        if !out.dt.is_contiguous() {
+            // SAFETY: the receive buffer is writable (MPI contract).
+            unsafe { out.unpack(&scratch) };
+        }
+        bad.map_or(Ok(()), |e| Err(e.on(slot)))
+    })())
+}
+
+/// `MPI_Allgather` (`alltoall` false: every member's block to every
+/// member) or `MPI_Alltoall` (block `j` of the send buffer to member `j`)
+/// of contiguous blocks of `recv`'s size, in one step: at most [`DATA`]
+/// bytes per block for allgather, `DATA / n` for all-to-all. `send` is
+/// `None` for `MPI_IN_PLACE` (allgather only).
+///
+/// # Safety
+/// As for `calls::allgather` and `calls::alltoall`.
+pub unsafe fn allgather(
+    rt: &mut Runtime,
+    slot: usize,
+    send: Option<&Arg>,
+    recv: &Arg,
+    alltoall: bool,
+) -> Option<MpiResult<()>> {
+    let team = ready(rt, slot)?;
+    let (n, me) = (team.size(), team.me);
+    // SAFETY: the caller's promise (one block of the receive buffer).
+    let rb = unsafe { recv.buf() }.ok()?;
+    let blk = rb.len;
+    let room = if alltoall { DATA / n } else { DATA };
+    if !rb.dt.is_contiguous() || blk > room {
+        return None;
+    }
+    let sb = match send {
+        // SAFETY: the caller's promise (one block of the send buffer).
+        Some(s) => Some(unsafe { s.buf() }.ok()?),
+        None if alltoall => return None,
+        None => None,
+    };
+    // Type signatures that differ (erroneous) are the schedule's to report.
+    if sb
+        .as_ref()
+        .is_some_and(|s| s.len != blk || (alltoall && !s.dt.is_contiguous()))
+    {
+        return None;
+    }
+    let recv_at = |j: usize| rb.ptr.wrapping_add(j * blk);
+    Some((|| {
+        let run = Run::start(rt, slot, team)?;
+        if alltoall {
+            let sb = sb.as_ref().expect("checked above");
+            // SAFETY: block j of the send buffer: `blk` contiguous
+            // readable bytes (MPI contract).
+            let block = |j: usize| unsafe { std::slice::from_raw_parts(sb.ptr.add(j * blk), blk) };
+            run.place(
+                rt,
+                (0..n)
+                    .filter(|&j| j != me && blk > 0)
+                    .map(|j| (j * room, block(j))),
+            )?;
+            // SAFETY: our blocks of both buffers (distinct: no in-place).
+            unsafe { std::ptr::copy_nonoverlapping(sb.ptr.add(me * blk), recv_at(me), blk) };
+        } else {
+            match &sb {
+                Some(s) => {
+                    // SAFETY: the send buffer is readable (MPI contract).
+                    let own = unsafe { s.data() };
+                    run.post(rt, &own)?;
+                    // SAFETY: our block of the receive buffer, writable,
+                    // `blk` (= `own.len()`) bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), recv_at(me), blk) };
+                }
+                None => {
+                    // SAFETY: our block of the receive buffer holds our data.
+                    let own = unsafe { std::slice::from_raw_parts(recv_at(me), blk) };
+                    run.post(rt, own)?;
+                }
+            }
+        }
+        run.wait_posted(rt, None)?;
+        let b = run.board();
+        let mut bad = None;
+        for j in (0..n).filter(|&j| j != me) {
+            // SAFETY: block j of the receive buffer: `blk` writable bytes.
+            let out = unsafe { std::slice::from_raw_parts_mut(recv_at(j), blk) };
+            let (posted, off) = if alltoall {
+                (PLACED, me * room)
+            } else {
+                (blk, 0)
+            };
+            if let Ran::Truncated(e) = read(&b, j, run.t, posted, off, blk, |x| {
+                out[..x.len()].copy_from_slice(x)
+            }) {
+                bad.get_or_insert(e);
+            }
+        }
+        run.end();
         bad.map_or(Ok(()), |e| Err(e.on(slot)))
     })())
 }
