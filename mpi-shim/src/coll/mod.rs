@@ -106,7 +106,7 @@ fn new_team(rt: &Runtime, slot: usize, nodes: &[u32]) -> Option<Arc<board::Team>
     if !ok {
         return None;
     }
-    board::Team::new(c.members.clone(), c.rank as usize)
+    Some(board::Team::new(c.members.clone(), c.rank as usize))
 }
 
 /// Run a schedule to its end (a blocking collective).

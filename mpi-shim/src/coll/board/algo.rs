@@ -7,11 +7,10 @@ use super::super::sched::{Builder, Span};
 use super::{BoardStep, DATA, PLACED, REF_LEN, SMALL, Team};
 
 /// The first collective of a board: trade the areas' references and map
-/// them. False (and nothing compiled) when this process cannot name its
-/// area, which every member then finds out the same way: it is refused
-/// before any board is made ([`Team::new`]).
+/// them. A member without an area sends zeros, and then the setup (and
+/// every later collective on the board) fails alike at every member.
 pub fn setup(b: &mut Builder, team: &Team) {
-    let own = team.own_ref().expect("a heap block has a reference");
+    let own = team.own_ref();
     let n = b.size;
     let all = b.buf(n * REF_LEN);
     let parts = all.split(std::iter::repeat_n(REF_LEN, n));

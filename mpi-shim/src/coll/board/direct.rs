@@ -32,7 +32,7 @@ fn ready(rt: &Runtime, slot: usize) -> Option<Arc<Team>> {
         return None;
     }
     let team = rt.comm(slot).ok()?.board.clone()??;
-    (team.areas.get().is_some() && team.idle()).then_some(team)
+    (matches!(team.areas.get(), Some(Ok(_))) && team.idle()).then_some(team)
 }
 
 /// One collective's run on the board: its turn and step number taken,
@@ -53,7 +53,9 @@ impl Run {
     }
 
     fn board(&self) -> Board<'_> {
-        let areas = self.team.areas.get().expect("checked by `ready`");
+        let Some(Ok(areas)) = self.team.areas.get() else {
+            unreachable!("checked by `ready`")
+        };
         Board::new(&areas.0, self.team.me)
     }
 

@@ -5,7 +5,7 @@
 //! posted `t - 1`), instead of point-to-point messages.
 //!
 //! Each member owns one area: two flag lines, whose inline bytes carry
-//! contributions of up to 56 bytes (an 8-byte allreduce costs one cache
+//! contributions of up to 48 bytes (an 8-byte allreduce costs one cache
 //! line per member), and two data buffers of [`DATA`] bytes for larger
 //! ones, used alternately by odd and even steps. Larger contributions go
 //! in pieces of at most [`DATA`] bytes, one step each. The algorithms are
@@ -20,15 +20,22 @@
 //!   the same bits); large: a reduce-scatter, where member `i` reduces
 //!   slice `i` of the piece from every area and posts it, then everyone
 //!   (or the root) copies the reduced slices (an allgather);
-//! - allgather(v), gather(v): everyone posts its block, the readers copy;
-//! - scatter(v): the root posts the blocks, everyone copies its own;
-//! - alltoall(v/w): everyone posts its blocks, each copies its own block
-//!   from every area.
+//! - allgather(v), gather: everyone posts its block, the readers copy;
+//! - scatter: the root places the blocks, everyone copies its own;
+//! - alltoall: everyone places its blocks, each copies its own block from
+//!   every area;
+//! - reduce_scatter(_block), scan, exscan: everyone posts its vector, each
+//!   reduces the part it needs in rank order.
 //!
-//! Steps are schedule steps ([`super::sched`]), so blocking, nonblocking
-//! and persistent collectives all use the board, and several nonblocking
-//! ones outstanding on one communicator run in the order they were
-//! started (the board's rule orders their posts).
+//! gatherv, scatterv and alltoallv/w stay on messages: only the root (or
+//! each process for itself) knows the counts, and a board's steps must be
+//! the same at every member.
+//!
+//! Steps are schedule steps ([`algo`], [`super::sched`]), so blocking,
+//! nonblocking and persistent collectives all use the board; several
+//! nonblocking ones outstanding on one communicator take turns, in the
+//! order they were started ([`Team::ticket`]). The common blocking calls
+//! skip the schedule ([`direct`]) and take the same steps.
 //!
 //! A communicator gets a board at its first collective if its members all
 //! run on this node, there are 2 to [`MAX_MEMBERS`] of them, this process
@@ -124,10 +131,12 @@ pub struct Team {
     /// Process ids of the members (to wake them after a post).
     ids: Vec<u32>,
     me: usize,
-    /// This member's area, in its shared heap.
-    own: OwnArea,
-    /// Every member's area, once the setup mapped them.
-    areas: OnceLock<Areas>,
+    /// This member's area, in its shared heap (`None`: the heap had no
+    /// room; the setup then fails at every member).
+    own: Option<OwnArea>,
+    /// Every member's area, once the setup mapped them (or why it could
+    /// not).
+    areas: OnceLock<Result<Areas, MpiError>>,
     /// The next step number to hand out.
     next: AtomicU64,
     /// Turns: the next ticket to hand out, and the tickets whose turn is
@@ -152,13 +161,15 @@ unsafe impl Sync for OwnArea {}
 
 impl Team {
     /// A board for member `me` of the processes `ids`, with its area
-    /// (reused or new); `None` when the heap has no room.
-    pub fn new(ids: Vec<u32>, me: usize) -> Option<Arc<Self>> {
-        let own = retired::take().or_else(|| heap::alloc(AREA).ok().map(OwnArea))?;
-        // SAFETY: a fresh or retired area that nobody reads any more
-        // (retired::take's check); zero lines mean "nothing posted".
-        unsafe { own.0.as_ptr().write_bytes(0, bp::DATA_OFF) };
-        Some(Arc::new(Self {
+    /// (reused or new).
+    pub fn new(ids: Vec<u32>, me: usize) -> Arc<Self> {
+        let own = retired::take().or_else(|| heap::alloc(AREA).ok().map(OwnArea));
+        if let Some(own) = &own {
+            // SAFETY: a fresh or retired area that nobody reads any more
+            // (retired::take's check); zero lines mean "nothing posted".
+            unsafe { own.0.as_ptr().write_bytes(0, bp::DATA_OFF) };
+        }
+        Arc::new(Self {
             ids,
             me,
             own,
@@ -168,7 +179,7 @@ impl Team {
             turn: AtomicU64::new(0),
             ended: Mutex::default(),
             strays: AtomicU64::new(0),
-        }))
+        })
     }
 
     /// Hand out the next step number (every member compiles the same
@@ -224,15 +235,21 @@ impl Team {
         self.me
     }
 
-    /// This member's area as the setup trades it.
-    fn own_ref(&self) -> Option<[u8; REF_LEN]> {
-        let r = heap::locate(self.own.0.as_ptr(), AREA)?;
+    /// This member's area as the setup trades it (zeros: none).
+    fn own_ref(&self) -> [u8; REF_LEN] {
         let mut b = [0; REF_LEN];
+        let Some(r) = self
+            .own
+            .as_ref()
+            .and_then(|o| heap::locate(o.0.as_ptr(), AREA))
+        else {
+            return b;
+        };
         b[..4].copy_from_slice(&r.pid.to_ne_bytes());
         b[4..8].copy_from_slice(&r.fd.to_ne_bytes());
         b[8..16].copy_from_slice(&r.arena_len.to_ne_bytes());
         b[16..].copy_from_slice(&r.offset.to_ne_bytes());
-        Some(b)
+        b
     }
 
     /// Run step `st` on the schedule's buffers `bufs`; false when it must
@@ -248,9 +265,11 @@ impl Team {
             self.attach(&bufs[refs.buf][refs.off..refs.off + refs.len])?;
             return Ok(Ran::Done);
         }
-        let Some(areas) = self.areas.get() else {
+        let areas = match self.areas.get() {
             // An earlier collective's setup has not mapped the areas yet.
-            return Ok(Ran::Waiting);
+            None => return Ok(Ran::Waiting),
+            Some(Err(e)) => return Err(e.clone()),
+            Some(Ok(areas)) => areas,
         };
         let b = Board::new(&areas.0, self.me);
         match *st {
@@ -345,8 +364,18 @@ impl Team {
         }
     }
 
-    /// Map the areas named by `refs`.
+    /// Map the areas named by `refs`. On failure every later step on the
+    /// board fails too.
     fn attach(&self, refs: &[u8]) -> MpiResult<()> {
+        let got = self.map_areas(refs);
+        let answer = got.as_ref().map(drop).map_err(Clone::clone);
+        // A second setup cannot happen: only a board's first collective
+        // compiles one.
+        let _ = self.areas.set(got);
+        answer
+    }
+
+    fn map_areas(&self, refs: &[u8]) -> MpiResult<Areas> {
         let fail = |e: String| {
             MpiError::new(
                 Class::Other,
@@ -365,6 +394,11 @@ impl Team {
                 arena_len: w8(8),
                 offset: w8(16),
             };
+            if r.arena_len == 0 {
+                return Err(fail(
+                    "a member found no room in its shared heap for its area".into(),
+                ));
+            }
             if r.offset.saturating_add(AREA as u64) > r.arena_len {
                 return Err(fail(format!("{r:?} does not hold an area")));
             }
@@ -378,18 +412,17 @@ impl Team {
         if areas.len() != self.ids.len() {
             return Err(fail("a member sent no reference".into()));
         }
-        // A second setup cannot happen: only a board's first collective
-        // compiles one.
-        let _ = self.areas.set(Areas(areas));
-        Ok(())
+        Ok(Areas(areas))
     }
 }
 
 impl Drop for Team {
     fn drop(&mut self) {
-        let own = OwnArea(self.own.0);
+        let Some(own) = self.own.take() else {
+            return;
+        };
         match self.areas.take() {
-            Some(areas) => {
+            Some(Ok(areas)) => {
                 // Post the step after the last one: "done with this
                 // board". Our area is free once everyone has.
                 let last = *self.next.get_mut();
@@ -398,7 +431,7 @@ impl Drop for Team {
                 retired::put(own, areas.0, last);
             }
             // Never shared: free for the next board at once.
-            None => retired::put(own, Vec::new(), 0),
+            _ => retired::put(own, Vec::new(), 0),
         }
     }
 }
