@@ -24,18 +24,10 @@
 use std::sync::Arc;
 
 use loom::sync::atomic::AtomicU32;
-use loom::sync::{Condvar, Mutex};
 use loom::thread;
+use loom_tests::{Futex, check};
 use shm_engine::board::{self, Area, Board};
 use shm_engine::doorbell;
-
-fn check(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(3);
-    }
-    builder.check(f);
-}
 
 /// The step before the model's first: its three steps wrap around.
 const BEFORE: u64 = u64::MAX - 1;
@@ -92,28 +84,6 @@ fn collectives() {
         member(&areas, 0);
         peer.join().unwrap();
     });
-}
-
-/// What the kernel's futex gives the engine: a wake that arrives before
-/// the wait is not lost (FUTEX_WAIT's value check; here a token).
-#[derive(Default)]
-struct Futex {
-    woken: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Futex {
-    fn wait(&self) {
-        let mut woken = self.woken.lock().unwrap();
-        while !*woken {
-            woken = self.cv.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
-    fn wake(&self) {
-        *self.woken.lock().unwrap() = true;
-        self.cv.notify_one();
-    }
 }
 
 #[cfg(not(tessel_mutation = "board_post"))]

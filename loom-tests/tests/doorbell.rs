@@ -15,8 +15,8 @@
 use std::sync::Arc;
 
 use loom::sync::atomic::{AtomicU32, AtomicU64};
-use loom::sync::{Condvar, Mutex};
 use loom::thread;
+use loom_tests::Futex;
 use shm_engine::doorbell;
 use shm_engine::layout::{Cell, CellKind};
 use shm_engine::queue::spsc::OwnedRing;
@@ -25,29 +25,6 @@ struct Bell {
     bell: AtomicU32,
     masks: [AtomicU64; 1],
     futex: Futex,
-}
-
-/// What the kernel's futex gives the engine: a wake that arrives before the
-/// wait is not lost (the engine gets this from FUTEX_WAIT's value check,
-/// here it is a token).
-#[derive(Default)]
-struct Futex {
-    woken: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Futex {
-    fn wait(&self) {
-        let mut woken = self.woken.lock().unwrap();
-        while !*woken {
-            woken = self.cv.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
-    fn wake(&self) {
-        *self.woken.lock().unwrap() = true;
-        self.cv.notify_one();
-    }
 }
 
 fn model() {

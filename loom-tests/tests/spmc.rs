@@ -31,17 +31,10 @@ use std::sync::Arc;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicU64;
 use loom::thread;
+use loom_tests::check;
 use shm_engine::layout::CopyTask;
 use shm_engine::queue::spmc::{OwnedQueue, PushError, Steal, Stealer};
 use shm_engine::steal::Completion;
-
-fn check(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(3);
-    }
-    builder.check(f);
-}
 
 fn task(n: u64) -> CopyTask {
     CopyTask::new(n, n as u32, 100 + n, 200 + n, 8 + n)

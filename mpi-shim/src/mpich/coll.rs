@@ -589,11 +589,29 @@ unsafe fn allgather_direct<C: Count>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    let slot = comm_slot(comm).ok()?;
-    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
-    let recv = arg(rt, recvbuf, recvcount.get(), recvtype);
+    let send = (sendbuf, sendcount.get(), sendtype);
+    let recv = (recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe { board::direct::allgather(rt, slot, send.as_ref(), &recv, false) }
+    unsafe { exchange_direct(rt, send, recv, comm, false) }
+}
+
+/// The direct form of `MPI_Allgather` (`alltoall` false) or
+/// `MPI_Alltoall`, from their (buffer, count, type) arguments.
+///
+/// # Safety
+/// The buffers hold their blocks (MPI contract).
+unsafe fn exchange_direct(
+    rt: &mut Runtime,
+    send: (*const c_void, MPI_Count, MPI_Datatype),
+    recv: (*mut c_void, MPI_Count, MPI_Datatype),
+    comm: MPI_Comm,
+    alltoall: bool,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let send = arg_or_in_place(rt, send.0, send.1, send.2);
+    let recv = arg(rt, recv.0, recv.1, recv.2);
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::allgather(rt, slot, send.as_ref(), &recv, alltoall) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -657,11 +675,10 @@ unsafe fn alltoall_direct<C: Count>(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    let slot = comm_slot(comm).ok()?;
-    let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
-    let recv = arg(rt, recvbuf, recvcount.get(), recvtype);
+    let send = (sendbuf, sendcount.get(), sendtype);
+    let recv = (recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe { board::direct::allgather(rt, slot, send.as_ref(), &recv, true) }
+    unsafe { exchange_direct(rt, send, recv, comm, true) }
 }
 
 #[allow(clippy::too_many_arguments)]

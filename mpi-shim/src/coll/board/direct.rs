@@ -94,37 +94,28 @@ impl Run {
     /// Post step `t` with `data` (at most [`DATA`] bytes), once every
     /// member posted `t - 1`.
     fn post(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
-        let prev = self.t.wrapping_sub(1);
-        self.wait(rt, |b| {
-            (0..b.len())
-                .find(|&m| !b.posted(m, prev))
-                .map(|m| (m, prev))
-        })?;
-        let b = self.board();
-        let me = self.team.me;
         if data.len() <= INLINE {
-            b.post(self.t, data.len() as u64, data);
-        } else {
-            // SAFETY: our own data buffer of step `t`, which no member
-            // reads any more: all posted `t - 1` (BP2). DATA bytes long.
-            unsafe {
-                let dst = b.data(me, self.t, DATA);
-                std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
-            }
-            b.post(self.t, data.len() as u64, &[]);
+            return self.publish(rt, &[], data.len(), data);
         }
-        let others = self.team.ids.iter().enumerate().filter(|&(m, _)| m != me);
-        rt.ep.wake_sleepers(others.map(|(_, &id)| id));
-        Ok(())
+        self.publish(rt, &[(0, data)], data.len(), &[])
     }
 
     /// Write `pieces` (offset, bytes) into this member's data buffer of
     /// this step and post it without a length (readers read it as
     /// [`PLACED`]), once every member posted `t - 1`.
-    fn place<'a>(
+    fn place(&self, rt: &mut Runtime, pieces: &[(usize, &[u8])]) -> MpiResult<()> {
+        self.publish(rt, pieces, 0, &[])
+    }
+
+    /// Once every member posted `t - 1` (BP2): write `pieces` into our
+    /// data buffer of step `t`, post `t` saying `len` bytes with `inline`
+    /// in the line, and wake the members that sleep.
+    fn publish(
         &self,
         rt: &mut Runtime,
-        pieces: impl Iterator<Item = (usize, &'a [u8])>,
+        pieces: &[(usize, &[u8])],
+        len: usize,
+        inline: &[u8],
     ) -> MpiResult<()> {
         let prev = self.t.wrapping_sub(1);
         self.wait(rt, |b| {
@@ -134,7 +125,7 @@ impl Run {
         })?;
         let b = self.board();
         let me = self.team.me;
-        for (at, data) in pieces {
+        for &(at, data) in pieces {
             debug_assert!(at + data.len() <= DATA);
             // SAFETY: our own data buffer of step `t`, which no member
             // reads any more: all posted `t - 1` (BP2). DATA bytes long.
@@ -143,7 +134,7 @@ impl Run {
                 std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
             }
         }
-        b.post(self.t, 0, &[]);
+        b.post(self.t, len as u64, inline);
         let others = self.team.ids.iter().enumerate().filter(|&(m, _)| m != me);
         rt.ep.wake_sleepers(others.map(|(_, &id)| id));
         Ok(())
@@ -351,12 +342,11 @@ pub unsafe fn allgather(
             // SAFETY: block j of the send buffer: `blk` contiguous
             // readable bytes (MPI contract).
             let block = |j: usize| unsafe { std::slice::from_raw_parts(sb.ptr.add(j * blk), blk) };
-            run.place(
-                rt,
-                (0..n)
-                    .filter(|&j| j != me && blk > 0)
-                    .map(|j| (j * room, block(j))),
-            )?;
+            let pieces: Vec<(usize, &[u8])> = (0..n)
+                .filter(|&j| j != me && blk > 0)
+                .map(|j| (j * room, block(j)))
+                .collect();
+            run.place(rt, &pieces)?;
             // SAFETY: our blocks of both buffers (distinct: no in-place).
             unsafe { std::ptr::copy_nonoverlapping(sb.ptr.add(me * blk), recv_at(me), blk) };
         } else {
