@@ -14,6 +14,9 @@
 //! futex); the poster fences after posting and wakes a sleeping bell. A
 //! lost wake-up leaves the waiter parked forever, which loom reports.
 //!
+//! `retiring_spares_a_late_reader`: a member leaving the board marks it
+//! while another still reads the line it marks.
+//!
 //! With `TESSEL_MUTATION=board_post` the post's sequence store is Relaxed,
 //! and `mutation_is_caught` asserts that loom finds the failure.
 //!
@@ -118,6 +121,40 @@ fn no_wakeup_is_lost() {
         assert_eq!(b.read(1, 1, &mut got), 1);
         assert_eq!(got, [7]);
         poster.join().unwrap();
+    });
+}
+
+/// A member that leaves the board marks the step after its last one
+/// ([`Board::retire`]) without waiting for anyone: here member 0 exchanges
+/// step 1, posts step 2 and retires at step 3 (line 1 again) while member
+/// 1 may still be reading its step 1 there. The retirement must not
+/// disturb that read.
+#[cfg(not(tessel_mutation = "board_post"))]
+#[test]
+fn retiring_spares_a_late_reader() {
+    check(|| {
+        let areas = Arc::new([Area::after(0), Area::after(0)]);
+        let a = areas.clone();
+        let early = thread::spawn(move || {
+            let refs: Vec<&Area> = a.iter().collect();
+            let b = Board::new(&refs, 0);
+            b.post(1, 8, &value(0, 1));
+            while !b.may_post(2) {
+                thread::yield_now();
+            }
+            b.post(2, 8, &value(0, 2));
+            b.retire(3);
+        });
+        let refs: Vec<&Area> = areas.iter().collect();
+        let b = Board::new(&refs, 1);
+        b.post(1, 8, &value(1, 1));
+        while !b.posted(0, 1) {
+            thread::yield_now();
+        }
+        let mut got = [0; 8];
+        assert_eq!(b.read(0, 1, &mut got), 8);
+        assert_eq!(got, value(0, 1));
+        early.join().unwrap();
     });
 }
 

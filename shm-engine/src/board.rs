@@ -190,6 +190,16 @@ impl<'a> Board<'a> {
         line.seq.store(t, POST); // BP1
     }
 
+    /// Say that this member posts nothing after step `t - 1`: store `t`
+    /// in line `t & 1` without touching its body, and without waiting for
+    /// [`Board::may_post`]. A member still reading step `t - 2` there (it
+    /// has not posted `t - 1`) keeps reading what was posted, since only
+    /// the sequence word changes; [`Board::posted`]`(me, t)` tells the
+    /// others this member is done with the board.
+    pub fn retire(&self, t: u64) {
+        self.line(self.me, t).seq.store(t, POST);
+    }
+
     /// The length member `m` posted at step `t`, and the first
     /// `out.len()` inline bytes, copied into `out`. The caller saw
     /// [`Board::posted`]`(m, t)` and has not posted `t + 1` (BP2).

@@ -423,11 +423,11 @@ impl Drop for Team {
         };
         match self.areas.take() {
             Some(Ok(areas)) => {
-                // Post the step after the last one: "done with this
+                // Mark the step after the last one: "done with this
                 // board". Our area is free once everyone has.
                 let last = *self.next.get_mut();
                 let b = Board::new(&areas.0, self.me);
-                b.post(last, 0, &[]);
+                b.retire(last);
                 retired::put(own, areas.0, last);
             }
             // Never shared: free for the next board at once.
