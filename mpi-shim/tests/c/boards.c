@@ -5,7 +5,7 @@
  * while a member is late; order-keeping (non-commutative) reductions,
  * small and large, and scans; many communicators at once, and
  * communicators made and freed again and again (their boards' areas are
- * reused). The same program passes with TESSEL_COLL=p2p. */
+ * reused), also right after a gather whose root still reads. The same program passes with TESSEL_COLL=p2p. */
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
@@ -131,6 +131,24 @@ int main(int argc, char **argv) {
         int v = rank == i % size ? i : -1;
         MPI_Bcast(&v, 1, MPI_INT, i % size, c);
         CHECK(v == i, "bcast on dup %d: %d", i, v);
+        MPI_Comm_free(&c);
+    }
+
+    /* Gathers on duplicates freed at once: the members that only send
+     * leave the board while the root still reads their lines. */
+    for (int i = 0; i < 100; i++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        for (int k = 0; k < 3; k++) {
+            int root = (i + k) % size, mine[4] = {rank, i, k, -rank}, all[4 * 8];
+            MPI_Request req;
+            MPI_Igather(mine, 4, MPI_INT, all, rank == root ? 4 : 0, MPI_INT, root, c, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            if (rank == root)
+                for (int p = 0; p < size; p++)
+                    CHECK(all[4 * p] == p && all[4 * p + 1] == i && all[4 * p + 3] == -p,
+                          "gather %d from %d", i, p);
+        }
         MPI_Comm_free(&c);
     }
 
