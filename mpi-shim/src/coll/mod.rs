@@ -66,10 +66,11 @@ pub const TUNING: Tuning = Tuning {
 /// alike) and, if so, starts with the board's setup.
 pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
     let c = rt.comm(slot)?;
-    let members = (!c.is_inter()).then(|| c.members.clone());
-    let nodes: Option<Vec<u32>> =
-        members.map(|members| members.iter().map(|&p| rt.ep.node_of(p)).collect());
     let decided = c.board.clone();
+    // A communicator with a board lies on one node: no layout to tell.
+    let on_board = matches!(decided, Some(Some(_)));
+    let nodes: Option<Vec<u32>> =
+        (!c.is_inter() && !on_board).then(|| c.members.iter().map(|&p| rt.ep.node_of(p)).collect());
     let (team, fresh) = match decided {
         Some(team) => (team, false),
         None => {

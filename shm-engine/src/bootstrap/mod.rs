@@ -133,10 +133,7 @@ pub trait Bootstrap: Send + std::fmt::Debug {
     /// The resource change the launcher proposes now (it acts as the
     /// job's resource manager), proposing one if its policy has one.
     fn dynres_get(&mut self) -> Result<Option<DynresChange>, BootstrapError> {
-        Err(BootstrapError::Refused(
-            "this process's launcher proposes no resource changes (Tessel's mpiexec --dynres does)"
-                .into(),
-        ))
+        Err(no_dynres())
     }
     /// Accept change `tag`: processes it adds start now, get `info`, and
     /// find the node segment under `segment` (a key and value for their
@@ -148,10 +145,7 @@ pub trait Bootstrap: Send + std::fmt::Debug {
         segment: &(String, Vec<u8>),
     ) -> Result<(), BootstrapError> {
         let _ = (tag, info, segment);
-        Err(BootstrapError::Refused(
-            "this process's launcher proposes no resource changes (Tessel's mpiexec --dynres does)"
-                .into(),
-        ))
+        Err(no_dynres())
     }
     /// Publish `port` under `service` for every job of the launcher.
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
@@ -277,6 +271,14 @@ impl Bootstrap for Singleton {
     fn finalize(&mut self) -> Result<(), BootstrapError> {
         Ok(())
     }
+}
+
+/// Why a launcher without a resource manager refuses resource changes.
+fn no_dynres() -> BootstrapError {
+    BootstrapError::Refused(
+        "this process's launcher proposes no resource changes (Tessel's mpiexec --dynres does)"
+            .into(),
+    )
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@
 
 use std::sync::Arc;
 
-use shm_engine::board::{Board, INLINE};
+use shm_engine::board::Board;
 
-use super::{DATA, PLACED, Ran, SMALL, Team, read, watch};
+use super::{DATA, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
@@ -94,59 +94,27 @@ impl Run {
     /// Post step `t` with `data` (at most [`DATA`] bytes), once every
     /// member posted `t - 1`.
     fn post(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
-        if data.len() <= INLINE {
-            return self.publish(rt, &[], data.len(), data);
-        }
-        self.publish(rt, &[(0, data)], data.len(), &[])
+        self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
+        self.team.post_data(&mut rt.ep, &self.board(), self.t, data);
+        Ok(())
     }
 
     /// Write `pieces` (offset, bytes) into this member's data buffer of
     /// this step and post it without a length (readers read it as
-    /// [`PLACED`]), once every member posted `t - 1`.
+    /// [`PLACED`](super::PLACED)), once every member posted `t - 1`.
     fn place(&self, rt: &mut Runtime, pieces: &[(usize, &[u8])]) -> MpiResult<()> {
-        self.publish(rt, pieces, 0, &[])
-    }
-
-    /// Once every member posted `t - 1` (BP2): write `pieces` into our
-    /// data buffer of step `t`, post `t` saying `len` bytes with `inline`
-    /// in the line, and wake the members that sleep.
-    fn publish(
-        &self,
-        rt: &mut Runtime,
-        pieces: &[(usize, &[u8])],
-        len: usize,
-        inline: &[u8],
-    ) -> MpiResult<()> {
-        let prev = self.t.wrapping_sub(1);
-        self.wait(rt, |b| {
-            (0..b.len())
-                .find(|&m| !b.posted(m, prev))
-                .map(|m| (m, prev))
-        })?;
+        self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
         let b = self.board();
-        let me = self.team.me;
         for &(at, data) in pieces {
-            debug_assert!(at + data.len() <= DATA);
-            // SAFETY: our own data buffer of step `t`, which no member
-            // reads any more: all posted `t - 1` (BP2). DATA bytes long.
-            unsafe {
-                let dst = b.data(me, self.t, DATA).add(at);
-                std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
-            }
+            self.team.write_data(&b, self.t, at, data);
         }
-        b.post(self.t, len as u64, inline);
-        let others = self.team.ids.iter().enumerate().filter(|&(m, _)| m != me);
-        rt.ep.wake_sleepers(others.map(|(_, &id)| id));
+        self.team.publish(&mut rt.ep, &b, self.t, 0, &[]);
         Ok(())
     }
 
-    /// Wait until member `who` (all: `None`) posted this step.
-    fn wait_posted(&self, rt: &mut Runtime, who: Option<usize>) -> MpiResult<()> {
-        let t = self.t;
-        self.wait(rt, |b| match who {
-            Some(m) => (!b.posted(m, t)).then_some((m, t)),
-            None => (0..b.len()).find(|&m| !b.posted(m, t)).map(|m| (m, t)),
-        })
+    /// Wait until member `who` (all: `None`) posted step `t`.
+    fn wait_posted(&self, rt: &mut Runtime, who: Option<usize>, t: u64) -> MpiResult<()> {
+        self.wait(rt, |b| missing(b, who, t).map(|m| (m, t)))
     }
 
     fn end(self) {
@@ -160,7 +128,7 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
     Some((|| {
         let run = Run::start(rt, slot, team)?;
         run.post(rt, &[])?;
-        run.wait_posted(rt, None)?;
+        run.wait_posted(rt, None, run.t)?;
         run.end();
         Ok(())
     })())
@@ -186,7 +154,7 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
             run.end();
             return Ok(());
         }
-        run.wait_posted(rt, Some(root))?;
+        run.wait_posted(rt, Some(root), run.t)?;
         // SAFETY: the buffer is writable elsewhere (MPI contract).
         let got = read(&run.board(), root, run.t, ub.len, 0, ub.len, |x| unsafe {
             ub.unpack(x)
@@ -253,7 +221,7 @@ pub unsafe fn reduce(
             run.end();
             return Ok(());
         };
-        run.wait_posted(rt, None)?;
+        run.wait_posted(rt, None, run.t)?;
         let b = run.board();
         let mut scratch = Vec::new();
         let acc: &mut [u8] = if out.dt.is_contiguous() {
@@ -366,7 +334,7 @@ pub unsafe fn allgather(
                 }
             }
         }
-        run.wait_posted(rt, None)?;
+        run.wait_posted(rt, None, run.t)?;
         let b = run.board();
         let mut bad = None;
         for j in (0..n).filter(|&j| j != me) {

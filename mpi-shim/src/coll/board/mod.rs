@@ -278,14 +278,7 @@ impl Team {
                 if !self.may_post(ep, &b, t) {
                     return Ok(Ran::Waiting);
                 }
-                debug_assert!(at + src.len <= DATA);
-                // SAFETY: our own data buffer of step `t`, which no member
-                // reads any more (may_post, BP2); DATA bytes long.
-                unsafe {
-                    let dst = b.data(self.me, t, DATA).add(at);
-                    let data = &bufs[src.buf][src.off..src.off + src.len];
-                    std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
-                }
+                self.write_data(&b, t, at, &bufs[src.buf][src.off..src.off + src.len]);
                 Ok(Ran::Done)
             }
             BoardStep::Post { t, src } => {
@@ -293,35 +286,16 @@ impl Team {
                     return Ok(Ran::Waiting);
                 }
                 let data = src.map_or(&[][..], |s| &bufs[s.buf][s.off..s.off + s.len]);
-                debug_assert!(data.len() <= DATA);
-                if data.len() <= INLINE {
-                    b.post(t, data.len() as u64, data);
-                } else {
-                    // SAFETY: our own data buffer of step `t`, which no
-                    // member reads any more: all posted `t - 1` (checked
-                    // above, BP2). DATA bytes long.
-                    unsafe {
-                        let dst = b.data(self.me, t, DATA);
-                        std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
-                    }
-                    b.post(t, data.len() as u64, &[]);
-                }
-                let me = self.me;
-                let others = self.ids.iter().enumerate().filter(|&(m, _)| m != me);
-                ep.wake_sleepers(others.map(|(_, &id)| id));
+                self.post_data(ep, &b, t, data);
                 Ok(Ran::Done)
             }
-            BoardStep::Wait { t, who } => {
-                let missing = match who {
-                    Some(m) => (!b.posted(m, t)).then_some(m),
-                    None => (0..b.len()).find(|&m| !b.posted(m, t)),
-                };
-                if let Some(m) = missing {
+            BoardStep::Wait { t, who } => match missing(&b, who, t) {
+                Some(m) => {
                     watch(ep, &b, m, t);
-                    return Ok(Ran::Waiting);
+                    Ok(Ran::Waiting)
                 }
-                Ok(Ran::Done)
-            }
+                None => Ok(Ran::Done),
+            },
             BoardStep::Fetch {
                 m,
                 t,
@@ -355,13 +329,46 @@ impl Team {
     /// watched.
     fn may_post(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64) -> bool {
         let prev = t.wrapping_sub(1);
-        match (0..b.len()).find(|&m| !b.posted(m, prev)) {
+        match missing(b, None, prev) {
             Some(m) => {
                 watch(ep, b, m, prev);
                 false
             }
             None => true,
         }
+    }
+
+    /// Write `data` at offset `at` of this member's data buffer of step
+    /// `t`. The caller saw every member post `t - 1`.
+    fn write_data(&self, b: &Board<'_>, t: u64, at: usize, data: &[u8]) {
+        assert!(at + data.len() <= DATA, "a piece larger than a data buffer");
+        // SAFETY: our own data buffer of step `t`, DATA bytes long (checked
+        // above), which no member reads any more: all posted `t - 1` (BP2).
+        unsafe {
+            let dst = b.data(self.me, t, DATA).add(at);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+        }
+    }
+
+    /// Post step `t` with `data` (at most [`DATA`] bytes) as this member's
+    /// contribution: inline in the line up to [`INLINE`] bytes, else in
+    /// the data buffer. The caller saw every member post `t - 1`.
+    fn post_data(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, data: &[u8]) {
+        if data.len() <= INLINE {
+            self.publish(ep, b, t, data.len(), data);
+        } else {
+            self.write_data(b, t, 0, data);
+            self.publish(ep, b, t, data.len(), &[]);
+        }
+    }
+
+    /// Post step `t` saying `len` bytes, `inline` in the line, and wake the
+    /// members that sleep (`board`, BP3).
+    fn publish(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, len: usize, inline: &[u8]) {
+        b.post(t, len as u64, inline);
+        let me = self.me;
+        let others = self.ids.iter().enumerate().filter(|&(m, _)| m != me);
+        ep.wake_sleepers(others.map(|(_, &id)| id));
     }
 
     /// Map the areas named by `refs`. On failure every later step on the
@@ -484,6 +491,14 @@ fn read(
              the send and receive type signatures differ"
         ),
     ))
+}
+
+/// The first member (of `who`, or of all) that has not posted step `t`.
+fn missing(b: &Board<'_>, who: Option<usize>, t: u64) -> Option<usize> {
+    match who {
+        Some(m) => (!b.posted(m, t)).then_some(m),
+        None => (0..b.len()).find(|&m| !b.posted(m, t)),
+    }
 }
 
 /// Watch member `m`'s flag of step `t` while backing off.
