@@ -5,7 +5,10 @@
  * while a member is late; order-keeping (non-commutative) reductions,
  * small and large, and scans; many communicators at once, and
  * communicators made and freed again and again (their boards' areas are
- * reused), also right after a gather whose root still reads. The same program passes with TESSEL_COLL=p2p. */
+ * reused), also right after a gather whose root still reads; and the same
+ * collectives run blocking at some processes and nonblocking at others,
+ * in one piece and in several. The same program passes with
+ * TESSEL_COLL=p2p. */
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
@@ -54,6 +57,68 @@ static void reductions(MPI_Comm comm, MPI_Op l, MPI_Op r) {
         free(a);
         free(b);
     }
+}
+
+/* Even ranks run each collective nonblocking (a schedule), odd ranks
+ * blocking (straight on the board, without a schedule): the two must take
+ * the same steps, in one piece and in several. */
+static void mixed(MPI_Op l) {
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int nb = rank % 2 == 0;
+    MPI_Request q = MPI_REQUEST_NULL;
+#define EITHER(blocking, nonblocking)                                                              \
+    do {                                                                                           \
+        if (nb) {                                                                                  \
+            nonblocking;                                                                           \
+            MPI_Wait(&q, MPI_STATUS_IGNORE);                                                       \
+        } else {                                                                                   \
+            blocking;                                                                              \
+        }                                                                                          \
+    } while (0)
+    const int counts[] = {5, 20000, 70000};
+    for (int k = 0; k < 3; k++) {
+        int n = counts[k], root = k % size;
+        int *a = malloc((size_t)n * size * sizeof *a), *b = malloc((size_t)n * size * sizeof *b);
+        for (int i = 0; i < n; i++) a[i] = rank == root ? 3 * i + 1 : -1;
+        EITHER(MPI_Bcast(a, n, MPI_INT, root, MPI_COMM_WORLD),
+               MPI_Ibcast(a, n, MPI_INT, root, MPI_COMM_WORLD, &q));
+        for (int i = 0; i < n; i++) CHECK(a[i] == 3 * i + 1, "mixed bcast n=%d [%d]=%d", n, i, a[i]);
+        for (int i = 0; i < n; i++) a[i] = rank * 1000003 + i;
+        EITHER(MPI_Allreduce(a, b, n, MPI_INT, l, MPI_COMM_WORLD),
+               MPI_Iallreduce(a, b, n, MPI_INT, l, MPI_COMM_WORLD, &q));
+        for (int i = 0; i < n; i++) CHECK(b[i] == i, "mixed allreduce n=%d [%d]=%d", n, i, b[i]);
+        memset(b, 0, (size_t)n * sizeof *b);
+        EITHER(MPI_Reduce(a, b, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD),
+               MPI_Ireduce(a, b, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, &q));
+        if (rank == root)
+            for (int i = 0; i < n; i++) {
+                long want = (long)1000003 * size * (size - 1) / 2 + (long)i * size;
+                CHECK(b[i] == (int)want, "mixed reduce n=%d [%d]", n, i);
+            }
+        EITHER(MPI_Allgather(a, n, MPI_INT, b, n, MPI_INT, MPI_COMM_WORLD),
+               MPI_Iallgather(a, n, MPI_INT, b, n, MPI_INT, MPI_COMM_WORLD, &q));
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++)
+                CHECK(b[p * n + i] == p * 1000003 + i, "mixed allgather n=%d from %d", n, p);
+        for (int i = 0; i < n; i++) b[rank * n + i] = -rank - i;
+        EITHER(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, n, MPI_INT, MPI_COMM_WORLD),
+               MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, n, MPI_INT, MPI_COMM_WORLD, &q));
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++)
+                CHECK(b[p * n + i] == -p - i, "mixed in-place allgather n=%d from %d", n, p);
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++) a[p * n + i] = rank * 7 + p * 3 + i;
+        EITHER(MPI_Alltoall(a, n, MPI_INT, b, n, MPI_INT, MPI_COMM_WORLD),
+               MPI_Ialltoall(a, n, MPI_INT, b, n, MPI_INT, MPI_COMM_WORLD, &q));
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++)
+                CHECK(b[p * n + i] == p * 7 + rank * 3 + i, "mixed alltoall n=%d from %d", n, p);
+        free(a);
+        free(b);
+    }
+#undef EITHER
 }
 
 int main(int argc, char **argv) {
@@ -173,6 +238,8 @@ int main(int argc, char **argv) {
         free(s);
         free(d);
     }
+
+    mixed(l);
 
     MPI_Op_free(&l);
     MPI_Op_free(&r);

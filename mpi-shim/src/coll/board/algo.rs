@@ -25,7 +25,7 @@ fn team(b: &Builder) -> Arc<Team> {
 }
 
 /// Pieces of `len` bytes, at most [`DATA`] each (one for `len == 0`).
-fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, usize)> {
+pub(super) fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, usize)> {
     let step = (DATA / unit.max(1)).max(1) * unit.max(1);
     let n = len.div_ceil(step).max(1);
     (0..n).map(move |i| (i * step, step.min(len - (i * step).min(len))))
@@ -104,6 +104,14 @@ fn reduce_posted(
     }
 }
 
+/// Slice `j` of `len` bytes shared among `n` members, in whole elements
+/// of `elem` bytes split as evenly as they go: (offset, bytes).
+pub(super) fn slice(len: usize, elem: usize, n: usize, j: usize) -> (usize, usize) {
+    let elems = len / elem;
+    let (lo, hi) = (elems * j / n * elem, elems * (j + 1) / n * elem);
+    (lo, hi - lo)
+}
+
 /// `MPI_Allreduce` (`root: None`) or `MPI_Reduce` to `root` of `acc`
 /// (elements of `elem` bytes); the result replaces `acc` (at the root).
 pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
@@ -123,13 +131,7 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
     }
     for (off, len) in pieces(acc.len, elem) {
         let piece = acc.sub(off, len);
-        // Slice j of the piece: elements split as evenly as they go.
-        let elems = len / elem;
-        let slice = |j: usize| {
-            let lo = elems * j / n * elem;
-            let hi = elems * (j + 1) / n * elem;
-            (lo, hi - lo)
-        };
+        let slice = |j: usize| slice(len, elem, n, j);
         let t1 = team.step();
         b.board(BoardStep::Post {
             t: t1,

@@ -1,9 +1,13 @@
 //! Blocking collectives run straight on the board, without compiling a
-//! schedule: barrier, single-piece bcast, small reduce and allreduce, and
-//! single-step allgather and alltoall of contiguous blocks.
-//! They take exactly the steps the board algorithms ([`super::algo`])
-//! compile, from the same step counter, so one member may run a
-//! collective here while another runs it as a schedule.
+//! schedule: barrier, bcast, reduce and allreduce, allgather and alltoall.
+//! Data moves between the application's buffers and the board directly:
+//! a schedule would pack the input into its own buffer first and unpack
+//! the result at the end, two more copies of every byte. Large data goes
+//! in pieces; reductions and the blocks of allgather and alltoall must be
+//! contiguous (others compile the schedule), and a broadcast of more than
+//! one piece too. They take exactly the steps the board algorithms
+//! ([`super::algo`]) compile, from the same step counter, so one member
+//! may run a collective here while another runs it as a schedule.
 //!
 //! A call comes here only when the communicator's board is set up, no
 //! nonblocking board collective of this process is still running on it,
@@ -16,11 +20,13 @@ use std::sync::Arc;
 
 use shm_engine::board::Board;
 
+use super::algo::{pieces, slice};
 use super::{DATA, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
-use crate::core::{MpiResult, Runtime, threads};
+use crate::core::{MpiError, MpiResult, Runtime, threads};
+use crate::ops::Reduction;
 
 /// Looks at the flags a wait needs before it starts progressing the rest
 /// of the library and backing off.
@@ -50,6 +56,11 @@ impl Run {
         let ticket = team.ticket();
         let t = team.step();
         Ok(Self { team, ticket, t })
+    }
+
+    /// Take the next step number (for the next piece).
+    fn next(&mut self) {
+        self.t = self.team.step();
     }
 
     fn board(&self) -> Board<'_> {
@@ -99,6 +110,15 @@ impl Run {
         Ok(())
     }
 
+    /// Post step `t` with `len` bytes that `f` writes in place (see
+    /// `Team::post_built`), once every member posted `t - 1`.
+    fn post_built(&self, rt: &mut Runtime, len: usize, f: impl FnOnce(&mut [u8])) -> MpiResult<()> {
+        self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
+        self.team
+            .post_built(&mut rt.ep, &self.board(), self.t, len, f);
+        Ok(())
+    }
+
     /// Write `pieces` (offset, bytes) into this member's data buffer of
     /// this step and post it without a length (readers read it as
     /// [`PLACED`](super::PLACED)), once every member posted `t - 1`.
@@ -134,7 +154,8 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
     })())
 }
 
-/// `MPI_Bcast` of at most [`DATA`] bytes.
+/// `MPI_Bcast`, in pieces of at most [`DATA`] bytes; a buffer of more
+/// than one piece must be contiguous.
 ///
 /// # Safety
 /// As for `calls::bcast`.
@@ -143,34 +164,55 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
     let (root, me, _) = root_and_me(rt, slot, root).ok()?;
     // SAFETY: the caller's promise.
     let ub = unsafe { buf.buf() }.ok()?;
-    if ub.len > DATA {
+    if ub.len > DATA && !ub.dt.is_contiguous() {
         return None;
     }
     Some((|| {
-        let run = Run::start(rt, slot, team)?;
+        let mut run = Run::start(rt, slot, team)?;
         if me == root {
             // SAFETY: the root's buffer is readable.
-            run.post(rt, &unsafe { ub.data() })?;
+            let data = unsafe { ub.data() };
+            for (k, (off, len)) in pieces(ub.len, 1).enumerate() {
+                if k > 0 {
+                    run.next();
+                }
+                run.post(rt, &data[off..off + len])?;
+            }
             run.end();
             return Ok(());
         }
-        run.wait_posted(rt, Some(root), run.t)?;
-        // SAFETY: the buffer is writable elsewhere (MPI contract).
-        let got = read(&run.board(), root, run.t, ub.len, 0, ub.len, |x| unsafe {
-            ub.unpack(x)
-        });
-        run.post(rt, &[])?;
-        run.end();
-        match got {
-            Ran::Truncated(e) => Err(e.on(slot)),
-            _ => Ok(()),
+        let mut bad = None;
+        for (k, (off, len)) in pieces(ub.len, 1).enumerate() {
+            if k > 0 {
+                run.next();
+            }
+            run.wait_posted(rt, Some(root), run.t)?;
+            let got = read(&run.board(), root, run.t, len, 0, len, |x| {
+                if ub.dt.is_contiguous() {
+                    // SAFETY: bytes `off..off + len` of the contiguous
+                    // buffer, writable elsewhere (MPI contract).
+                    unsafe { std::ptr::copy_nonoverlapping(x.as_ptr(), ub.ptr.add(off), x.len()) }
+                } else {
+                    // SAFETY: one piece in all (checked above); the buffer
+                    // is writable (MPI contract).
+                    unsafe { ub.unpack(x) }
+                }
+            });
+            run.post(rt, &[])?;
+            if let Ran::Truncated(e) = got {
+                bad.get_or_insert(e);
+            }
         }
+        run.end();
+        bad.map_or(Ok(()), |e| Err(e.on(slot)))
     })())
 }
 
-/// `MPI_Allreduce` (`root: None`) or `MPI_Reduce` of at most [`SMALL`]
-/// bytes in all (vector times members), whole vectors reduced in rank
-/// order.
+/// `MPI_Allreduce` (`root: None`) or `MPI_Reduce`. Up to [`SMALL`] bytes
+/// in all (vector times members), every reader reduces the whole vectors
+/// in rank order; larger ones, of contiguous buffers, go in pieces: each
+/// member reduces its slice of a piece into its data buffer and posts it,
+/// and the readers copy the slices out (the steps of `algo::reduce`).
 ///
 /// # Safety
 /// As for `calls::allreduce` and `calls::reduce`.
@@ -193,15 +235,25 @@ pub unsafe fn reduce(
     // SAFETY: forwarded from the caller (as calls::reduce/allreduce ask).
     let (red, src) = unsafe { args.source(count, reads, reads) }.ok()?;
     let len = src.len;
-    if len * n > SMALL {
-        return None;
-    }
     let out = if reads {
         // SAFETY: the receive buffer holds `count` elements.
         Some(unsafe { args.output(count) }.ok()?)
     } else {
         None
     };
+    if len * n > SMALL {
+        let contiguous =
+            src.dt.is_contiguous() && out.as_ref().is_none_or(|o| o.dt.is_contiguous());
+        if !contiguous || src.dt.size == 0 {
+            return None;
+        }
+        // SAFETY: the send buffer is readable (MPI contract); with
+        // MPI_IN_PLACE it is the receive buffer, whose pieces are written
+        // only once everyone reduced them (see `reduce_pieces`).
+        let own = unsafe { std::slice::from_raw_parts(src.ptr, len) };
+        let out = out.map(|o| o.ptr);
+        return Some(reduce_pieces(rt, slot, team, &red, own, out, src.dt.size));
+    }
     // Contiguous buffers are used in place: the contribution is posted
     // from the send buffer and the result reduced straight into the
     // receive buffer (a copy of the contribution first with MPI_IN_PLACE,
@@ -222,7 +274,6 @@ pub unsafe fn reduce(
             return Ok(());
         };
         run.wait_posted(rt, None, run.t)?;
-        let b = run.board();
         let mut scratch = Vec::new();
         let acc: &mut [u8] = if out.dt.is_contiguous() {
             // SAFETY: `len` contiguous writable bytes, not the send
@@ -232,30 +283,7 @@ pub unsafe fn reduce(
             scratch.resize(len, 0);
             &mut scratch
         };
-        // x_0 op (x_1 op (... op x_{n-1})): the rank order holds for any
-        // operation, and every member gets the same bits.
-        let mut bad = None;
-        for j in (0..n).rev() {
-            let got = if j == me {
-                if j == n - 1 {
-                    acc.copy_from_slice(&own);
-                } else {
-                    red.apply(&own, acc);
-                }
-                Ran::Done
-            } else if j == n - 1 {
-                read(&b, j, run.t, len, 0, len, |x| {
-                    acc[..x.len()].copy_from_slice(x)
-                })
-            } else {
-                read(&b, j, run.t, len, 0, len, |x| {
-                    red.apply(x, &mut acc[..x.len()])
-                })
-            };
-            if let Ran::Truncated(e) = got {
-                bad.get_or_insert(e);
-            }
-        }
+        let bad = fold(&run.board(), run.t, len, 0, &own, acc, &red);
         run.end();
         if !out.dt.is_contiguous() {
             // SAFETY: the receive buffer is writable (MPI contract).
@@ -265,11 +293,108 @@ pub unsafe fn reduce(
     })())
 }
 
+/// `acc = x_0 op (x_1 op (... op x_{n-1}))`, where `x_j` is bytes
+/// `off..off + acc.len()` of what member `j` posted at step `t` (`posted`
+/// bytes) and this member's own are `own`: the rank order holds for any
+/// operation, and every member that folds the same bytes gets the same
+/// bits. The first error met, if any.
+fn fold(
+    b: &Board<'_>,
+    t: u64,
+    posted: usize,
+    off: usize,
+    own: &[u8],
+    acc: &mut [u8],
+    red: &Reduction,
+) -> Option<MpiError> {
+    let (n, me, len) = (b.len(), b.me(), acc.len());
+    let mut bad = None;
+    for j in (0..n).rev() {
+        let got = if j == me {
+            if j == n - 1 {
+                acc.copy_from_slice(own);
+            } else {
+                red.apply(own, acc);
+            }
+            Ran::Done
+        } else if j == n - 1 {
+            read(b, j, t, posted, off, len, |x| {
+                acc[..x.len()].copy_from_slice(x)
+            })
+        } else {
+            read(b, j, t, posted, off, len, |x| {
+                red.apply(x, &mut acc[..x.len()])
+            })
+        };
+        if let Ran::Truncated(e) = got {
+            bad.get_or_insert(e);
+        }
+    }
+    bad
+}
+
+/// A large reduction of the contiguous vector `own` (elements of `elem`
+/// bytes) into `out` (`None` at a member that does not read the result),
+/// in pieces of two steps each, as `algo::reduce` compiles them: post the
+/// piece; fold this member's slice of every member's piece straight into
+/// the data buffer of the next step and post it; the readers copy every
+/// slice into `out`.
+fn reduce_pieces(
+    rt: &mut Runtime,
+    slot: usize,
+    team: Arc<Team>,
+    red: &Reduction,
+    own: &[u8],
+    out: Option<*mut u8>,
+    elem: usize,
+) -> MpiResult<()> {
+    let (n, me) = (team.size(), team.me);
+    let mut run = Run::start(rt, slot, team)?;
+    let mut bad = None;
+    for (k, (off, len)) in pieces(own.len(), elem).enumerate() {
+        if k > 0 {
+            run.next();
+        }
+        let piece = &own[off..off + len];
+        run.post(rt, piece)?;
+        run.wait_posted(rt, None, run.t)?;
+        let (lo, sl) = slice(len, elem, n, me);
+        let t1 = run.t;
+        run.next();
+        let b = run.board();
+        run.post_built(rt, sl, |dst| {
+            if let Some(e) = fold(&b, t1, len, lo, &piece[lo..lo + sl], dst, red) {
+                bad.get_or_insert(e);
+            }
+        })?;
+        let Some(out) = out else {
+            continue;
+        };
+        run.wait_posted(rt, None, run.t)?;
+        // Everyone posted this step, so no one reads our piece (posted
+        // from `own`, which is `out` with MPI_IN_PLACE) any more.
+        for j in 0..n {
+            let (lo, sl) = slice(len, elem, n, j);
+            // SAFETY: bytes `off + lo..off + lo + sl` of the receive
+            // buffer, contiguous and writable (MPI contract).
+            let dst = unsafe { std::slice::from_raw_parts_mut(out.add(off + lo), sl) };
+            if let Ran::Truncated(e) = read(&b, j, run.t, sl, 0, sl, |x| {
+                dst[..x.len()].copy_from_slice(x)
+            }) {
+                bad.get_or_insert(e);
+            }
+        }
+    }
+    run.end();
+    bad.map_or(Ok(()), |e| Err(e.on(slot)))
+}
+
 /// `MPI_Allgather` (`alltoall` false: every member's block to every
 /// member) or `MPI_Alltoall` (block `j` of the send buffer to member `j`)
-/// of contiguous blocks of `recv`'s size, in one step: at most [`DATA`]
-/// bytes per block for allgather, `DATA / n` for all-to-all. `send` is
-/// `None` for `MPI_IN_PLACE` (allgather only).
+/// of contiguous blocks of `recv`'s size, in pieces as `algo::gather` and
+/// `algo::alltoall` compile them: up to [`DATA`] bytes of a block per
+/// step for allgather, `DATA / n` for all-to-all. `send` is `None` for
+/// `MPI_IN_PLACE` (allgather only).
 ///
 /// # Safety
 /// As for `calls::allgather` and `calls::alltoall`.
@@ -285,8 +410,7 @@ pub unsafe fn allgather(
     // SAFETY: the caller's promise (one block of the receive buffer).
     let rb = unsafe { recv.buf() }.ok()?;
     let blk = rb.len;
-    let room = if alltoall { DATA / n } else { DATA };
-    if !rb.dt.is_contiguous() || blk > room {
+    if !rb.dt.is_contiguous() {
         return None;
     }
     let sb = match send {
@@ -303,52 +427,67 @@ pub unsafe fn allgather(
         return None;
     }
     let recv_at = |j: usize| rb.ptr.wrapping_add(j * blk);
+    // This member's block: its send buffer (packed, for allgather, if not
+    // contiguous) or, in place, its receive block.
+    let own = match &sb {
+        // SAFETY: the send buffer is readable (MPI contract).
+        Some(s) => unsafe { s.data() },
+        // SAFETY: our receive block holds our data (MPI_IN_PLACE).
+        None => std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(recv_at(me), blk) }),
+    };
+    // Bytes `off..off + len` of send block `j` (all-to-all: contiguous).
+    let send_part = |j: usize, off: usize, len: usize| {
+        // SAFETY: within the send buffer of `n` blocks (MPI contract).
+        sb.as_ref()
+            .map(|s| unsafe { std::slice::from_raw_parts(s.ptr.add(j * blk + off), len) })
+    };
     Some((|| {
-        let run = Run::start(rt, slot, team)?;
-        if alltoall {
-            let sb = sb.as_ref().expect("checked above");
-            // SAFETY: block j of the send buffer: `blk` contiguous
-            // readable bytes (MPI contract).
-            let block = |j: usize| unsafe { std::slice::from_raw_parts(sb.ptr.add(j * blk), blk) };
-            let pieces: Vec<(usize, &[u8])> = (0..n)
-                .filter(|&j| j != me && blk > 0)
-                .map(|j| (j * room, block(j)))
-                .collect();
-            run.place(rt, &pieces)?;
-            // SAFETY: our blocks of both buffers (distinct: no in-place).
-            unsafe { std::ptr::copy_nonoverlapping(sb.ptr.add(me * blk), recv_at(me), blk) };
-        } else {
-            match &sb {
-                Some(s) => {
-                    // SAFETY: the send buffer is readable (MPI contract).
-                    let own = unsafe { s.data() };
-                    run.post(rt, &own)?;
-                    // SAFETY: our block of the receive buffer, writable,
-                    // `blk` (= `own.len()`) bytes.
-                    unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), recv_at(me), blk) };
-                }
-                None => {
-                    // SAFETY: our block of the receive buffer holds our data.
-                    let own = unsafe { std::slice::from_raw_parts(recv_at(me), blk) };
-                    run.post(rt, own)?;
-                }
-            }
-        }
-        run.wait_posted(rt, None, run.t)?;
-        let b = run.board();
-        let mut bad = None;
-        for j in (0..n).filter(|&j| j != me) {
-            // SAFETY: block j of the receive buffer: `blk` writable bytes.
-            let out = unsafe { std::slice::from_raw_parts_mut(recv_at(j), blk) };
-            let (posted, off) = if alltoall {
-                (PLACED, me * room)
+        let mut run = Run::start(rt, slot, team)?;
+        if sb.is_some() {
+            let mine = if alltoall {
+                send_part(me, 0, blk).expect("all-to-all has a send buffer")
             } else {
-                (blk, 0)
+                &own
             };
-            if let Ran::Truncated(e) = read(&b, j, run.t, posted, off, blk, |x| {
-                out[..x.len()].copy_from_slice(x)
-            }) {
-                bad.get_or_insert(e);
+            // SAFETY: our receive block: `blk` writable bytes, not the
+            // send buffer (not in place).
+            unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), recv_at(me), blk) };
+        }
+        // Bytes of a block per step, and where member `j`'s share of
+        // what another posted lies.
+        let (per, posted, at) = if alltoall {
+            ((DATA / n).max(1), PLACED, me * (DATA / n).max(1))
+        } else {
+            (DATA, 0, 0)
+        };
+        let mut bad = None;
+        for k in 0..blk.div_ceil(per).max(1) {
+            if k > 0 {
+                run.next();
+            }
+            let off = k * per;
+            let len = per.min(blk - off.min(blk));
+            if alltoall {
+                let pieces: Vec<(usize, &[u8])> = (0..n)
+                    .filter(|&j| j != me && len > 0)
+                    .map(|j| (j * per, send_part(j, off, len).expect("checked above")))
+                    .collect();
+                run.place(rt, &pieces)?;
+            } else {
+                run.post(rt, &own[off..off + len])?;
+            }
+            run.wait_posted(rt, None, run.t)?;
+            let b = run.board();
+            for j in (0..n).filter(|&j| j != me && len > 0) {
+                // SAFETY: bytes `off..off + len` of receive block j:
+                // writable, not our own block.
+                let out = unsafe { std::slice::from_raw_parts_mut(recv_at(j).add(off), len) };
+                let posted = if alltoall { posted } else { len };
+                if let Ran::Truncated(e) = read(&b, j, run.t, posted, at, len, |x| {
+                    out[..x.len()].copy_from_slice(x)
+                }) {
+                    bad.get_or_insert(e);
+                }
             }
         }
         run.end();

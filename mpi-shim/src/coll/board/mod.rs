@@ -362,6 +362,32 @@ impl Team {
         }
     }
 
+    /// Post step `t` with a contribution of `len` bytes (at most [`DATA`])
+    /// that `f` writes straight where it is posted from: the line's inline
+    /// bytes, or this member's data buffer of step `t` (a reduction folds
+    /// into it without a copy). The caller saw every member post `t - 1`.
+    fn post_built(
+        &self,
+        ep: &mut Endpoint,
+        b: &Board<'_>,
+        t: u64,
+        len: usize,
+        f: impl FnOnce(&mut [u8]),
+    ) {
+        if len <= INLINE {
+            let mut line = [0; INLINE];
+            f(&mut line[..len]);
+            self.publish(ep, b, t, len, &line[..len]);
+            return;
+        }
+        assert!(len <= DATA, "a contribution larger than a data buffer");
+        // SAFETY: our own data buffer of step `t`, DATA bytes long, which
+        // no member reads any more (all posted `t - 1`, BP2) and nothing
+        // else references during the call.
+        f(unsafe { std::slice::from_raw_parts_mut(b.data(self.me, t, DATA), len) });
+        self.publish(ep, b, t, len, &[]);
+    }
+
     /// Post step `t` saying `len` bytes, `inline` in the line, and wake the
     /// members that sleep (`board`, BP3).
     fn publish(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, len: usize, inline: &[u8]) {
