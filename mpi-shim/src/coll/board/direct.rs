@@ -21,7 +21,7 @@ use std::sync::Arc;
 use shm_engine::board::Board;
 
 use super::algo::{pieces, slice};
-use super::{DATA, PLACED, Ran, SMALL, Team, missing, read, watch};
+use super::{DATA, INLINE, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
@@ -120,15 +120,18 @@ impl Run {
     }
 
     /// Write `pieces` (offset, bytes) into this member's data buffer of
-    /// this step and post it without a length (readers read it as
+    /// this step and post it saying `len` bytes (more than [`INLINE`]:
+    /// readers look in the buffer; 0 for readers that read it as
     /// [`PLACED`](super::PLACED)), once every member posted `t - 1`.
-    fn place(&self, rt: &mut Runtime, pieces: &[(usize, &[u8])]) -> MpiResult<()> {
+    /// Bytes no reader reads need not be written.
+    fn place(&self, rt: &mut Runtime, len: usize, pieces: &[(usize, &[u8])]) -> MpiResult<()> {
+        debug_assert!(len == 0 || len > INLINE);
         self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
         let b = self.board();
         for &(at, data) in pieces {
             self.team.write_data(&b, self.t, at, data);
         }
-        self.team.publish(&mut rt.ep, &b, self.t, 0, &[]);
+        self.team.publish(&mut rt.ep, &b, self.t, len, &[]);
         Ok(())
     }
 
@@ -356,9 +359,15 @@ fn reduce_pieces(
             run.next();
         }
         let piece = &own[off..off + len];
-        run.post(rt, piece)?;
-        run.wait_posted(rt, None, run.t)?;
         let (lo, sl) = slice(len, elem, n, me);
+        if len <= INLINE {
+            run.post(rt, piece)?;
+        } else {
+            // Every member reads only its own slice of our piece: ours
+            // stays out of the data buffer.
+            run.place(rt, len, &[(0, &piece[..lo]), (lo + sl, &piece[lo + sl..])])?;
+        }
+        run.wait_posted(rt, None, run.t)?;
         let t1 = run.t;
         run.next();
         let b = run.board();
@@ -472,7 +481,7 @@ pub unsafe fn allgather(
                     .filter(|&j| j != me && len > 0)
                     .map(|j| (j * per, send_part(j, off, len).expect("checked above")))
                     .collect();
-                run.place(rt, &pieces)?;
+                run.place(rt, 0, &pieces)?;
             } else {
                 run.post(rt, &own[off..off + len])?;
             }
