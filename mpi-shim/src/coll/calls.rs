@@ -166,7 +166,7 @@ impl Reduce {
             Some(s) => s,
         };
         // SAFETY: `count` elements at the source (MPI contract).
-        let ub = unsafe { self.arg(src, count).buf()? };
+        let ub = unsafe { self.buf(src, count)? };
         Ok((red, ub))
     }
 
@@ -176,7 +176,7 @@ impl Reduce {
     /// As for [`Arg::buf`].
     pub(super) unsafe fn output(&self, count: i64) -> MpiResult<UserBuf> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.arg(self.recv()?, count).buf() }
+        unsafe { self.buf(self.recv()?, count) }
     }
 
     fn recv(&self) -> MpiResult<*mut c_void> {
@@ -184,12 +184,17 @@ impl Reduce {
             .ok_or_else(|| in_place_error("as a receive buffer"))
     }
 
-    fn arg(&self, ptr: *const c_void, count: i64) -> Arg {
-        Arg {
-            ptr,
-            count,
-            dt: self.dt.clone(),
-        }
+    /// `count` elements of the datatype at `ptr`, checked as [`Arg::buf`]
+    /// checks (one reference to the datatype taken, not two: these counts
+    /// are atomic, and the small reductions feel them).
+    ///
+    /// # Safety
+    /// As for [`Arg::buf`].
+    unsafe fn buf(&self, ptr: *const c_void, count: i64) -> MpiResult<UserBuf> {
+        let count = check_count(count)?;
+        let dt = self.dt.clone()?;
+        // SAFETY: forwarded from the caller.
+        unsafe { UserBuf::new(ptr, count, dt) }
     }
 
     /// Size in bytes of one element.
