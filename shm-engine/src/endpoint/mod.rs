@@ -63,6 +63,9 @@ use crate::net::{Incoming, Net};
 use crate::stats::{Protocol, Stats};
 use crate::{sys, transport};
 
+/// Idle progress polls before a waiting process advertises itself as an
+/// idle stealer ([`crate::steal`]), when fewer than its spin polls.
+pub const ADVERTISE_AFTER: u32 = 16;
 /// Most progress polls before a waiting process yields its core when the
 /// node is oversubscribed ([`Endpoint::oversubscribed`]).
 pub const OVERSUBSCRIBED_SPIN: u32 = 4;

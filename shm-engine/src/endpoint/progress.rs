@@ -61,8 +61,15 @@ impl Endpoint {
             self.watched.clear();
             return true;
         }
-        self.shm.advertise(true);
         backoff.idle += 1;
+        if backoff.idle > super::ADVERTISE_AFTER.min(self.cfg.spin) {
+            // Each change of the advertisement is an atomic write on the
+            // node's one stealer mask: a process waiting for a short
+            // message does not make it (in a ping-pong, both would, twice
+            // a message). It still steals at every step; it advertises
+            // before it yields or sleeps, so an owner wakes it (SM1).
+            self.shm.advertise(true);
+        }
         self.idle(&mut backoff.idle);
         self.watched.clear();
         false
