@@ -9,7 +9,8 @@
 //! +----------------+  0
 //! | SegmentHeader  |  magic, version, geometry, offsets, `ready` (stored last)
 //! +----------------+  procs_off
-//! | ProcArea x N   |  per process: bell (futex word), pid, place, doorbell mask words
+//! | process x N    |  per process: bell (futex word) and doorbell mask words
+//! |                |  on one line, then its ProcArea (pid, place, wake-up fd)
 //! +----------------+  rings_off
 //! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
 //! |                |  RingHeader (tail line, head line) + ring_cells x Cell
@@ -35,7 +36,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 80;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -102,12 +103,12 @@ pub struct SegmentHeader {
 /// The value behind [`SegmentHeader::cma_probe_addr`].
 pub const CMA_PROBE_VALUE: u64 = 0x7e55_e1c0_ffee_0001;
 
-/// Per-process area: how peers wake this process.
+/// Per-process area: who the process is and how peers wake it. It
+/// follows the process's bell and doorbell mask words
+/// ([`SegmentLayout::proc_area`]).
 #[repr(C)]
 #[derive(Debug)]
 pub struct ProcArea {
-    /// Futex word: [`crate::doorbell`] bits `RUNG` and `SLEEPING`.
-    pub bell: CachePadded<AtomicU32>,
     /// Pid of the process once attached (0 before).
     pub pid: AtomicU64,
     /// Where the process runs: the ids of a [`Place`](crate::locality::Place)
@@ -123,9 +124,14 @@ pub struct ProcArea {
     /// taken with `pidfd_getfd`) as well as waking the futex.
     pub wake_fd: AtomicU32,
     _pad: [u32; 23],
-    // Followed (at offset `size_of::<ProcArea>()`) by ceil(N / 64) doorbell
-    // mask words (`AtomicU64`): bit j set = ring (j -> this) has news.
 }
+
+/// Bytes from a process's bell to its first doorbell mask word. The bell
+/// (the futex word, [`crate::doorbell`] bits `RUNG` and `SLEEPING`) and
+/// the mask words (bit j set: ring (j -> this) has news) share a cache
+/// line for up to 448 processes: a sender sets both, the owner reads and
+/// clears both, so a message moves that line once rather than two.
+pub const MASKS_AFTER_BELL: u64 = 8;
 
 /// Producer and consumer indices of one SPSC ring, on separate lines.
 ///
@@ -367,11 +373,11 @@ const _: () = {
     assert!(size_of::<RingHeader>() == 256);
     assert!(offset_of!(RingHeader, head) == 128);
     assert!(size_of::<StagingHeader>() == 128);
-    assert!(size_of::<ProcArea>() == 256);
-    assert!(offset_of!(ProcArea, pid) == 128);
-    assert!(offset_of!(ProcArea, place) == 136);
-    assert!(offset_of!(ProcArea, placed) == 156);
-    assert!(offset_of!(ProcArea, wake_fd) == 160);
+    assert!(size_of::<ProcArea>() == 128);
+    assert!(offset_of!(ProcArea, pid) == 0);
+    assert!(offset_of!(ProcArea, place) == 8);
+    assert!(offset_of!(ProcArea, placed) == 28);
+    assert!(offset_of!(ProcArea, wake_fd) == 32);
     assert!(offset_of!(SegmentHeader, ready) == 128);
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);
@@ -454,7 +460,7 @@ impl SegmentLayout {
         let n = u64::from(g.nlocal);
         let procs_off = REGION_ALIGN;
         let mask_words = n.div_ceil(64);
-        let proc_stride = align_up(256 + 8 * mask_words, 128);
+        let proc_stride = align_up(MASKS_AFTER_BELL + 8 * mask_words, 128) + 128;
         let rings_off = align_up(procs_off + n * proc_stride, REGION_ALIGN);
         let ring_stride = align_up(256 + 128 * u64::from(g.ring_cells), REGION_ALIGN);
         let staging_off = rings_off + n * n * ring_stride;
@@ -522,14 +528,20 @@ impl SegmentLayout {
         same.then_some(l)
     }
 
-    /// Offset of process `p`'s area.
-    pub fn proc_area(&self, p: u32) -> u64 {
+    /// Offset of process `p`'s bell, the start of its part of the
+    /// process region.
+    pub fn bell(&self, p: u32) -> u64 {
         self.procs_off + u64::from(p) * self.proc_stride
     }
 
     /// Offset of process `p`'s doorbell mask word `w`.
     pub fn mask_word(&self, p: u32, w: u32) -> u64 {
-        self.proc_area(p) + 256 + 8 * u64::from(w)
+        self.bell(p) + MASKS_AFTER_BELL + 8 * u64::from(w)
+    }
+
+    /// Offset of process `p`'s [`ProcArea`], after its mask words.
+    pub fn proc_area(&self, p: u32) -> u64 {
+        self.bell(p) + self.proc_stride - 128
     }
 
     /// Number of mask words per process.
@@ -588,7 +600,11 @@ mod tests {
         });
         assert_eq!(l.mask_words(), 2);
         assert!(l.procs_off >= size_of::<SegmentHeader>() as u64);
-        assert!(l.mask_word(69, 1) + 8 <= l.rings_off);
+        assert!(l.mask_word(69, 1) + 8 <= l.proc_area(69));
+        assert!(l.proc_area(69) + size_of::<ProcArea>() as u64 <= l.rings_off);
+        // The bell and the mask words share a line up to 448 processes.
+        assert_eq!(l.bell(3) / 64, (l.mask_word(3, 1) + 7) / 64);
+        assert!(l.proc_area(3) + 128 <= l.bell(4));
         assert!(l.ring(0, 0) + 256 + 64 * 128 <= l.ring(0, 1));
         assert!(l.ring(69, 69) + l.ring_stride <= l.staging_off);
         assert!(l.staging(69, 69) + l.staging_stride <= l.stealers_off);

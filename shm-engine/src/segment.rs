@@ -230,7 +230,7 @@ impl NodeSegment {
     /// Local process `p`'s bell, in a handle that keeps the mapping alive
     /// by itself (for another thread of the process).
     pub fn bell_ref(&self, p: u32) -> BellRef {
-        let off = self.layout.proc_area(p) as usize + std::mem::offset_of!(ProcArea, bell);
+        let off = self.layout.bell(p) as usize;
         BellRef {
             map: Arc::clone(&self.map),
             off,
@@ -318,7 +318,9 @@ impl NodeSegment {
 
     /// Local process `p`'s bell word.
     pub fn bell(&self, p: u32) -> &AtomicU32 {
-        &self.proc_area(p).bell
+        // SAFETY: an atomic in the segment, which other processes update
+        // only atomically.
+        unsafe { self.at::<AtomicU32>(self.layout.bell(p)).as_ref() }
     }
 
     /// Ring (`from` -> `to`).
