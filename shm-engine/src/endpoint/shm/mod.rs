@@ -115,6 +115,11 @@ pub(super) struct Shm {
     /// Peers whose ring had more than one visit's worth of cells.
     revisit: Vec<u32>,
     flagged: Vec<u32>,
+    /// The local peer whose ring delivered last: its ring is looked at
+    /// before the doorbell ([`Endpoint::progress_shm`]).
+    hot: Option<u32>,
+    /// The last progress drained the hot ring alone, not the doorbell.
+    hot_only: bool,
     wakeups: Wakeups,
     seg: NodeSegment,
 }
@@ -261,6 +266,8 @@ impl Shm {
             blocked: Vec::new(),
             revisit: Vec::new(),
             flagged: Vec::new(),
+            hot: None,
+            hot_only: false,
             wakeups,
             seg,
         })
