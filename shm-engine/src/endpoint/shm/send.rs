@@ -119,6 +119,16 @@ impl Endpoint {
     pub(super) fn enqueue(&mut self, j: u32, out: Outgoing) {
         let peer = &mut self.shm.peers[j as usize];
         let was_idle = peer.backlog.is_empty();
+        if let (true, Outgoing::Cell(cell)) = (was_idle, &out) {
+            // Nothing waits before it: straight into the ring, if it has
+            // room (the common case), without the backlog's round trip.
+            if peer.tx.push(cell).is_ok() {
+                if doorbell::ring(self.shm.seg.bell(j), self.shm.seg.masks(j), self.shm.me) {
+                    self.shm.wake(j);
+                }
+                return;
+            }
+        }
         peer.backlog.push_back(out);
         if was_idle {
             self.shm.flush(j, &mut self.reqs);
