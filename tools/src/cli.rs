@@ -53,6 +53,10 @@ const DEFAULT_SPARE: u32 = 32;
 /// Where processes may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Bind {
+    /// Each process on its own group of cores (as many as
+    /// `OMP_NUM_THREADS` says, one when unset) when they fit the cores
+    /// mpiexec may use; `Unbound` otherwise.
+    Auto,
     /// Pin each process to the PUs of one core (hwloc's cores, keeping
     /// only the CPUs mpiexec may use), round robin by rank.
     Core,
@@ -114,8 +118,10 @@ pub struct Cli {
     /// Pin processes, round robin by rank over the places mpiexec may use
     /// (found with hwloc; virtual nodes of --ppn share them): `core` binds
     /// each process to the PUs of one core, `numa` to those of one NUMA
-    /// node; `none` leaves placement to the kernel.
-    #[arg(long, value_enum, value_name = "core|numa|none", default_value_t = Bind::Unbound)]
+    /// node; `none` leaves placement to the kernel; `auto` (the default)
+    /// gives each process its own OMP_NUM_THREADS cores (one when unset)
+    /// when the processes fit the cores, and is `none` otherwise.
+    #[arg(long, value_enum, value_name = "auto|core|numa|none", default_value_t = Bind::Auto)]
     pub bind: Bind,
 
     /// Kill the job and exit with 124 if it is still running after SECS
@@ -271,7 +277,7 @@ mod tests {
         let cli = parse(&["prog"]).unwrap();
         assert_eq!(cli.np, 1);
         assert_eq!(cli.ppn, None);
-        assert_eq!(cli.bind, Bind::Unbound);
+        assert_eq!(cli.bind, Bind::Auto);
         assert_eq!(cli.timeout, 0);
         let spec = cli.job_spec();
         assert_eq!(spec.program, "prog");
@@ -312,6 +318,7 @@ mod tests {
         assert_eq!(cli.bind, Bind::Core);
         assert_eq!(parse(&["--bind", "numa", "p"]).unwrap().bind, Bind::Numa);
         assert_eq!(parse(&["--bind", "none", "p"]).unwrap().bind, Bind::Unbound);
+        assert_eq!(parse(&["--bind", "auto", "p"]).unwrap().bind, Bind::Auto);
         let spec = cli.job_spec();
         assert_eq!(spec.program, "prog");
         assert_eq!(spec.args, ["-n", "5", "--help", "--", "x"]);

@@ -104,7 +104,7 @@ pub fn run(spec: &JobSpec) -> i32 {
     // Best effort: without it, orphans of the ranks are reaped by init
     // instead, which only makes the teardown wait for them longer.
     let _ = sys::become_subreaper();
-    let places = match bind_places(spec.bind) {
+    let places = match bind_places(spec.bind, spec.mapping.np()) {
         Ok(places) => places,
         Err(e) => {
             eprintln!("mpiexec: --bind {}: {e}", bind_name(spec.bind));
@@ -179,6 +179,7 @@ pub fn run(spec: &JobSpec) -> i32 {
 /// The option's name on the command line.
 fn bind_name(bind: Bind) -> &'static str {
     match bind {
+        Bind::Auto => "auto",
         Bind::Core => "core",
         Bind::Numa => "numa",
         Bind::Unbound => "none",
@@ -193,17 +194,29 @@ struct Binding {
     place: String,
 }
 
-/// The bindings of processes under `bind`, in round-robin order (none for
-/// `--bind none`, which does not look at the topology).
-fn bind_places(bind: Bind) -> Result<Vec<Binding>, String> {
+/// The bindings of the `np` processes under `bind`, in round-robin order
+/// (none for `--bind none`, which does not look at the topology).
+/// `--bind auto` binds only when the processes fit ([`auto_places`]), and
+/// falls back to no binding where `core` would fail.
+fn bind_places(bind: Bind, np: u32) -> Result<Vec<Binding>, String> {
     if bind == Bind::Unbound {
         return Ok(Vec::new());
     }
-    let available = CpuSet::available()
-        .map_err(|e| format!("cannot read the CPUs this process may use: {e}"))?
-        .cpus();
-    let topo = Topology::discover().map_err(|e| e.to_string())?;
-    let places = places(bind, &topo, &available);
+    let found = CpuSet::available()
+        .map_err(|e| format!("cannot read the CPUs this process may use: {e}"))
+        .and_then(|a| Ok((a.cpus(), Topology::discover().map_err(|e| e.to_string())?)));
+    let (available, topo) = match found {
+        Ok(found) => found,
+        Err(_) if bind == Bind::Auto => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut places = places(bind, &topo, &available);
+    if bind == Bind::Auto {
+        places = auto_places(places, omp_threads(), np as usize);
+        if places.is_empty() {
+            return Ok(Vec::new());
+        }
+    }
     if places.is_empty() {
         return Err(format!(
             "no {} holds a CPU this process may use ({})",
@@ -220,12 +233,35 @@ fn bind_places(bind: Bind) -> Result<Vec<Binding>, String> {
         .collect())
 }
 
+/// `--bind auto`'s places from the usable `cores`: groups of `per`
+/// consecutive cores (one per thread a process runs, as
+/// `OMP_NUM_THREADS` says), if every one of the `np` processes gets its
+/// own group; none (no binding) otherwise.
+pub fn auto_places(cores: Vec<Vec<usize>>, per: usize, np: usize) -> Vec<Vec<usize>> {
+    let groups: Vec<Vec<usize>> = cores.chunks_exact(per.max(1)).map(|g| g.concat()).collect();
+    if groups.len() >= np {
+        groups
+    } else {
+        Vec::new()
+    }
+}
+
+/// Threads each process says it runs: the first number of
+/// `OMP_NUM_THREADS` (1 when unset or not a number).
+fn omp_threads() -> usize {
+    std::env::var("OMP_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.split(',').next()?.trim().parse().ok())
+        .filter(|&k| k > 0)
+        .unwrap_or(1)
+}
+
 /// The places of `topo` for `bind` (its cores or its NUMA nodes), each
 /// restricted to the `available` CPUs; places left empty are dropped.
 pub fn places(bind: Bind, topo: &Topology, available: &[usize]) -> Vec<Vec<usize>> {
     let domains: Vec<&Vec<usize>> = match bind {
         Bind::Unbound => return Vec::new(),
-        Bind::Core => topo.cores.iter().map(|c| &c.pus).collect(),
+        Bind::Core | Bind::Auto => topo.cores.iter().map(|c| &c.pus).collect(),
         Bind::Numa => topo.numa_nodes.iter().map(|n| &n.pus).collect(),
     };
     domains
@@ -1188,6 +1224,14 @@ mod tests {
         );
         assert_eq!(places(Bind::Numa, &t, &all), [[0, 1, 2, 3], [4, 5, 6, 7]]);
         assert!(places(Bind::Unbound, &t, &all).is_empty());
+        let cores = places(Bind::Auto, &t, &all);
+        assert_eq!(auto_places(cores.clone(), 1, 4), cores);
+        assert_eq!(
+            auto_places(cores.clone(), 2, 2),
+            [[0, 1, 2, 3], [4, 5, 6, 7]]
+        );
+        assert!(auto_places(cores.clone(), 1, 5).is_empty());
+        assert!(auto_places(cores, 3, 2).is_empty());
         let some = [1, 2, 3, 7];
         assert_eq!(
             places(Bind::Core, &t, &some),

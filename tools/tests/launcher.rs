@@ -278,6 +278,22 @@ fn bind_core_pins_each_process_to_the_pus_of_one_core() {
     }
 }
 
+/// The default binds each process to a core of its own when they fit,
+/// and leaves them to the kernel when they do not.
+#[test]
+fn bind_auto_is_core_when_the_processes_fit_and_none_otherwise() {
+    let topo = Topology::discover().expect("hwloc discovers this machine");
+    let cores = usable(topo.cores.into_iter().map(|c| c.pus).collect());
+    let fit = bound_cpus("auto", cores.len());
+    assert_eq!(fit, cores, "one rank per core, in order");
+    let mine = own_cpus();
+    let over = bound_cpus("auto", cores.len() + 1);
+    assert!(
+        over.iter().all(|c| *c == mine),
+        "{over:?} (may use {mine:?})"
+    );
+}
+
 /// Virtual nodes share this machine: their processes spread over its
 /// cores instead of each node's first process taking the first core.
 #[test]

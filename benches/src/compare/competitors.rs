@@ -77,7 +77,8 @@ impl Machine {
 /// The launcher families, each with its own flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launcher {
-    /// Tessel's `mpiexec`: default settings (no binding: `--bind none`).
+    /// Tessel's `mpiexec`: default settings (`--bind auto`: a core per
+    /// process when they fit, no binding otherwise).
     Tessel,
     /// MPICH's Hydra: `-bind-to core` when the processes fit the cores;
     /// otherwise no binding, and MPICH's progress engine told to yield
