@@ -250,12 +250,12 @@ pub unsafe fn reduce(
         if !contiguous || src.dt.size == 0 {
             return None;
         }
-        // SAFETY: the send buffer is readable (MPI contract); with
-        // MPI_IN_PLACE it is the receive buffer, whose pieces are written
-        // only once everyone reduced them (see `reduce_pieces`).
-        let own = unsafe { std::slice::from_raw_parts(src.ptr, len) };
         let out = out.map(|o| o.ptr);
-        return Some(reduce_pieces(rt, slot, team, &red, own, out, src.dt.size));
+        // SAFETY: `len` contiguous bytes at each (checked above), readable
+        // and writable as MPI asks of the send and receive buffers.
+        return Some(unsafe {
+            reduce_pieces(rt, slot, team, &red, (src.ptr, len), out, src.dt.size)
+        });
     }
     // Contiguous buffers are used in place: the contribution is posted
     // from the send buffer and the result reduced straight into the
@@ -336,29 +336,36 @@ fn fold(
     bad
 }
 
-/// A large reduction of the contiguous vector `own` (elements of `elem`
-/// bytes) into `out` (`None` at a member that does not read the result),
-/// in pieces of two steps each, as `algo::reduce` compiles them: post the
-/// piece; fold this member's slice of every member's piece straight into
-/// the data buffer of the next step and post it; the readers copy every
-/// slice into `out`.
-fn reduce_pieces(
+/// A large reduction of the contiguous vector `own` (address, bytes;
+/// elements of `elem` bytes) into `out` (`None` at a member that does not
+/// read the result), in pieces of two steps each, as `algo::reduce`
+/// compiles them: post the piece; fold this member's slice of every
+/// member's piece straight into the data buffer of the next step and post
+/// it; the readers copy every slice into `out`.
+///
+/// # Safety
+/// `own` is readable and `out` writable for the vector's bytes; the two
+/// may be one buffer (`MPI_IN_PLACE`: a piece is read before its result
+/// is written), but no other reference reaches them during the call.
+unsafe fn reduce_pieces(
     rt: &mut Runtime,
     slot: usize,
     team: Arc<Team>,
     red: &Reduction,
-    own: &[u8],
+    own: (*const u8, usize),
     out: Option<*mut u8>,
     elem: usize,
 ) -> MpiResult<()> {
     let (n, me) = (team.size(), team.me);
     let mut run = Run::start(rt, slot, team)?;
     let mut bad = None;
-    for (k, (off, len)) in pieces(own.len(), elem).enumerate() {
+    for (k, (off, len)) in pieces(own.1, elem).enumerate() {
         if k > 0 {
             run.next();
         }
-        let piece = &own[off..off + len];
+        // SAFETY: bytes `off..off + len` of the vector (the caller's
+        // promise); this borrow ends before the piece's result is written.
+        let piece = unsafe { std::slice::from_raw_parts(own.0.add(off), len) };
         let (lo, sl) = slice(len, elem, n, me);
         if len <= INLINE {
             run.post(rt, piece)?;
@@ -380,8 +387,8 @@ fn reduce_pieces(
             continue;
         };
         run.wait_posted(rt, None, run.t)?;
-        // Everyone posted this step, so no one reads our piece (posted
-        // from `own`, which is `out` with MPI_IN_PLACE) any more.
+        // Everyone posted this step, so no one reads our piece any more,
+        // and neither do we (with MPI_IN_PLACE `out` holds it).
         for j in 0..n {
             let (lo, sl) = slice(len, elem, n, j);
             // SAFETY: bytes `off + lo..off + lo + sl` of the receive
