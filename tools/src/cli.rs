@@ -118,10 +118,10 @@ pub struct Cli {
     /// Pin processes, round robin by rank over the places mpiexec may use
     /// (found with hwloc; virtual nodes of --ppn share them): `core` binds
     /// each process to the PUs of one core, `numa` to those of one NUMA
-    /// node; `none` leaves placement to the kernel; `auto` (the default)
-    /// gives each process its own OMP_NUM_THREADS cores (one when unset)
-    /// when the processes fit the cores, and is `none` otherwise.
-    #[arg(long, value_enum, value_name = "auto|core|numa|none", default_value_t = Bind::Auto)]
+    /// node; `auto` gives each process its own OMP_NUM_THREADS cores (one
+    /// when unset) when the processes fit the cores, and is `none`
+    /// otherwise; `none` (the default) leaves placement to the kernel.
+    #[arg(long, value_enum, value_name = "auto|core|numa|none", default_value_t = Bind::Unbound)]
     pub bind: Bind,
 
     /// Kill the job and exit with 124 if it is still running after SECS
@@ -277,7 +277,7 @@ mod tests {
         let cli = parse(&["prog"]).unwrap();
         assert_eq!(cli.np, 1);
         assert_eq!(cli.ppn, None);
-        assert_eq!(cli.bind, Bind::Auto);
+        assert_eq!(cli.bind, Bind::Unbound);
         assert_eq!(cli.timeout, 0);
         let spec = cli.job_spec();
         assert_eq!(spec.program, "prog");

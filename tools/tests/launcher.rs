@@ -278,7 +278,7 @@ fn bind_core_pins_each_process_to_the_pus_of_one_core() {
     }
 }
 
-/// The default binds each process to a core of its own when they fit,
+/// `--bind auto` binds each process to a core of its own when they fit,
 /// and leaves them to the kernel when they do not.
 #[test]
 fn bind_auto_is_core_when_the_processes_fit_and_none_otherwise() {
