@@ -561,15 +561,12 @@ mod tests {
     };
 
     #[test]
-    fn tessel_uses_its_default_binding() {
-        assert_eq!(
-            launch_args(Launcher::Tessel, 2, TWO),
-            ["--bind", "auto", "-n", "2"]
-        );
-        assert_eq!(
-            launch_args(Launcher::Tessel, 64, TWO_ROOT),
-            ["--bind", "auto", "-n", "64"]
-        );
+    fn tessel_asks_for_auto_binding() {
+        for (np, m) in [(2, TWO), (64, TWO_ROOT)] {
+            let n = np.to_string();
+            let want = ["--bind", "auto", "-n", n.as_str()];
+            assert_eq!(launch_args(Launcher::Tessel, np, m), want);
+        }
     }
 
     #[test]
