@@ -4,9 +4,11 @@
 //! nodes, [`pmi_server`] answers the PMI-1 requests of the ranks (the
 //! protocol logic only, no I/O), and [`launch`] starts the processes, runs
 //! the event loop that carries PMI traffic and watches the children, and
-//! decides the job's exit status. [`info`] is what `tessel-info` prints.
+//! decides the job's exit status; [`binding`] says where processes are
+//! pinned. [`info`] is what `tessel-info` prints.
 #![warn(missing_docs)]
 
+pub mod binding;
 pub mod cli;
 pub mod dynres;
 pub mod info;
