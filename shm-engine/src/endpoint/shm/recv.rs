@@ -26,18 +26,23 @@ impl Endpoint {
         // process acts on the message sooner. The ring's doorbell bit
         // stays set; the visit it brings finds the ring drained, which is
         // harmless.
-        if let Some(j) = self.shm.hot {
-            let n = self.drain_ring(j, budget);
-            if n > 0 && !self.shm.hot_only {
-                self.shm.hot_only = true;
-                if self.shm.active > 0 {
-                    self.progress_chunked();
-                }
-                return true;
-            }
-            did |= n > 0;
+        let hot = self.shm.hot.map_or(0, |j| self.drain_ring(j, budget));
+        did |= hot > 0;
+        self.shm.hot_only = hot > 0 && !self.shm.hot_only;
+        if !self.shm.hot_only {
+            did |= self.drain_doorbell(budget);
         }
-        self.shm.hot_only = false;
+        if self.shm.active > 0 {
+            did |= self.progress_chunked();
+        }
+        did
+    }
+
+    /// Act on the rings whose doorbell bits are set (and those left over
+    /// from the last visit), `budget` cells of each at most. Returns
+    /// whether any delivered.
+    fn drain_doorbell(&mut self, budget: u32) -> bool {
+        let mut did = false;
         let mut flagged = std::mem::take(&mut self.shm.flagged);
         flagged.append(&mut self.shm.revisit);
         let me = self.shm.me;
@@ -45,17 +50,13 @@ impl Endpoint {
             flagged.push(j)
         });
         for &j in &flagged {
-            let n = self.drain_ring(j, budget);
-            did |= n > 0;
-            if n > 0 {
+            if self.drain_ring(j, budget) > 0 {
+                did = true;
                 self.shm.hot = Some(j);
             }
         }
         flagged.clear();
         self.shm.flagged = flagged;
-        if self.shm.active > 0 {
-            did |= self.progress_chunked();
-        }
         did
     }
 

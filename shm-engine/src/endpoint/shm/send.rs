@@ -123,9 +123,7 @@ impl Endpoint {
             // Nothing waits before it: straight into the ring, if it has
             // room (the common case), without the backlog's round trip.
             if peer.tx.push(cell).is_ok() {
-                if doorbell::ring(self.shm.seg.bell(j), self.shm.seg.masks(j), self.shm.me) {
-                    self.shm.wake(j);
-                }
+                self.shm.announce(j);
                 return;
             }
         }
@@ -240,13 +238,21 @@ impl Shm {
             pushed = true;
             backlog.pop_front();
         }
-        if pushed && doorbell::ring(self.seg.bell(j), self.seg.masks(j), self.me) {
-            self.wake(j);
+        if pushed {
+            self.announce(j);
         }
         for id in done_sends {
             reqs.complete_sent(id);
         }
         pushed
+    }
+
+    /// Tell local peer `j` that its ring (from us) has news: its doorbell,
+    /// and a wake-up if it sleeps.
+    fn announce(&mut self, j: u32) {
+        if doorbell::ring(self.seg.bell(j), self.seg.masks(j), self.me) {
+            self.wake(j);
+        }
     }
 
     /// Retry every peer's backlog. Returns whether anything moved.
