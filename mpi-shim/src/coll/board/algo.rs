@@ -24,11 +24,23 @@ fn team(b: &Builder) -> Arc<Team> {
     b.team().expect("a board algorithm without a board").clone()
 }
 
-/// Pieces of `len` bytes, at most [`DATA`] each (one for `len == 0`).
-pub(super) fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, usize)> {
-    let step = (DATA / unit.max(1)).max(1) * unit.max(1);
+/// `len` bytes in pieces (offset, bytes) of `step` bytes, the last one
+/// shorter (one empty piece for `len == 0`).
+pub(super) fn split(len: usize, step: usize) -> impl Iterator<Item = (usize, usize)> {
     let n = len.div_ceil(step).max(1);
     (0..n).map(move |i| (i * step, step.min(len - (i * step).min(len))))
+}
+
+/// `len` bytes in pieces of at most [`DATA`] bytes, whole units of
+/// `unit` bytes each.
+pub(super) fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, usize)> {
+    split(len, (DATA / unit.max(1)).max(1) * unit.max(1))
+}
+
+/// Bytes of each member's block a step of scatter or all-to-all carries:
+/// one data buffer holds a share for each of the `n` members.
+pub(super) fn share(n: usize) -> usize {
+    (DATA / n).max(1)
 }
 
 /// `MPI_Barrier`.
@@ -199,10 +211,9 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
     let n = b.size;
     let me = b.rank;
     // A step carries `per` bytes of each block, piece j at j * per.
-    let per = (DATA / n).max(1);
-    for off in (0..blk.div_ceil(per).max(1)).map(|k| k * per) {
+    let per = share(n);
+    for (off, len) in split(blk, per) {
         let t = team.step();
-        let len = per.min(blk - off.min(blk));
         if me == root {
             for (j, &s) in blocks.iter().enumerate() {
                 if j != me && len > 0 {
@@ -232,10 +243,9 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
     let team = team(b);
     let n = b.size;
     let me = b.rank;
-    let per = (DATA / n).max(1);
-    for off in (0..blk.div_ceil(per).max(1)).map(|k| k * per) {
+    let per = share(n);
+    for (off, len) in split(blk, per) {
         let t = team.step();
-        let len = per.min(blk - off.min(blk));
         // A send block shorter than the receive blocks (type signatures
         // that differ: erroneous) sends what it has.
         let part = |s: Span| s.sub(off.min(s.len), len.min(s.len - off.min(s.len)));

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use shm_engine::board::Board;
 
-use super::algo::{pieces, slice};
+use super::algo::{pieces, share, slice, split};
 use super::{DATA, INLINE, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
@@ -41,8 +41,9 @@ fn ready(rt: &Runtime, slot: usize) -> Option<Arc<Team>> {
     (matches!(team.areas.get(), Some(Ok(_))) && team.idle()).then_some(team)
 }
 
-/// One collective's run on the board: its turn and step number taken,
-/// the communicator's collective count moved on as a schedule would.
+/// One collective's run on the board: its turn taken, the
+/// communicator's collective count moved on as a schedule would, and the
+/// number of its current step (each step begins with [`Run::next`]).
 struct Run {
     team: Arc<Team>,
     ticket: u64,
@@ -54,11 +55,10 @@ impl Run {
         let c = rt.comm_mut(slot)?;
         c.coll_seq = c.coll_seq.wrapping_add(1);
         let ticket = team.ticket();
-        let t = team.step();
-        Ok(Self { team, ticket, t })
+        Ok(Self { team, ticket, t: 0 })
     }
 
-    /// Take the next step number (for the next piece).
+    /// Begin the next step: take its number.
     fn next(&mut self) {
         self.t = self.team.step();
     }
@@ -124,11 +124,16 @@ impl Run {
     /// readers look in the buffer; 0 for readers that read it as
     /// [`PLACED`](super::PLACED)), once every member posted `t - 1`.
     /// Bytes no reader reads need not be written.
-    fn place(&self, rt: &mut Runtime, len: usize, pieces: &[(usize, &[u8])]) -> MpiResult<()> {
+    fn place<'a>(
+        &self,
+        rt: &mut Runtime,
+        len: usize,
+        pieces: impl IntoIterator<Item = (usize, &'a [u8])>,
+    ) -> MpiResult<()> {
         debug_assert!(len == 0 || len > INLINE);
         self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
         let b = self.board();
-        for &(at, data) in pieces {
+        for (at, data) in pieces {
             self.team.write_data(&b, self.t, at, data);
         }
         self.team.publish(&mut rt.ep, &b, self.t, len, &[]);
@@ -149,7 +154,8 @@ impl Run {
 pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
     let team = ready(rt, slot)?;
     Some((|| {
-        let run = Run::start(rt, slot, team)?;
+        let mut run = Run::start(rt, slot, team)?;
+        run.next();
         run.post(rt, &[])?;
         run.wait_posted(rt, None, run.t)?;
         run.end();
@@ -175,20 +181,16 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
         if me == root {
             // SAFETY: the root's buffer is readable.
             let data = unsafe { ub.data() };
-            for (k, (off, len)) in pieces(ub.len, 1).enumerate() {
-                if k > 0 {
-                    run.next();
-                }
+            for (off, len) in pieces(ub.len, 1) {
+                run.next();
                 run.post(rt, &data[off..off + len])?;
             }
             run.end();
             return Ok(());
         }
         let mut bad = None;
-        for (k, (off, len)) in pieces(ub.len, 1).enumerate() {
-            if k > 0 {
-                run.next();
-            }
+        for (off, len) in pieces(ub.len, 1) {
+            run.next();
             run.wait_posted(rt, Some(root), run.t)?;
             let got = read(&run.board(), root, run.t, len, 0, len, |x| {
                 if ub.dt.is_contiguous() {
@@ -270,7 +272,8 @@ pub unsafe fn reduce(
         unsafe { src.data() }
     };
     Some((|| {
-        let run = Run::start(rt, slot, team)?;
+        let mut run = Run::start(rt, slot, team)?;
+        run.next();
         run.post(rt, &own)?;
         let Some(out) = out else {
             run.end();
@@ -359,10 +362,8 @@ unsafe fn reduce_pieces(
     let (n, me) = (team.size(), team.me);
     let mut run = Run::start(rt, slot, team)?;
     let mut bad = None;
-    for (k, (off, len)) in pieces(own.1, elem).enumerate() {
-        if k > 0 {
-            run.next();
-        }
+    for (off, len) in pieces(own.1, elem) {
+        run.next();
         // SAFETY: bytes `off..off + len` of the vector (the caller's
         // promise); this borrow ends before the piece's result is written.
         let piece = unsafe { std::slice::from_raw_parts(own.0.add(off), len) };
@@ -372,7 +373,7 @@ unsafe fn reduce_pieces(
         } else {
             // Every member reads only its own slice of our piece: ours
             // stays out of the data buffer.
-            run.place(rt, len, &[(0, &piece[..lo]), (lo + sl, &piece[lo + sl..])])?;
+            run.place(rt, len, [(0, &piece[..lo]), (lo + sl, &piece[lo + sl..])])?;
         }
         run.wait_posted(rt, None, run.t)?;
         let t1 = run.t;
@@ -469,36 +470,31 @@ pub unsafe fn allgather(
             // send buffer (not in place).
             unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), recv_at(me), blk) };
         }
-        // Bytes of a block per step, and where member `j`'s share of
-        // what another posted lies.
-        let (per, posted, at) = if alltoall {
-            ((DATA / n).max(1), PLACED, me * (DATA / n).max(1))
-        } else {
-            (DATA, 0, 0)
-        };
+        // Bytes of a block per step.
+        let per = if alltoall { share(n) } else { DATA };
         let mut bad = None;
-        for k in 0..blk.div_ceil(per).max(1) {
-            if k > 0 {
-                run.next();
-            }
-            let off = k * per;
-            let len = per.min(blk - off.min(blk));
+        for (off, len) in split(blk, per) {
+            run.next();
             if alltoall {
-                let pieces: Vec<(usize, &[u8])> = (0..n)
+                let pieces = (0..n)
                     .filter(|&j| j != me && len > 0)
-                    .map(|j| (j * per, send_part(j, off, len).expect("checked above")))
-                    .collect();
-                run.place(rt, 0, &pieces)?;
+                    .map(|j| (j * per, send_part(j, off, len).expect("checked above")));
+                run.place(rt, 0, pieces)?;
             } else {
                 run.post(rt, &own[off..off + len])?;
             }
             run.wait_posted(rt, None, run.t)?;
             let b = run.board();
+            // What each posted, and where our part of it lies.
+            let (posted, at) = if alltoall {
+                (PLACED, me * per)
+            } else {
+                (len, 0)
+            };
             for j in (0..n).filter(|&j| j != me && len > 0) {
                 // SAFETY: bytes `off..off + len` of receive block j:
                 // writable, not our own block.
                 let out = unsafe { std::slice::from_raw_parts_mut(recv_at(j).add(off), len) };
-                let posted = if alltoall { posted } else { len };
                 if let Ran::Truncated(e) = read(&b, j, run.t, posted, at, len, |x| {
                     out[..x.len()].copy_from_slice(x)
                 }) {
