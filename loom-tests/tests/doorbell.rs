@@ -10,6 +10,11 @@
 //!
 //! With `TESSEL_MUTATION=doorbell_ring` the mask `fetch_or` is
 //! Relaxed, and `mutation_is_caught` asserts that loom finds the failure.
+//!
+//! The second model adds polled rings (SP5): the receiver polls the ring
+//! and its sender rings only when `must_ring` says so. With
+//! `TESSEL_MUTATION=doorbell_poll` the sender skips SP5's fence, and
+//! `poll_mutation_is_caught` asserts that loom finds the lost message.
 #![cfg(tessel_loom)]
 
 use std::sync::Arc;
@@ -19,7 +24,7 @@ use loom::thread;
 use loom_tests::Futex;
 use shm_engine::doorbell;
 use shm_engine::layout::{Cell, CellKind};
-use shm_engine::queue::spsc::OwnedRing;
+use shm_engine::queue::spsc::{Consumer, OwnedRing};
 
 struct Bell {
     bell: AtomicU32,
@@ -72,10 +77,101 @@ fn model() {
     });
 }
 
+/// A polled ring (SP5): the receiver polls the ring from the start, so
+/// the sender's first cell may ring nothing. The receiver then runs the
+/// engine's loop: poll, drain the doorbell (a ring that delivered through
+/// it is polled again), and when idle stop polling, look once more, and
+/// sleep. The sender publishes two cells, each followed by `must_ring`
+/// and, if that says so, a ring and a wake-up. A cell published while the
+/// receiver stops polling and that neither side notices leaves the
+/// receiver asleep forever: a deadlock loom reports.
+fn polled_model() {
+    loom_tests::check(|| {
+        let bell = Arc::new(Bell {
+            bell: AtomicU32::new(0),
+            masks: [AtomicU64::new(0)],
+            futex: Futex::default(),
+        });
+        let (mut p, mut c) = OwnedRing::new(2).into_split();
+        doorbell::start_polling(c.polled());
+        let sender = {
+            let bell = bell.clone();
+            thread::spawn(move || {
+                for t in 0..2 {
+                    let mut cell = Cell::new(CellKind::Inline);
+                    cell.tag = t;
+                    p.push(&cell).unwrap();
+                    if doorbell::must_ring(p.polled()) && doorbell::ring(&bell.bell, &bell.masks, 0)
+                    {
+                        bell.futex.wake();
+                    }
+                }
+            })
+        };
+        let mut next = 0;
+        let mut polling = true;
+        let take = |c: &mut Consumer<'_>, next: &mut u64| {
+            let mut any = false;
+            while let Some(cell) = c.pop() {
+                assert_eq!(cell.tag, *next, "cells arrive in order");
+                *next += 1;
+                any = true;
+            }
+            any
+        };
+        loop {
+            let mut any = polling && take(&mut c, &mut next);
+            let mut rang = false;
+            doorbell::drain(&bell.bell, &bell.masks, |_| rang = true);
+            if rang && take(&mut c, &mut next) {
+                any = true;
+                if !polling {
+                    doorbell::start_polling(c.polled());
+                    polling = true;
+                }
+            }
+            if next == 2 {
+                break;
+            }
+            if any {
+                continue;
+            }
+            if polling {
+                polling = false;
+                doorbell::stop_polling(c.polled());
+                if take(&mut c, &mut next) {
+                    continue;
+                }
+            }
+            if doorbell::prepare_sleep(&bell.bell) {
+                bell.futex.wait();
+                doorbell::cancel_sleep(&bell.bell);
+            }
+        }
+        sender.join().unwrap();
+    });
+}
+
 #[cfg(not(tessel_mutation = "doorbell_ring"))]
 #[test]
 fn no_message_or_wakeup_is_lost() {
     model();
+}
+
+#[cfg(not(any(tessel_mutation = "doorbell_ring", tessel_mutation = "doorbell_poll")))]
+#[test]
+fn a_polled_ring_loses_no_message() {
+    polled_model();
+}
+
+#[cfg(tessel_mutation = "doorbell_poll")]
+#[test]
+fn poll_mutation_is_caught() {
+    let caught = std::panic::catch_unwind(polled_model).is_err();
+    assert!(
+        caught,
+        "loom did not notice a sender that skips SP5's fence"
+    );
 }
 
 #[cfg(tessel_mutation = "doorbell_ring")]

@@ -18,8 +18,24 @@
 //! Invariant checked by loom: "publish, then ring". Whoever sees a sender's
 //! mask bit also sees the ring entries published before it (SP3), so a
 //! drained bit never hides an unread message.
+//!
+//! Polled rings (SP5). Ringing costs the sender two read-modify-writes on
+//! a line the receiver keeps clearing: in a stream of small messages that
+//! line moves between the two caches on every message. A receiver that
+//! hears often from a peer therefore polls that peer's ring on each
+//! progress call instead, and says so in the ring's `polled` word
+//! ([`start_polling`]). A sender, after publishing, issues a SeqCst fence
+//! and reads that word ([`must_ring`]): set, it rings nothing. To stop
+//! polling (before it sleeps, or to make room for another ring) the
+//! receiver clears the word, issues a SeqCst fence ([`stop_polling`]) and
+//! then looks at the ring once more. Of the two fenced store-then-load
+//! pairs at least one sees the other's store: either the sender sees the
+//! word cleared and rings, or the receiver's last look finds the cell.
+//! The fence costs the sender far less than the line's round trip, and
+//! the word sits on the ring's tail line, which the sender has just
+//! written, so reading it costs no miss.
 
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, fence};
 
 /// Bell bit: some sender rang since the last drain.
 pub const RUNG: u32 = 1;
@@ -40,6 +56,35 @@ pub fn ring(bell: &AtomicU32, masks: &[AtomicU64], sender: u32) -> bool {
     let (word, bit) = ((sender / 64) as usize, 1u64 << (sender % 64));
     masks[word].fetch_or(bit, RING); // SP3
     bell.fetch_or(RUNG, Ordering::AcqRel) & SLEEPING != 0 // SP4
+}
+
+/// After publishing in a ring whose `polled` word is `polled`: whether the
+/// sender must still [`ring`], because its receiver does not poll that
+/// ring (SP5).
+#[inline]
+pub fn must_ring(polled: &AtomicU32) -> bool {
+    // SP5. The `doorbell_poll` mutation drops it so loom-tests can prove
+    // loom notices.
+    #[cfg(not(tessel_mutation = "doorbell_poll"))]
+    fence(Ordering::SeqCst);
+    polled.load(Ordering::Relaxed) == 0
+}
+
+/// The receiver starts polling a ring (its `polled` word): from now on
+/// its senders may skip the doorbell, so it must look at the ring on
+/// every progress call until [`stop_polling`].
+#[inline]
+pub fn start_polling(polled: &AtomicU32) {
+    polled.store(1, Ordering::Relaxed);
+}
+
+/// The receiver stops polling a ring (SP5). It must then look at the ring
+/// once more: a cell published before a sender saw this store rang
+/// nothing.
+#[inline]
+pub fn stop_polling(polled: &AtomicU32) {
+    polled.store(0, Ordering::Relaxed);
+    fence(Ordering::SeqCst);
 }
 
 /// Take all pending news: calls `visit(sender)` for each sender whose bit

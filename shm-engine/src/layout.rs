@@ -13,7 +13,7 @@
 //! |                |  on one line, then its ProcArea (pid, place, wake-up fd)
 //! +----------------+  rings_off
 //! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
-//! |                |  RingHeader (tail line, head line) + ring_cells x Cell
+//! |                |  RingHeader (tail line + polled word, head line) + cells
 //! +----------------+  staging_off
 //! | Staging x N*N  |  staging (i -> j): StagingHeader + staging_slots x slot
 //! +----------------+  stealers_off
@@ -36,7 +36,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 6;
+pub const LAYOUT_VERSION: u32 = 7;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 80;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -141,7 +141,13 @@ pub const MASKS_AFTER_BELL: u64 = 8;
 #[derive(Debug, Default)]
 pub struct RingHeader {
     /// Next index the producer writes; stored with Release after the cell.
-    pub tail: CachePadded<AtomicU64>,
+    pub tail: AtomicU64,
+    /// Non-zero while the consumer polls this ring on every progress call,
+    /// so the producer need not ring its doorbell ([`crate::doorbell`],
+    /// SP5). Written by the consumer, rarely; read by the producer after
+    /// each push. On the producer's line, which that read then finds in
+    /// its own cache.
+    pub polled: AtomicU32,
     /// Next index the consumer reads; stored with Release after the cell
     /// was copied out, so the producer may reuse it.
     pub head: CachePadded<AtomicU64>,
@@ -371,6 +377,7 @@ const _: () = {
     assert!(size_of::<Cell>() == 128);
     assert!(offset_of!(Cell, payload) == 48);
     assert!(size_of::<RingHeader>() == 256);
+    assert!(offset_of!(RingHeader, polled) == 8);
     assert!(offset_of!(RingHeader, head) == 128);
     assert!(size_of::<StagingHeader>() == 128);
     assert!(size_of::<ProcArea>() == 128);

@@ -148,6 +148,10 @@ impl Endpoint {
                 std::process::id()
             );
             sys::exit_now(1);
+        } else if self.stop_polling() {
+            // Only a doorbell wakes a sleeper: its senders ring from now
+            // on. What they published before they knew is handled now.
+            *idle = 0;
         } else if let Some(net) = self.net.as_mut() {
             // The futex hears only this node: sleep in `poll` on the
             // plugin's descriptor and our eventfd, which local peers write
@@ -176,6 +180,8 @@ impl Endpoint {
                 self.idle(&mut idle);
             }
         }
+        // Our senders ring again, should this node's segment outlive us.
+        self.stop_polling();
         self.shm.advertise(false);
         if self.cfg.stats {
             let text: String = self

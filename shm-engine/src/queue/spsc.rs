@@ -15,6 +15,9 @@
 //! - SP2: the consumer copies the cell out, then stores `head` (Release);
 //!   the producer loads `head` (Acquire) before overwriting that slot.
 //!
+//! The header also holds the ring's `polled` word, which belongs to the
+//! doorbell protocol ([`crate::doorbell`], SP5): both ends reach it here.
+//!
 //! The storage is either a ring inside the node segment ([`RingView::from_raw`])
 //! or an [`OwnedRing`] on the heap (tests, loom models, benches): the same
 //! code runs on both.
@@ -24,7 +27,7 @@ use core::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::layout::{Cell, RingHeader};
-use crate::sync::{Ordering, UnsafeCell};
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 
 /// Ordering of the producer's publishing store (SP1). The
 /// `spsc_publish` mutation weakens it so loom-tests can prove loom notices.
@@ -148,6 +151,12 @@ impl Producer<'_> {
         Ok(())
     }
 
+    /// The ring's `polled` word ([`crate::doorbell::must_ring`]).
+    #[inline]
+    pub fn polled(&self) -> &AtomicU32 {
+        &self.ring.header().polled
+    }
+
     /// Whether a push would succeed now (re-reads `head` only when the
     /// cached copy says full).
     #[inline]
@@ -176,6 +185,12 @@ impl Consumer<'_> {
             _owner: None,
             _memory: PhantomData,
         }
+    }
+
+    /// The ring's `polled` word ([`crate::doorbell::start_polling`]).
+    #[inline]
+    pub fn polled(&self) -> &AtomicU32 {
+        &self.ring.header().polled
     }
 
     /// Remove and return the oldest cell, if any.

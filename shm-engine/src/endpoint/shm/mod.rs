@@ -81,6 +81,20 @@ struct Peer {
     lent: Vec<(u64, RecvBuf)>,
 }
 
+/// Most rings a process polls without their doorbell: the peers it hears
+/// from most recently. Each costs a load of a line the process's cache
+/// keeps while the peer is quiet; a stencil's neighbours fit.
+pub(super) const POLLED_RINGS: usize = 8;
+
+/// A ring we poll ([`Shm::polling`]).
+#[derive(Clone, Copy, Debug)]
+struct Polled {
+    /// The local peer that sends on it.
+    from: u32,
+    /// [`Shm::tick`] when it last delivered.
+    last: u64,
+}
+
 /// This process's side of the node segment.
 #[derive(Debug)]
 pub(super) struct Shm {
@@ -115,11 +129,11 @@ pub(super) struct Shm {
     /// Peers whose ring had more than one visit's worth of cells.
     revisit: Vec<u32>,
     flagged: Vec<u32>,
-    /// The local peer whose ring delivered last: its ring is looked at
-    /// before the doorbell ([`Endpoint::progress_shm`]).
-    hot: Option<u32>,
-    /// The last progress drained the hot ring alone, not the doorbell.
-    hot_only: bool,
+    /// The rings we poll on every progress call, whose senders skip our
+    /// doorbell ([`crate::doorbell`], SP5): at most [`POLLED_RINGS`].
+    polling: Vec<Polled>,
+    /// Progress calls so far: when each polled ring last delivered.
+    tick: u64,
     wakeups: Wakeups,
     seg: NodeSegment,
 }
@@ -266,8 +280,8 @@ impl Shm {
             blocked: Vec::new(),
             revisit: Vec::new(),
             flagged: Vec::new(),
-            hot: None,
-            hot_only: false,
+            polling: Vec::new(),
+            tick: 0,
             wakeups,
             seg,
         })

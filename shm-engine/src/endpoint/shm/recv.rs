@@ -1,9 +1,9 @@
-//! The receiving side of the node segment: drain the rings of the peers
-//! whose doorbell bit is set (within a budget per ring), and act on each
-//! control message.
+//! The receiving side of the node segment: drain the rings we poll and
+//! those of the peers whose doorbell bit is set (within a budget per ring),
+//! and act on each control message.
 
-use super::Shm;
 use super::cell::{Control, Corrupt};
+use super::{POLLED_RINGS, Polled, Shm};
 use crate::board::{self, Watch};
 use crate::doorbell;
 use crate::endpoint::{Ack, Arrival, Endpoint};
@@ -13,34 +13,37 @@ use crate::sys;
 
 impl Endpoint {
     /// Progress the intra-node path once: retry backlogs, drain the rings
-    /// that rang, run and finish chunked transfers. Returns whether
-    /// anything happened.
+    /// we poll and those that rang, run and finish chunked transfers.
+    /// Returns whether anything happened.
     pub(in crate::endpoint) fn progress_shm(&mut self) -> bool {
         let mut did = self.shm.flush_blocked(&mut self.reqs);
         let budget = self.shm.seg.layout().geometry.ring_cells;
-        // The peer that sent last likely sends next (a reply, the next
-        // message of a stream): look at its ring first, which costs the
-        // ring's lines alone, not the bell's before them. When it
-        // delivered, leave the doorbell to the next call (every other
-        // call at most, so other peers wait one call at most): the
-        // process acts on the message sooner. The ring's doorbell bit
-        // stays set; the visit it brings finds the ring drained, which is
-        // harmless.
-        let hot = self.shm.hot.map_or(0, |j| self.drain_ring(j, budget));
-        did |= hot > 0;
-        self.shm.hot_only = hot > 0 && !self.shm.hot_only;
-        if !self.shm.hot_only {
-            did |= self.drain_doorbell(budget);
-        }
+        did |= self.drain_polled(budget);
+        did |= self.drain_doorbell(budget);
         if self.shm.active > 0 {
             did |= self.progress_chunked();
         }
         did
     }
 
+    /// Act on the rings we poll, `budget` cells of each at most. Their
+    /// senders ring no doorbell (SP5): looking costs a load of each ring's
+    /// tail line, which stays in our cache while its sender is quiet.
+    fn drain_polled(&mut self, budget: u32) -> bool {
+        self.shm.tick += 1;
+        let mut did = false;
+        for i in 0..self.shm.polling.len() {
+            if self.drain_ring(self.shm.polling[i].from, budget) > 0 {
+                self.shm.polling[i].last = self.shm.tick;
+                did = true;
+            }
+        }
+        did
+    }
+
     /// Act on the rings whose doorbell bits are set (and those left over
-    /// from the last visit), `budget` cells of each at most. Returns
-    /// whether any delivered.
+    /// from the last visit), `budget` cells of each at most. A ring that
+    /// delivers is polled from now on. Returns whether any delivered.
     fn drain_doorbell(&mut self, budget: u32) -> bool {
         let mut did = false;
         let mut flagged = std::mem::take(&mut self.shm.flagged);
@@ -52,11 +55,25 @@ impl Endpoint {
         for &j in &flagged {
             if self.drain_ring(j, budget) > 0 {
                 did = true;
-                self.shm.hot = Some(j);
+                self.shm.poll(j);
             }
         }
         flagged.clear();
         self.shm.flagged = flagged;
+        did
+    }
+
+    /// Stop polling every ring (before sleeping: only a doorbell wakes a
+    /// sleeper), then act on what their senders published meanwhile
+    /// without ringing. Returns whether any delivered: then the caller
+    /// must not sleep.
+    pub(in crate::endpoint) fn stop_polling(&mut self) -> bool {
+        let budget = self.shm.seg.layout().geometry.ring_cells;
+        let mut did = false;
+        for p in std::mem::take(&mut self.shm.polling) {
+            doorbell::stop_polling(self.shm.peers[p.from as usize].rx.polled());
+            did |= self.drain_ring(p.from, budget) > 0;
+        }
         did
     }
 
@@ -130,6 +147,35 @@ impl Endpoint {
 }
 
 impl Shm {
+    /// Poll local peer `j`'s ring from now on, if we do not yet. When
+    /// [`POLLED_RINGS`] are polled already, the one that delivered least
+    /// recently makes room: it is looked at once more on the next
+    /// progress (SP5: a cell its sender published before seeing the
+    /// change rang nothing).
+    fn poll(&mut self, j: u32) {
+        if self.polling.iter().any(|p| p.from == j) {
+            return;
+        }
+        if self.polling.len() == POLLED_RINGS {
+            let (i, _) = self
+                .polling
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, p)| p.last)
+                .expect("POLLED_RINGS > 0");
+            let old = self.polling.swap_remove(i).from;
+            doorbell::stop_polling(self.peers[old as usize].rx.polled());
+            if !self.revisit.contains(&old) {
+                self.revisit.push(old);
+            }
+        }
+        doorbell::start_polling(self.peers[j as usize].rx.polled());
+        self.polling.push(Polled {
+            from: j,
+            last: self.tick,
+        });
+    }
+
     /// We copied staging slot `seq` of peer `j` out: the sender may refill
     /// it.
     pub(super) fn free_slot(&mut self, j: u32, seq: u64) {

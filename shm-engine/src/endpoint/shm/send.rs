@@ -247,10 +247,12 @@ impl Shm {
         pushed
     }
 
-    /// Tell local peer `j` that its ring (from us) has news: its doorbell,
-    /// and a wake-up if it sleeps.
+    /// Tell local peer `j` that its ring (from us) has news: nothing when
+    /// it polls that ring, else its doorbell, and a wake-up if it sleeps.
     fn announce(&mut self, j: u32) {
-        if doorbell::ring(self.seg.bell(j), self.seg.masks(j), self.me) {
+        if doorbell::must_ring(self.peers[j as usize].tx.polled())
+            && doorbell::ring(self.seg.bell(j), self.seg.masks(j), self.me)
+        {
             self.wake(j);
         }
     }
