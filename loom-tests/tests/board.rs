@@ -1,13 +1,14 @@
 //! loom model of the production flag board (`shm_engine::board`): the
 //! protocol of intra-node collectives.
 //!
-//! `collectives_in_a_row`: two members run two broadcast steps and an
-//! exchange in a row, posting values in their lines and reading the
-//! other's. The steps start just before the sequence numbers wrap
-//! (`u64::MAX`, 0, 1), and either member may run ahead into the next step
-//! (the root of a broadcast does not wait for its reader) or arrive late: every read must see the value posted for that very
-//! step, never the one two steps earlier or later (the line is reused
-//! every other step), and loom reports any read racing with a write.
+//! `collectives_in_a_row`: two members run an exchange and `LINES`
+//! broadcast steps in a row, posting values in their lines and reading the
+//! other's (under loom an area has 4 lines, so a line is reused within
+//! the model). The steps start just before the sequence numbers wrap, and
+//! either member may run ahead (the root of a broadcast does not wait for
+//! its reader, up to `LINES - 1` steps) or arrive late: every read must
+//! see the value posted for that very step, never one `LINES` steps
+//! earlier or later, and loom reports any read racing with a write.
 //!
 //! `no_wakeup_is_lost`: a waiter that finds nothing posted goes to sleep
 //! the engine's way (bell to `SLEEPING`, fence, last look at the flag,
@@ -29,7 +30,7 @@ use std::sync::Arc;
 use loom::sync::atomic::AtomicU32;
 use loom::thread;
 use loom_tests::{Futex, check};
-use shm_engine::board::{self, Area, Board};
+use shm_engine::board::{self, Area, Board, LINES};
 use shm_engine::doorbell;
 
 /// The step before the model's first: its three steps wrap around.
@@ -40,20 +41,23 @@ fn value(m: usize, t: u64) -> [u8; 8] {
     (t ^ (m as u64) << 60).to_ne_bytes()
 }
 
-/// Member `me` runs three steps: two broadcasts from member 0 (which
-/// does not wait for its reader), then an exchange. At each it waits
-/// until it may post, posts, and checks what it reads.
+/// Member `me` runs `LINES + 1` steps, all posted in the line: an
+/// exchange (each posts, then reads the other's post), then broadcasts
+/// from member 0, which does not wait for its reader: it may run up to
+/// `LINES - 1` steps ahead, and must wait before it reuses the
+/// exchange's line while member 1 may still read it there. At each step
+/// a member waits until it may post, posts, and checks what it reads.
 fn member(areas: &Arc<[Area; 2]>, me: usize) {
     let refs: Vec<&Area> = areas.iter().collect();
     let b = Board::new(&refs, me);
     let other = 1 - me;
     let mut t = BEFORE;
-    for step in 0..3 {
+    for step in 0..=LINES {
         t = t.wrapping_add(1);
-        while !b.may_post(t) {
+        let bcast = step > 0;
+        while !b.may_post(t, false) {
             thread::yield_now();
         }
-        let bcast = step < 2;
         if bcast && me == 1 {
             // Read the root's value first, then post (the reader's
             // acknowledgement, which lets the root reuse the line).
@@ -126,7 +130,7 @@ fn no_wakeup_is_lost() {
 
 /// A member that leaves the board marks the step after its last one
 /// ([`Board::retire`]) without waiting for anyone: here member 0 exchanges
-/// step 1, posts step 2 and retires at step 3 (line 1 again) while member
+/// step 1, posts step 2 and retires at step `1 + LINES` (line 1 again) while member
 /// 1 may still be reading its step 1 there. The retirement must not
 /// disturb that read.
 #[cfg(not(tessel_mutation = "board_post"))]
@@ -139,11 +143,11 @@ fn retiring_spares_a_late_reader() {
             let refs: Vec<&Area> = a.iter().collect();
             let b = Board::new(&refs, 0);
             b.post(1, 8, &value(0, 1));
-            while !b.may_post(2) {
+            while !b.may_post(2, true) {
                 thread::yield_now();
             }
             b.post(2, 8, &value(0, 2));
-            b.retire(3);
+            b.retire(1 + LINES as u64);
         });
         let refs: Vec<&Area> = areas.iter().collect();
         let b = Board::new(&refs, 1);

@@ -1,22 +1,25 @@
 //! Flag boards: the shared-memory protocol of intra-node collectives.
 //!
 //! Every member of a communicator owns an [`Area`] in its own shared heap:
-//! two flag lines and two data buffers, written by that member only and
-//! read by the others. A collective is a sequence of *steps*, numbered
+//! [`LINES`] flag lines and two data buffers, written by that member only
+//! and read by the others. A collective is a sequence of *steps*, numbered
 //! `t = 1, 2, 3, ...` per communicator (never reset; compared with
 //! wrap-around arithmetic, so the numbers may wrap). At step `t` each
-//! member *posts*: it writes its contribution (if any) into line `t & 1`'s
-//! inline bytes or data buffer `t & 1`, then stores `t` in that line's
-//! sequence word with Release (BP1). A reader that loads `t` (or later)
-//! with Acquire (BP1) sees the contribution.
+//! member *posts*: it writes its contribution (if any) into line
+//! `t % LINES`'s inline bytes or data buffer `t % 2`, then stores `t` in
+//! that line's sequence word with Release (BP1). A reader that loads `t`
+//! (or later) with Acquire (BP1) sees the contribution.
 //!
 //! Reuse rule (BP2): a member reads what another posted at step `t` only
-//! before it posts `t + 1` itself. So a member may post `t` (overwriting
-//! what it posted at `t - 2`, in the same line and buffer) once every
-//! member has posted `t - 1` ([`Board::may_post`]). A fast member that
-//! enters the next collective therefore waits there, never overwriting
-//! data a late one still reads; a late member finds everything posted,
-//! since posts are never taken back.
+//! before it posts `t + 1` itself. So a member may post `t` once every
+//! member has posted the step after the last one that used what `t`
+//! overwrites ([`must_have_posted`], [`Board::may_post`]): `t - 1` when it
+//! writes its data buffer (last used at `t - 2`), `t - LINES + 1` when its
+//! contribution fits in the line (last used at `t - LINES`). A fast member
+//! that enters later collectives therefore waits before it would overwrite
+//! what a late one still reads, never sooner: the root of a small
+//! broadcast posts up to `LINES - 1` steps ahead of its slowest reader. A
+//! late member finds everything posted, since posts are never taken back.
 //!
 //! Sleeping (BP3): a waiter that runs out of patience moves its doorbell
 //! word to `SLEEPING` ([`crate::doorbell::prepare_sleep`]), issues a
@@ -38,6 +41,14 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell, fence};
 
 /// Bytes of contribution carried inside a flag line.
 pub const INLINE: usize = 48;
+
+/// Flag lines per area (a power of two): line `t % LINES` carries step `t`.
+#[cfg(not(tessel_loom))]
+pub const LINES: usize = 8;
+/// Under loom, 4 lines: the models reuse a line within a few steps (the
+/// protocol does not depend on the number, only on it being at least 2).
+#[cfg(tessel_loom)]
+pub const LINES: usize = 4;
 
 /// Bytes before the first data buffer of an [`Area`] (a page, so that
 /// the buffers start page-aligned).
@@ -71,13 +82,13 @@ pub struct Body {
     pub inline: [u8; INLINE],
 }
 
-/// The head of one member's area: the lines of odd and even steps. The
-/// two data buffers follow at [`DATA_OFF`] and `DATA_OFF + data_len`.
+/// The head of one member's area: its flag lines. The two data buffers
+/// follow at [`DATA_OFF`] (even steps) and `DATA_OFF + data_len` (odd).
 #[repr(C)]
 #[derive(Debug)]
 pub struct Area {
-    /// Line `t & 1` carries step `t`.
-    pub lines: [Line; 2],
+    /// Line `t % LINES` carries step `t`.
+    pub lines: [Line; LINES],
 }
 
 // SAFETY: the inline bytes have one writer (the line's owner), which
@@ -104,13 +115,21 @@ impl Area {
     /// An area whose last post was step `t` (for models that start the
     /// steps anywhere, e.g. just before they wrap).
     pub fn after(t: u64) -> Self {
-        let (a, b) = (Line::new(t), Line::new(t.wrapping_sub(1)));
-        if t & 1 == 0 {
-            Self { lines: [a, b] }
-        } else {
-            Self { lines: [b, a] }
+        // Line `i` last carried the latest step up to `t` that is `i`
+        // modulo LINES.
+        let back = |i: usize| t.wrapping_sub(t.wrapping_sub(i as u64) % LINES as u64);
+        Self {
+            lines: std::array::from_fn(|i| Line::new(back(i))),
         }
     }
+}
+
+/// The step every member must have posted before one posts step `t`
+/// (BP2): `t - 1` if the post writes its data buffer (`data`), else
+/// `t - LINES + 1`.
+#[inline]
+pub fn must_have_posted(t: u64, data: bool) -> u64 {
+    t.wrapping_sub(if data { 1 } else { LINES as u64 - 1 })
 }
 
 /// Bytes of an area whose data buffers hold `data_len` bytes each.
@@ -157,7 +176,7 @@ impl<'a> Board<'a> {
     }
 
     fn line(&self, m: usize, t: u64) -> &'a Line {
-        &self.areas[m].lines[(t & 1) as usize]
+        &self.areas[m].lines[(t % LINES as u64) as usize]
     }
 
     /// Whether member `m` has posted step `t` (Acquire, BP1: what it
@@ -168,9 +187,11 @@ impl<'a> Board<'a> {
     }
 
     /// Whether this member may post step `t` (BP2): every member, this
-    /// one included, has posted `t - 1`.
-    pub fn may_post(&self, t: u64) -> bool {
-        (0..self.areas.len()).all(|m| self.posted(m, t.wrapping_sub(1)))
+    /// one included, has posted [`must_have_posted`]`(t, data)`; `data`:
+    /// the post writes the data buffer.
+    pub fn may_post(&self, t: u64, data: bool) -> bool {
+        let need = must_have_posted(t, data);
+        (0..self.areas.len()).all(|m| self.posted(m, need))
     }
 
     /// Post step `t`, saying `len` bytes were contributed, `inline` (at
@@ -181,7 +202,7 @@ impl<'a> Board<'a> {
         let line = self.line(self.me, t);
         debug_assert!(inline.len() <= INLINE);
         // SAFETY: only this member writes its lines, and by BP2 no member
-        // reads line `t & 1` (step `t - 2`) any more.
+        // reads line `t % LINES` (step `t - LINES`) any more.
         line.body.with_mut(|p| unsafe {
             (*p).len = len;
             let dst = std::ptr::addr_of_mut!((*p).inline).cast::<u8>();
@@ -191,10 +212,10 @@ impl<'a> Board<'a> {
     }
 
     /// Say that this member posts nothing after step `t - 1`: store `t`
-    /// in line `t & 1` without touching its body, and without waiting for
-    /// [`Board::may_post`]. A member still reading step `t - 2` there (it
-    /// has not posted `t - 1`) keeps reading what was posted, since only
-    /// the sequence word changes; [`Board::posted`]`(me, t)` tells the
+    /// in line `t % LINES` without touching its body, and without waiting
+    /// for [`Board::may_post`]. A member still reading step `t - LINES`
+    /// there keeps reading what was posted, since only the sequence word
+    /// changes; [`Board::posted`]`(me, t)` tells the
     /// others this member is done with the board.
     pub fn retire(&self, t: u64) {
         self.line(self.me, t).seq.store(t, POST);
@@ -224,7 +245,7 @@ impl<'a> Board<'a> {
     pub unsafe fn data(&self, m: usize, t: u64, data_len: usize) -> *mut u8 {
         let base = (self.areas[m] as *const Area).cast::<u8>();
         // SAFETY: within the area (caller's promise).
-        unsafe { base.add(DATA_OFF + (t & 1) as usize * data_len) }.cast_mut()
+        unsafe { base.add(DATA_OFF + (t % 2) as usize * data_len) }.cast_mut()
     }
 
     /// The sequence word member `m` posts step `t` in (to watch it while
@@ -301,7 +322,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Line>(), 64);
         assert_eq!(std::mem::align_of::<Line>(), 64);
         assert_eq!(std::mem::offset_of!(Line, body), 8);
-        assert_eq!(std::mem::size_of::<Area>(), 128);
+        assert_eq!(std::mem::size_of::<Area>(), 64 * LINES);
         assert!(std::mem::size_of::<Area>() <= DATA_OFF);
         assert_eq!(area_len(1 << 10), DATA_OFF + 2048);
     }
@@ -318,15 +339,42 @@ mod tests {
         let areas = [Area::after(0), Area::after(0)];
         let refs: Vec<&Area> = areas.iter().collect();
         let (a, b) = (Board::new(&refs, 0), Board::new(&refs, 1));
-        assert!(a.may_post(1) && !a.posted(0, 1));
+        assert!(a.may_post(1, true) && !a.posted(0, 1));
         a.post(1, 3, &[1, 2, 3]);
         assert!(b.posted(0, 1) && !b.posted(1, 1));
         let mut got = [0; 3];
         assert_eq!(b.read(0, 1, &mut got), 3);
         assert_eq!(got, [1, 2, 3]);
-        // Member 0 may not post 2 before member 1 posted 1.
-        assert!(!a.may_post(2));
+        // Member 0 may not write its data buffer at step 2 before member
+        // 1 posted 1; posts in the line may go on up to step LINES - 1.
+        assert!(!a.may_post(2, true));
+        let last = LINES as u64 - 1;
+        for t in 2..=last {
+            assert!(a.may_post(t, false), "step {t}");
+            a.post(t, 1, &[t as u8]);
+        }
+        assert!(
+            !a.may_post(last + 1, false),
+            "step LINES needs everyone's 1"
+        );
         b.post(1, 0, &[]);
-        assert!(a.may_post(2));
+        assert!(a.may_post(2, true) && a.may_post(last + 1, false));
+        // Reading is unaffected by the posts ahead: step 2's line holds 2.
+        let mut one = [0; 1];
+        assert_eq!(b.read(0, 2, &mut one), 1);
+        assert_eq!(one, [2]);
+    }
+
+    #[test]
+    fn a_fresh_area_has_posted_every_line_up_to_its_step() {
+        for t in [0, 1, 7, 8, 9, u64::MAX - 3] {
+            let area = Area::after(t);
+            for (i, line) in area.lines.iter().enumerate() {
+                let seq = line.seq.load(Ordering::Relaxed);
+                assert_eq!(seq % LINES as u64, i as u64 % LINES as u64);
+                assert!(reached(t, seq) && !reached(seq, t.wrapping_add(1)));
+                assert!(reached(seq, t.wrapping_sub(LINES as u64 - 1)));
+            }
+        }
     }
 }

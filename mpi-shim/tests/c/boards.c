@@ -161,14 +161,23 @@ int main(int argc, char **argv) {
     }
 
     /* A root running ahead: rank 1 is late, the root's posts must wait
-     * for it rather than overwrite what it has not read. */
-    for (int i = 0; i < 200; i++) {
-        int v[20];
-        for (int k = 0; k < 20; k++) v[k] = rank == 0 ? i * 20 + k : -1;
-        if (rank == 1 && i % 50 == 0) usleep(2000);
-        MPI_Bcast(v, 20, MPI_INT, 0, MPI_COMM_WORLD);
-        for (int k = 0; k < 20; k++) CHECK(v[k] == i * 20 + k, "bcast %d", i);
-    }
+     * for it rather than overwrite what it has not read. 2 ints travel
+     * in the flag line (the root may run several steps ahead), 20 in the
+     * data buffer (one step ahead at most); every 7th step all members
+     * post and read (an allreduce) between the broadcasts. */
+    for (int n = 2; n <= 20; n += 18)
+        for (int i = 0; i < 200; i++) {
+            int v[20];
+            for (int k = 0; k < n; k++) v[k] = rank == 0 ? i * 20 + k : -1;
+            if (rank == 1 && i % 50 == 0) usleep(2000);
+            MPI_Bcast(v, n, MPI_INT, 0, MPI_COMM_WORLD);
+            for (int k = 0; k < n; k++) CHECK(v[k] == i * 20 + k, "bcast %d of %d", i, n);
+            if (i % 7 == 3) {
+                int one = i, sum = -1;
+                MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+                CHECK(sum == i * size, "allreduce between broadcasts %d", sum);
+            }
+        }
 
     MPI_Op l, r;
     MPI_Op_create(left, 0, &l);

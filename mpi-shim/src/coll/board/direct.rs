@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use shm_engine::board::Board;
+use shm_engine::board::{self as bp, Board};
 
 use super::algo::{pieces, share, slice, split};
 use super::{DATA, INLINE, PLACED, Ran, SMALL, Team, missing, read, watch};
@@ -103,17 +103,18 @@ impl Run {
     }
 
     /// Post step `t` with `data` (at most [`DATA`] bytes), once every
-    /// member posted `t - 1`.
+    /// member posted the step BP2 names: `t - 1`, or for a contribution
+    /// that fits in the line, one several steps back.
     fn post(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
-        self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
+        self.may_post(rt, data.len() > INLINE)?;
         self.team.post_data(&mut rt.ep, &self.board(), self.t, data);
         Ok(())
     }
 
     /// Post step `t` with `len` bytes that `f` writes in place (see
-    /// `Team::post_built`), once every member posted `t - 1`.
+    /// `Team::post_built`), once every member posted the step BP2 names.
     fn post_built(&self, rt: &mut Runtime, len: usize, f: impl FnOnce(&mut [u8])) -> MpiResult<()> {
-        self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
+        self.may_post(rt, len > INLINE)?;
         self.team
             .post_built(&mut rt.ep, &self.board(), self.t, len, f);
         Ok(())
@@ -131,13 +132,19 @@ impl Run {
         pieces: impl IntoIterator<Item = (usize, &'a [u8])>,
     ) -> MpiResult<()> {
         debug_assert!(len == 0 || len > INLINE);
-        self.wait_posted(rt, None, self.t.wrapping_sub(1))?;
+        self.may_post(rt, true)?;
         let b = self.board();
         for (at, data) in pieces {
             self.team.write_data(&b, self.t, at, data);
         }
         self.team.publish(&mut rt.ep, &b, self.t, len, &[]);
         Ok(())
+    }
+
+    /// Wait until this member may post this step (BP2), writing its data
+    /// buffer (`data`) or not.
+    fn may_post(&self, rt: &mut Runtime, data: bool) -> MpiResult<()> {
+        self.wait_posted(rt, None, bp::must_have_posted(self.t, data))
     }
 
     /// Wait until member `who` (all: `None`) posted step `t`.

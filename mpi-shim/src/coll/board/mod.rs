@@ -2,12 +2,14 @@
 //! one node exchange data through areas of their shared heaps, with the
 //! engine's board protocol (`shm_engine::board`: one writer per line,
 //! step numbers that only grow, a member posts step `t` once everyone
-//! posted `t - 1`), instead of point-to-point messages.
+//! posted `t - 1`, or for a contribution that fits in the line, once
+//! everyone posted `t - 7`), instead of point-to-point messages.
 //!
-//! Each member owns one area: two flag lines, whose inline bytes carry
+//! Each member owns one area: eight flag lines, whose inline bytes carry
 //! contributions of up to 48 bytes (an 8-byte allreduce costs one cache
-//! line per member), and two data buffers of [`DATA`] bytes for larger
-//! ones, used alternately by odd and even steps. Larger contributions go
+//! line per member; the root of an 8-byte bcast may run 7 steps ahead of
+//! its readers), and two data buffers of [`DATA`] bytes for larger ones,
+//! used alternately by odd and even steps. Larger contributions go
 //! in pieces of at most [`DATA`] bytes, one step each. The algorithms are
 //! flat: everyone posts, then reads what it needs straight from the
 //! others' areas, so a step costs one post and one look at each line it
@@ -275,14 +277,15 @@ impl Team {
         match *st {
             BoardStep::Attach { .. } => unreachable!("handled above"),
             BoardStep::Place { t, src, at } => {
-                if !self.may_post(ep, &b, t) {
+                if !self.may_post(ep, &b, t, true) {
                     return Ok(Ran::Waiting);
                 }
                 self.write_data(&b, t, at, &bufs[src.buf][src.off..src.off + src.len]);
                 Ok(Ran::Done)
             }
             BoardStep::Post { t, src } => {
-                if !self.may_post(ep, &b, t) {
+                let data = src.is_some_and(|s| s.len > INLINE);
+                if !self.may_post(ep, &b, t, data) {
                     return Ok(Ran::Waiting);
                 }
                 let data = src.map_or(&[][..], |s| &bufs[s.buf][s.off..s.off + s.len]);
@@ -324,14 +327,14 @@ impl Team {
         }
     }
 
-    /// Whether this member may post (or place data for) step `t`: every
-    /// member posted `t - 1` (BP2). If not, the first missing flag is
-    /// watched.
-    fn may_post(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64) -> bool {
-        let prev = t.wrapping_sub(1);
-        match missing(b, None, prev) {
+    /// Whether this member may post (or place data for) step `t`, writing
+    /// its data buffer (`data`) or not: every member posted the step BP2
+    /// names. If not, the first missing flag is watched.
+    fn may_post(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, data: bool) -> bool {
+        let need = bp::must_have_posted(t, data);
+        match missing(b, None, need) {
             Some(m) => {
-                watch(ep, b, m, prev);
+                watch(ep, b, m, need);
                 false
             }
             None => true,
@@ -352,7 +355,8 @@ impl Team {
 
     /// Post step `t` with `data` (at most [`DATA`] bytes) as this member's
     /// contribution: inline in the line up to [`INLINE`] bytes, else in
-    /// the data buffer. The caller saw every member post `t - 1`.
+    /// the data buffer. The caller saw every member post the step BP2
+    /// names for it (`bp::must_have_posted`).
     fn post_data(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, data: &[u8]) {
         if data.len() <= INLINE {
             self.publish(ep, b, t, data.len(), data);
@@ -365,7 +369,8 @@ impl Team {
     /// Post step `t` with a contribution of `len` bytes (at most [`DATA`])
     /// that `f` writes straight where it is posted from: the line's inline
     /// bytes, or this member's data buffer of step `t` (a reduction folds
-    /// into it without a copy). The caller saw every member post `t - 1`.
+    /// into it without a copy). The caller saw every member post the step
+    /// BP2 names for it.
     fn post_built(
         &self,
         ep: &mut Endpoint,
