@@ -43,8 +43,12 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell, fence};
 pub const INLINE: usize = 48;
 
 /// Flag lines per area (a power of two): line `t % LINES` carries step `t`.
+/// 64 fill the page before the data buffers. A small broadcast's root
+/// runs up to 63 steps ahead: with more processes than cores, each then
+/// runs many broadcasts per time slice (8 lines took an 8-byte bcast at 4
+/// processes on 2 cores twice as long).
 #[cfg(not(tessel_loom))]
-pub const LINES: usize = 8;
+pub const LINES: usize = 64;
 /// Under loom, 4 lines: the models reuse a line within a few steps (the
 /// protocol does not depend on the number, only on it being at least 2).
 #[cfg(tessel_loom)]

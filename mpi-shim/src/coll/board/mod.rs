@@ -3,11 +3,11 @@
 //! engine's board protocol (`shm_engine::board`: one writer per line,
 //! step numbers that only grow, a member posts step `t` once everyone
 //! posted `t - 1`, or for a contribution that fits in the line, once
-//! everyone posted `t - 7`), instead of point-to-point messages.
+//! everyone posted `t - 63`), instead of point-to-point messages.
 //!
-//! Each member owns one area: eight flag lines, whose inline bytes carry
+//! Each member owns one area: 64 flag lines, whose inline bytes carry
 //! contributions of up to 48 bytes (an 8-byte allreduce costs one cache
-//! line per member; the root of an 8-byte bcast may run 7 steps ahead of
+//! line per member; the root of an 8-byte bcast may run 63 steps ahead of
 //! its readers), and two data buffers of [`DATA`] bytes for larger ones,
 //! used alternately by odd and even steps. Larger contributions go
 //! in pieces of at most [`DATA`] bytes, one step each. The algorithms are
