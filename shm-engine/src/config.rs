@@ -104,6 +104,11 @@ pub struct Config {
     /// whose members share one node run on flag boards in shared memory
     /// ([`crate::board`]); `p2p`: always as point-to-point messages.
     pub coll_board: bool,
+    /// `TESSEL_SELF`: `direct` (default): a message a process sends itself
+    /// is matched and copied at once, without its ring; `ring`: it goes
+    /// through the process's own ring and the protocol for its size, as to
+    /// a peer (to exercise the protocols within one process).
+    pub self_direct: bool,
     /// `TESSEL_NET`: `auto` (default), `none`, or a plugin's name (`ucx`,
     /// `verbs`, `ofi`): the transport between nodes. Plugins are loaded
     /// only by processes of a job that spans nodes.
@@ -134,6 +139,7 @@ impl Default for Config {
             grant_max: 4 << 20,
             stats: false,
             coll_board: true,
+            self_direct: true,
             net: NetMode::Auto,
             plugin_path: Vec::new(),
         }
@@ -204,6 +210,18 @@ impl Config {
                     return Err(ConfigError {
                         var: "TESSEL_COLL",
                         reason: format!("{v:?} is not board or p2p"),
+                    });
+                }
+            };
+        }
+        if let Some(v) = get("TESSEL_SELF") {
+            c.self_direct = match v.trim().to_ascii_lowercase().as_str() {
+                "" | "direct" => true,
+                "ring" => false,
+                _ => {
+                    return Err(ConfigError {
+                        var: "TESSEL_SELF",
+                        reason: format!("{v:?} is not direct or ring"),
                     });
                 }
             };

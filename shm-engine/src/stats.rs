@@ -23,6 +23,9 @@ pub enum Protocol {
     /// Written by the sender at once into a landing buffer the receiver
     /// granted (library-managed receives).
     Put,
+    /// To this process itself, copied at once (any size; counted, as the
+    /// others, when larger than an eager message).
+    ToSelf,
     /// From another node, with its header (a network plugin's eager path).
     NetEager,
     /// From another node, pulled into the matched buffer (a network
@@ -39,6 +42,7 @@ impl fmt::Display for Protocol {
             Self::Steal => "steal",
             Self::Pipeline => "pipeline",
             Self::Put => "put",
+            Self::ToSelf => "self",
             Self::NetEager => "net-eager",
             Self::NetFetch => "net-fetch",
         })

@@ -264,6 +264,10 @@ pub fn settings(cfg: &Config) -> Vec<(&'static str, String)> {
             if cfg.coll_board { "board" } else { "p2p" }.to_owned(),
         ),
         (
+            "TESSEL_SELF",
+            if cfg.self_direct { "direct" } else { "ring" }.to_owned(),
+        ),
+        (
             "TESSEL_NET",
             match &cfg.net {
                 NetMode::Auto => "auto".to_owned(),

@@ -8,6 +8,7 @@ use super::{Endpoint, RecvBuf};
 use crate::endpoint::shm::cell::Control;
 use crate::error::Error;
 use crate::iov::{Buf, Cursor, Piece};
+use crate::stats::Protocol;
 
 /// A message taken out of the unexpected queue by a matched probe
 /// ([`Endpoint::improbe`]): no receive can match it any more; receive it
@@ -89,6 +90,40 @@ impl Endpoint {
                 self.matcher
                     .push_unexpected(from, tag, Arrival::Data { bytes, ack });
             }
+        }
+    }
+
+    /// Send request `id` (`len` bytes of `tag`) to this process itself
+    /// (local index `me`): it arrives at once, without a ring or a
+    /// rendezvous. A posted receive takes it straight from the send
+    /// buffer, one copy; otherwise it waits in the unexpected queue as a
+    /// copy. The send completes now, or, when synchronous, once a receive
+    /// matched it (the ACK comes as a cell to ourselves). Sends to
+    /// ourselves all take this path, so they stay in order.
+    pub(super) fn send_self(&mut self, me: u32, id: ReqId, tag: u64, len: usize, sync: bool) {
+        let pieces = self.reqs.pieces(id);
+        let gathered;
+        let data: &[u8] = match pieces {
+            _ if len == 0 => &[],
+            // SAFETY: the sender's buffer is readable, `len` bytes in all
+            // (isend contract), and stays so until the request completes
+            // below; a receive buffer may not overlap it (MPI contract).
+            [p] => unsafe { std::slice::from_raw_parts(p.ptr, len) },
+            many => {
+                let mut v = vec![0; len];
+                // SAFETY: as above; `v` holds `len` bytes.
+                unsafe { Cursor::start(many).gather(many, v.as_mut_ptr(), len) };
+                gathered = v;
+                &gathered
+            }
+        };
+        if len > self.cfg.eager_max {
+            self.stats.transfer(Protocol::ToSelf, len);
+        }
+        let ack = sync.then_some(Ack::Local { j: me, sreq: id });
+        self.arrive_data(self.rank, tag, data, ack);
+        if !sync {
+            self.reqs.complete_sent(id);
         }
     }
 

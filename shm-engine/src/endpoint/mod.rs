@@ -390,6 +390,9 @@ impl Endpoint {
             .reqs
             .add(buf, owned, Status::new(self.rank, tag, len), false);
         match route {
+            Route::Local(j) if dest == self.rank && self.cfg.self_direct => {
+                self.send_self(j, id, tag, len, sync)
+            }
             Route::Local(j) => self.send_local(j, id, tag, len, sync),
             Route::Remote => self.send_remote(dest, id, tag, len, sync)?,
         }
@@ -482,7 +485,9 @@ impl Endpoint {
         }
         // A managed receive from one peer: lend it a landing buffer, so
         // that its next large message is written at once (no RTS, no CTS).
+        // Not to ourselves when our own messages arrive at once.
         if let (Some(cap), Some(Route::Local(j))) = (managed, route)
+            && !(source == Source::Rank(self.rank) && self.cfg.self_direct)
             && cap > self.cfg.eager_max
             && cap <= self.cfg.grant_max
         {

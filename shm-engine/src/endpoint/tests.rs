@@ -1,5 +1,7 @@
-//! One-process endpoints talk to themselves through their own ring,
-//! which exercises every path of matching, probing and cancelling.
+//! One-process endpoints talk to themselves: through their own ring
+//! (`TESSEL_SELF=ring`), which exercises every protocol and every path of
+//! matching, probing and cancelling, and directly (the default), which
+//! must keep the same semantics.
 
 use super::*;
 use crate::bootstrap::Singleton;
@@ -7,8 +9,21 @@ use crate::config::CmaMode;
 use crate::iov::Cursor;
 use crate::stats::Protocol;
 
-fn endpoint() -> Endpoint {
-    Endpoint::new(Box::new(Singleton::default())).expect("one-process endpoint")
+/// A one-process endpoint whose messages to itself take the ring (every
+/// protocol), or are copied at once (`direct`).
+fn endpoint(direct: bool) -> Endpoint {
+    let cfg = Config {
+        self_direct: direct,
+        ..Config::default()
+    };
+    Endpoint::with_config(Box::new(Singleton::default()), cfg).expect("one-process endpoint")
+}
+
+/// Run `test` on an endpoint of each kind (see [`endpoint`]).
+fn each(test: impl Fn(Endpoint)) {
+    for direct in [false, true] {
+        test(endpoint(direct));
+    }
 }
 
 /// Sizes of the inline, eager and rendezvous protocols.
@@ -23,93 +38,97 @@ fn bytes(n: usize, seed: u8) -> Vec<u8> {
 
 #[test]
 fn probe_reports_full_size_and_leaves_the_message() {
-    let mut ep = endpoint();
-    for (k, n) in sizes(&ep).into_iter().enumerate() {
-        let tag = 100 + k as u64;
-        let data = bytes(n, k as u8);
-        let s = ep.isend(0, tag, data.clone()).unwrap();
-        let st = ep.probe(Source::Any, TagMatch::exact(tag));
-        assert_eq!((st.source, st.tag, st.len), (0, tag, n));
-        // Probing again sees the same message.
-        assert_eq!(ep.iprobe(Source::Rank(0), TagMatch::any()), Some(st));
-        let r = ep
-            .irecv(Source::Rank(0), TagMatch::exact(tag), st.len)
-            .unwrap();
-        assert_eq!(ep.wait(r).unwrap().data.unwrap(), data);
-        ep.wait(s).unwrap();
-        assert_eq!(ep.iprobe(Source::Any, TagMatch::any()), None);
-    }
+    each(|mut ep| {
+        for (k, n) in sizes(&ep).into_iter().enumerate() {
+            let tag = 100 + k as u64;
+            let data = bytes(n, k as u8);
+            let s = ep.isend(0, tag, data.clone()).unwrap();
+            let st = ep.probe(Source::Any, TagMatch::exact(tag));
+            assert_eq!((st.source, st.tag, st.len), (0, tag, n));
+            // Probing again sees the same message.
+            assert_eq!(ep.iprobe(Source::Rank(0), TagMatch::any()), Some(st));
+            let r = ep
+                .irecv(Source::Rank(0), TagMatch::exact(tag), st.len)
+                .unwrap();
+            assert_eq!(ep.wait(r).unwrap().data.unwrap(), data);
+            ep.wait(s).unwrap();
+            assert_eq!(ep.iprobe(Source::Any, TagMatch::any()), None);
+        }
+    });
 }
 
 #[test]
 fn matched_probe_takes_the_message_from_receives() {
-    let mut ep = endpoint();
-    for (k, n) in sizes(&ep).into_iter().enumerate() {
-        let data = bytes(n, 7 + k as u8);
-        let s = ep.isend(0, 5, data.clone()).unwrap();
-        let (st, msg) = ep.mprobe(Source::Any, TagMatch::exact(5));
-        assert_eq!(st.len, n);
-        // A receive posted now does not get the probed message.
-        let other = ep.irecv(Source::Any, TagMatch::exact(5), n).unwrap();
-        assert!(!ep.test(&other));
-        let got = ep.imrecv(msg, n);
-        assert_eq!(ep.wait(got).unwrap().data.unwrap(), data);
-        ep.wait(s).unwrap();
-        assert!(ep.cancel(&other));
-        assert!(ep.wait(other).unwrap().status.cancelled);
-    }
-    assert!(ep.improbe(Source::Any, TagMatch::any()).is_none());
+    each(|mut ep| {
+        for (k, n) in sizes(&ep).into_iter().enumerate() {
+            let data = bytes(n, 7 + k as u8);
+            let s = ep.isend(0, 5, data.clone()).unwrap();
+            let (st, msg) = ep.mprobe(Source::Any, TagMatch::exact(5));
+            assert_eq!(st.len, n);
+            // A receive posted now does not get the probed message.
+            let other = ep.irecv(Source::Any, TagMatch::exact(5), n).unwrap();
+            assert!(!ep.test(&other));
+            let got = ep.imrecv(msg, n);
+            assert_eq!(ep.wait(got).unwrap().data.unwrap(), data);
+            ep.wait(s).unwrap();
+            assert!(ep.cancel(&other));
+            assert!(ep.wait(other).unwrap().status.cancelled);
+        }
+        assert!(ep.improbe(Source::Any, TagMatch::any()).is_none());
+    });
 }
 
 #[test]
 fn cancel_only_withdraws_an_unmatched_receive() {
-    let mut ep = endpoint();
-    let r = ep.irecv(Source::Any, TagMatch::exact(1), 8).unwrap();
-    assert!(ep.cancel(&r));
-    assert!(ep.test(&r));
-    let done = ep.wait(r).unwrap();
-    assert!(done.status.cancelled);
-    assert_eq!(done.status.len, 0);
-    // The message goes to the next receive, not the cancelled one.
-    ep.send(0, 1, b"abc").unwrap();
-    ep.probe(Source::Any, TagMatch::exact(1));
-    let r2 = ep.irecv(Source::Any, TagMatch::exact(1), 8).unwrap();
-    assert!(!ep.cancel(&r2), "matched at once");
-    let done = ep.wait(r2).unwrap();
-    assert!(!done.status.cancelled);
-    assert_eq!(done.data.unwrap(), b"abc");
-    // A send cannot be cancelled; it completes normally.
-    let big = ep.config().eager_max * 2;
-    let s = ep.isend(0, 2, bytes(big, 1)).unwrap();
-    assert!(!ep.cancel(&s));
-    let r3 = ep.irecv(Source::Any, TagMatch::exact(2), big).unwrap();
-    assert_eq!(ep.wait(r3).unwrap().data.unwrap(), bytes(big, 1));
-    assert!(!ep.wait(s).unwrap().status.cancelled);
+    each(|mut ep| {
+        let r = ep.irecv(Source::Any, TagMatch::exact(1), 8).unwrap();
+        assert!(ep.cancel(&r));
+        assert!(ep.test(&r));
+        let done = ep.wait(r).unwrap();
+        assert!(done.status.cancelled);
+        assert_eq!(done.status.len, 0);
+        // The message goes to the next receive, not the cancelled one.
+        ep.send(0, 1, b"abc").unwrap();
+        ep.probe(Source::Any, TagMatch::exact(1));
+        let r2 = ep.irecv(Source::Any, TagMatch::exact(1), 8).unwrap();
+        assert!(!ep.cancel(&r2), "matched at once");
+        let done = ep.wait(r2).unwrap();
+        assert!(!done.status.cancelled);
+        assert_eq!(done.data.unwrap(), b"abc");
+        // A send cannot be cancelled; it completes normally.
+        let big = ep.config().eager_max * 2;
+        let s = ep.isend(0, 2, bytes(big, 1)).unwrap();
+        assert!(!ep.cancel(&s));
+        let r3 = ep.irecv(Source::Any, TagMatch::exact(2), big).unwrap();
+        assert_eq!(ep.wait(r3).unwrap().data.unwrap(), bytes(big, 1));
+        assert!(!ep.wait(s).unwrap().status.cancelled);
+    });
 }
 
 #[test]
 fn synchronous_send_completes_only_after_the_match() {
-    let mut ep = endpoint();
-    for n in sizes(&ep) {
-        let data = bytes(n, 3);
-        let s = ep.issend(0, 9, data.clone()).unwrap();
-        // Delivered, but unmatched: the send stays incomplete.
-        ep.probe(Source::Rank(0), TagMatch::exact(9));
-        for _ in 0..4 {
-            assert!(!ep.test(&s), "{n}-byte ssend completed before a match");
+    each(|mut ep| {
+        for n in sizes(&ep) {
+            let data = bytes(n, 3);
+            let s = ep.issend(0, 9, data.clone()).unwrap();
+            // Delivered, but unmatched: the send stays incomplete.
+            ep.probe(Source::Rank(0), TagMatch::exact(9));
+            for _ in 0..4 {
+                assert!(!ep.test(&s), "{n}-byte ssend completed before a match");
+            }
+            let r = ep.irecv(Source::Rank(0), TagMatch::exact(9), n).unwrap();
+            assert_eq!(ep.wait(r).unwrap().data.unwrap(), data);
+            let done = ep.wait(s).unwrap();
+            assert_eq!(done.status.len, n);
         }
-        let r = ep.irecv(Source::Rank(0), TagMatch::exact(9), n).unwrap();
-        assert_eq!(ep.wait(r).unwrap().data.unwrap(), data);
-        let done = ep.wait(s).unwrap();
-        assert_eq!(done.status.len, n);
-    }
-    // A matched probe is a match too.
-    let s = ep.issend(0, 4, vec![1, 2, 3]).unwrap();
-    let (_, msg) = ep.mprobe(Source::Any, TagMatch::any());
-    ep.wait(s).unwrap();
-    let mut buf = [0u8; 3];
-    assert_eq!(ep.mrecv(msg, &mut buf).unwrap().len, 3);
-    assert_eq!(buf, [1, 2, 3]);
+        // A matched probe is a match too.
+        let s = ep.issend(0, 4, vec![1, 2, 3]).unwrap();
+        let (_, msg) = ep.mprobe(Source::Any, TagMatch::any());
+        ep.wait(s).unwrap();
+        let mut buf = [0u8; 3];
+        assert_eq!(ep.mrecv(msg, &mut buf).unwrap().len, 3);
+        assert_eq!(buf, [1, 2, 3]);
+    });
 }
 
 /// Pieces of `buf` holding `want` bytes in all, of the lengths in
@@ -138,9 +157,10 @@ fn packed(pieces: &[Piece]) -> Vec<u8> {
 
 #[test]
 fn pieces_to_pieces_in_every_protocol() {
-    pieces_to_pieces(endpoint());
+    each(pieces_to_pieces);
     let cfg = Config {
         cma: CmaMode::Off,
+        self_direct: false,
         ..Config::default()
     };
     let ep = Endpoint::with_config(Box::new(Singleton::default()), cfg).unwrap();
@@ -195,59 +215,61 @@ fn pieces_to_pieces(mut ep: Endpoint) {
 
 #[test]
 fn unexpected_and_probed_messages_scatter_into_pieces() {
-    let mut ep = endpoint();
-    for n in sizes(&ep) {
-        let data = bytes(n, 9);
-        let s = ep.isend(0, 4, data.clone()).unwrap();
-        ep.probe(Source::Any, TagMatch::exact(4));
-        let mut dst = vec![0u8; 2 * n + 8];
-        let dp = pieces(&mut dst, &[1, 17], 1, n);
-        let (_, msg) = ep.mprobe(Source::Any, TagMatch::exact(4));
-        // SAFETY: `dst` outlives the request: we wait here.
-        let r = unsafe { ep.imrecv_iov_raw(msg, &dp) };
-        ep.wait(r).unwrap();
-        ep.wait(s).unwrap();
-        assert_eq!(packed(&dp)[..n], data[..]);
-    }
+    each(|mut ep| {
+        for n in sizes(&ep) {
+            let data = bytes(n, 9);
+            let s = ep.isend(0, 4, data.clone()).unwrap();
+            ep.probe(Source::Any, TagMatch::exact(4));
+            let mut dst = vec![0u8; 2 * n + 8];
+            let dp = pieces(&mut dst, &[1, 17], 1, n);
+            let (_, msg) = ep.mprobe(Source::Any, TagMatch::exact(4));
+            // SAFETY: `dst` outlives the request: we wait here.
+            let r = unsafe { ep.imrecv_iov_raw(msg, &dp) };
+            ep.wait(r).unwrap();
+            ep.wait(s).unwrap();
+            assert_eq!(packed(&dp)[..n], data[..]);
+        }
+    });
 }
 
 #[test]
 fn managed_receives_get_a_buffer_of_the_message_size() {
-    let mut ep = endpoint();
-    for n in sizes(&ep) {
-        let data = bytes(n, 11);
-        // Posted first, and posted after the message arrived.
-        let r = ep
-            .irecv_managed(Source::Any, TagMatch::exact(6), usize::MAX)
-            .unwrap();
-        ep.send(0, 6, &data).unwrap();
-        let s = ep.isend(0, 6, data.clone()).unwrap();
-        ep.probe(Source::Any, TagMatch::exact(6));
-        let r2 = ep
-            .irecv_managed(Source::Rank(0), TagMatch::exact(6), usize::MAX)
-            .unwrap();
-        ep.wait(s).unwrap();
-        for r in [r, r2] {
-            let done = ep.wait(r).unwrap();
-            assert_eq!(done.status.len, n);
-            assert!(done.data.is_none());
-            let buf = done.buffer.expect("a managed receive hands out its buffer");
-            assert_eq!(buf.as_slice(), &data[..], "{n} bytes");
+    each(|mut ep| {
+        for n in sizes(&ep) {
+            let data = bytes(n, 11);
+            // Posted first, and posted after the message arrived.
+            let r = ep
+                .irecv_managed(Source::Any, TagMatch::exact(6), usize::MAX)
+                .unwrap();
+            ep.send(0, 6, &data).unwrap();
+            let s = ep.isend(0, 6, data.clone()).unwrap();
+            ep.probe(Source::Any, TagMatch::exact(6));
+            let r2 = ep
+                .irecv_managed(Source::Rank(0), TagMatch::exact(6), usize::MAX)
+                .unwrap();
+            ep.wait(s).unwrap();
+            for r in [r, r2] {
+                let done = ep.wait(r).unwrap();
+                assert_eq!(done.status.len, n);
+                assert!(done.data.is_none());
+                let buf = done.buffer.expect("a managed receive hands out its buffer");
+                assert_eq!(buf.as_slice(), &data[..], "{n} bytes");
+            }
         }
-    }
-    // Capacity still bounds what is accepted.
-    let big = ep.config().eager_max * 3;
-    let s = ep.isend(0, 8, bytes(big, 2)).unwrap();
-    let r = ep
-        .irecv_managed(Source::Any, TagMatch::exact(8), big - 1)
-        .unwrap();
-    assert!(matches!(ep.wait(r), Err(Error::Truncated { .. })));
-    ep.wait(s).unwrap();
+        // Capacity still bounds what is accepted.
+        let big = ep.config().eager_max * 3;
+        let s = ep.isend(0, 8, bytes(big, 2)).unwrap();
+        let r = ep
+            .irecv_managed(Source::Any, TagMatch::exact(8), big - 1)
+            .unwrap();
+        assert!(matches!(ep.wait(r), Err(Error::Truncated { .. })));
+        ep.wait(s).unwrap();
+    });
 }
 
 #[test]
 fn granted_buffers_take_large_messages_at_once() {
-    let mut ep = endpoint();
+    let mut ep = endpoint(false);
     let n = ep.config().eager_max * 4 + 5;
     let data = bytes(n, 21);
     // The managed receive lends its source a landing buffer: the send
@@ -282,15 +304,46 @@ fn granted_buffers_take_large_messages_at_once() {
 
 #[test]
 fn wait_any_returns_a_completed_request() {
-    let mut ep = endpoint();
-    let a = ep.irecv(Source::Any, TagMatch::exact(1), 4).unwrap();
-    let b = ep.irecv(Source::Any, TagMatch::exact(2), 4).unwrap();
-    ep.send(0, 2, b"two").unwrap();
-    assert_eq!(ep.wait_any(&[&a, &b]), Some(1));
-    assert!(!ep.is_complete(&a));
-    assert_eq!(ep.wait(b).unwrap().data.unwrap(), b"two");
-    assert!(ep.cancel(&a));
-    assert_eq!(ep.wait_any(&[&a]), Some(0));
-    ep.wait(a).unwrap();
-    assert_eq!(ep.wait_any(&[]), None);
+    each(|mut ep| {
+        let a = ep.irecv(Source::Any, TagMatch::exact(1), 4).unwrap();
+        let b = ep.irecv(Source::Any, TagMatch::exact(2), 4).unwrap();
+        ep.send(0, 2, b"two").unwrap();
+        assert_eq!(ep.wait_any(&[&a, &b]), Some(1));
+        assert!(!ep.is_complete(&a));
+        assert_eq!(ep.wait(b).unwrap().data.unwrap(), b"two");
+        assert!(ep.cancel(&a));
+        assert_eq!(ep.wait_any(&[&a]), Some(0));
+        ep.wait(a).unwrap();
+        assert_eq!(ep.wait_any(&[]), None);
+    });
+}
+
+#[test]
+fn messages_to_oneself_are_copied_at_once_and_in_order() {
+    let mut ep = endpoint(true);
+    let n = ep.config().eager_max * 4 + 3;
+    // Sent before any receive, of every size: complete at once, and
+    // received in the order sent.
+    let sizes = [n, 0, 5, n / 2, 100];
+    let sends: Vec<_> = sizes
+        .iter()
+        .enumerate()
+        .map(|(k, &len)| ep.isend(0, 1, bytes(len, k as u8)).unwrap())
+        .collect();
+    assert!(sends.iter().all(|s| ep.is_complete(s)), "buffered at once");
+    for (k, &len) in sizes.iter().enumerate() {
+        let r = ep.irecv(Source::Rank(0), TagMatch::exact(1), n).unwrap();
+        assert_eq!(ep.wait(r).unwrap().data.unwrap(), bytes(len, k as u8));
+    }
+    for s in sends {
+        ep.wait(s).unwrap();
+    }
+    // Posted first: taken straight from the send buffer.
+    let r = ep.irecv(Source::Any, TagMatch::exact(2), n).unwrap();
+    let s = ep.isend(0, 2, bytes(n, 9)).unwrap();
+    assert!(ep.is_complete(&r) && ep.is_complete(&s));
+    assert_eq!(ep.wait(r).unwrap().data.unwrap(), bytes(n, 9));
+    ep.wait(s).unwrap();
+    assert_eq!(ep.transfers(Protocol::ToSelf), 3, "the three large ones");
+    assert_eq!(ep.transfers(Protocol::Get) + ep.transfers(Protocol::Probe), 0);
 }
