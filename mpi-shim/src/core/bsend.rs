@@ -261,11 +261,22 @@ impl Runtime {
 mod tests {
     use super::*;
     use shm_engine::bootstrap::Singleton;
-    use shm_engine::{Source, TagMatch};
+    use shm_engine::{Config, Source, TagMatch};
+
+    /// A one-process endpoint whose messages to itself take its ring, so
+    /// that rendezvous-sized ones stay in flight until received
+    /// (`TESSEL_SELF=ring`; directly, they would be copied at once).
+    fn endpoint() -> Endpoint {
+        let cfg = Config {
+            self_direct: false,
+            ..Config::default()
+        };
+        Endpoint::with_config(Box::new(Singleton::default()), cfg).expect("endpoint")
+    }
 
     #[test]
     fn attached_buffer_holds_messages_until_delivered() {
-        let mut ep = Endpoint::new(Box::new(Singleton::default())).expect("endpoint");
+        let mut ep = endpoint();
         // Rendezvous-sized messages stay in flight until received.
         let n = ep.config().eager_max + 1;
         let mut mem = vec![0u8; 2 * (n + BSEND_OVERHEAD)];
@@ -291,7 +302,7 @@ mod tests {
 
     #[test]
     fn automatic_buffer_never_fills() {
-        let mut ep = Endpoint::new(Box::new(Singleton::default())).expect("endpoint");
+        let mut ep = endpoint();
         let n = ep.config().eager_max + 1;
         let mut att = Attached::automatic();
         let data: Vec<u8> = (0..n).map(|i| (i * 7) as u8).collect();

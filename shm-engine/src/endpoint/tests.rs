@@ -345,5 +345,8 @@ fn messages_to_oneself_are_copied_at_once_and_in_order() {
     assert_eq!(ep.wait(r).unwrap().data.unwrap(), bytes(n, 9));
     ep.wait(s).unwrap();
     assert_eq!(ep.transfers(Protocol::ToSelf), 3, "the three large ones");
-    assert_eq!(ep.transfers(Protocol::Get) + ep.transfers(Protocol::Probe), 0);
+    assert_eq!(
+        ep.transfers(Protocol::Get) + ep.transfers(Protocol::Probe),
+        0
+    );
 }
