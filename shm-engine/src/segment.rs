@@ -251,20 +251,26 @@ impl NodeSegment {
         for (word, id) in area.place.iter().zip(place.ids()) {
             word.store(id, Ordering::Relaxed);
         }
-        // SYNC POINT: Release pairs with the Acquire in `place`, so a
+        // SYNC POINT: Release pairs with the Acquire in `placed`, so a
         // reader that sees 1 sees every id.
         area.placed.store(1, Ordering::Release);
     }
 
     /// Local process `p`'s place, once it has published it.
     pub fn place(&self, p: u32) -> Option<Place> {
-        let area = self.proc_area(p);
-        if area.placed.load(Ordering::Acquire) != 1 {
+        if !self.placed(p) {
             return None;
         }
+        let area = self.proc_area(p);
         Some(Place::new(std::array::from_fn(|i| {
             area.place[i].load(Ordering::Relaxed)
         })))
+    }
+
+    /// Whether local process `p` has published its place (Acquire: its
+    /// place words are visible).
+    pub fn placed(&self, p: u32) -> bool {
+        self.proc_area(p).placed.load(Ordering::Acquire) == 1
     }
 
     /// Local process `p`'s place, waiting (yielding the CPU) until it has

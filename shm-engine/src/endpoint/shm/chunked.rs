@@ -256,13 +256,18 @@ impl Endpoint {
     }
 
     /// Order the peers nearest first, once all have published a place.
+    /// Until then (a segment with room for processes a later spawn will
+    /// start), every idle poll comes here: it only looks, allocating
+    /// nothing.
     fn settle_steal_order(&mut self) {
         if self.shm.steal_order_final {
             return;
         }
-        let places: Option<Vec<Place>> = (0..self.shm.local_size())
-            .map(|p| self.shm.seg.place(p))
-            .collect();
+        let n = self.shm.local_size();
+        if !(0..n).all(|p| self.shm.seg.placed(p)) {
+            return;
+        }
+        let places: Option<Vec<Place>> = (0..n).map(|p| self.shm.seg.place(p)).collect();
         if let Some(places) = places {
             self.shm.steal_order = crate::locality::steal_order(self.shm.me, &places);
             self.shm.steal_order_final = true;
