@@ -103,18 +103,35 @@ impl Run {
     }
 
     /// Post step `t` with `data` (at most [`DATA`] bytes), once every
-    /// member posted the step BP2 names: `t - 1`, or for a contribution
-    /// that fits in the line, one several steps back.
+    /// member posted `t - 1`: for a member that then waits for every
+    /// member's post of this step (barrier, allreduce, allgather,
+    /// alltoall). Posting sooner would not end its wait sooner; and where
+    /// processes outnumber cores, a member that arrives last this way
+    /// runs on into what follows rather than waiting for the core: a
+    /// bcast right after a barrier at 4 processes on 2 cores took 4.2 µs
+    /// with barriers that ran ahead, 0.21 µs without.
     fn post(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
-        self.may_post(rt, data.len() > INLINE)?;
+        self.may_post(rt, false)?;
+        self.team.post_data(&mut rt.ep, &self.board(), self.t, data);
+        Ok(())
+    }
+
+    /// Post step `t` with `data` (at most [`DATA`] bytes), running ahead
+    /// where BP2 allows: a contribution that fits in the line waits only
+    /// for everyone's `t - 63`. For a member that does not wait for the
+    /// others' posts of this step (a bcast's root and its readers'
+    /// acknowledgements, a reduce's non-roots): the root of a stream of
+    /// small broadcasts posts many before its readers have read them.
+    fn post_ahead(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
+        self.may_post(rt, data.len() <= INLINE)?;
         self.team.post_data(&mut rt.ep, &self.board(), self.t, data);
         Ok(())
     }
 
     /// Post step `t` with `len` bytes that `f` writes in place (see
-    /// `Team::post_built`), once every member posted the step BP2 names.
+    /// `Team::post_built`), once every member posted `t - 1`.
     fn post_built(&self, rt: &mut Runtime, len: usize, f: impl FnOnce(&mut [u8])) -> MpiResult<()> {
-        self.may_post(rt, len > INLINE)?;
+        self.may_post(rt, false)?;
         self.team
             .post_built(&mut rt.ep, &self.board(), self.t, len, f);
         Ok(())
@@ -132,7 +149,7 @@ impl Run {
         pieces: impl IntoIterator<Item = (usize, &'a [u8])>,
     ) -> MpiResult<()> {
         debug_assert!(len == 0 || len > INLINE);
-        self.may_post(rt, true)?;
+        self.may_post(rt, false)?;
         let b = self.board();
         for (at, data) in pieces {
             self.team.write_data(&b, self.t, at, data);
@@ -141,10 +158,11 @@ impl Run {
         Ok(())
     }
 
-    /// Wait until this member may post this step (BP2), writing its data
-    /// buffer (`data`) or not.
-    fn may_post(&self, rt: &mut Runtime, data: bool) -> MpiResult<()> {
-        self.wait_posted(rt, None, bp::must_have_posted(self.t, data))
+    /// Wait until this member may post this step: once every member
+    /// posted `t - 1`, or, running `ahead` with a post that stays in the
+    /// line, the step BP2 names for the line.
+    fn may_post(&self, rt: &mut Runtime, ahead: bool) -> MpiResult<()> {
+        self.wait_posted(rt, None, bp::must_have_posted(self.t, !ahead))
     }
 
     /// Wait until member `who` (all: `None`) posted step `t`.
@@ -190,7 +208,7 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
             let data = unsafe { ub.data() };
             for (off, len) in pieces(ub.len, 1) {
                 run.next();
-                run.post(rt, &data[off..off + len])?;
+                run.post_ahead(rt, &data[off..off + len])?;
             }
             run.end();
             return Ok(());
@@ -210,7 +228,7 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
                     unsafe { ub.unpack(x) }
                 }
             });
-            run.post(rt, &[])?;
+            run.post_ahead(rt, &[])?;
             if let Ran::Truncated(e) = got {
                 bad.get_or_insert(e);
             }
@@ -281,7 +299,11 @@ pub unsafe fn reduce(
     Some((|| {
         let mut run = Run::start(rt, slot, team)?;
         run.next();
-        run.post(rt, &own)?;
+        if out.is_some() {
+            run.post(rt, &own)?;
+        } else {
+            run.post_ahead(rt, &own)?;
+        }
         let Some(out) = out else {
             run.end();
             return Ok(());

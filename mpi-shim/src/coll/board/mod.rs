@@ -2,7 +2,8 @@
 //! one node exchange data through areas of their shared heaps, with the
 //! engine's board protocol (`shm_engine::board`: one writer per line,
 //! step numbers that only grow, a member posts step `t` once everyone
-//! posted `t - 1`, or for a contribution that fits in the line, once
+//! posted `t - 1`, or, for a contribution that fits in the line and a
+//! member that need not wait for the others' posts of that step, once
 //! everyone posted `t - 63`), instead of point-to-point messages.
 //!
 //! Each member owns one area: 64 flag lines, whose inline bytes carry
