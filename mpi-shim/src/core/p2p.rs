@@ -71,6 +71,14 @@ impl Runtime {
         }
         // SAFETY: forwarded from the caller (a send's buffer is readable).
         let wire = unsafe { ub.wire(&self.ep, true) };
+        // A small standard or ready send to a peer of this node goes at
+        // once, inline, without an engine request.
+        if mode != SendMode::Synchronous {
+            // SAFETY: the pieces are readable (as above) during the call.
+            if unsafe { self.ep.try_send_iov_now(to, tag, wire.pieces())? } {
+                return Ok(Req::Done(Status::empty()));
+            }
+        }
         // SAFETY: MPI forbids touching the buffer until the request
         // completes, so its pieces outlive the engine request; a packed
         // copy moves into the request below and its heap storage stays put

@@ -336,6 +336,34 @@ impl Endpoint {
         self.start_send(dest, tag, Buf::of(pieces), None, true)
     }
 
+    /// Send the concatenation of `pieces` to `dest` with `tag` at once,
+    /// without a request, when it can: a message of at most `inline_max`
+    /// bytes to another process of this node whose ring has room and for
+    /// which nothing waits. Returns whether it was sent; when not, nothing
+    /// happened, and the caller starts a send as usual
+    /// ([`isend_iov_raw`](Self::isend_iov_raw)). A blocking or nonblocking
+    /// send of a small message then completes without a trip through the
+    /// request table.
+    ///
+    /// # Safety
+    /// Every piece is valid for reads during the call.
+    pub unsafe fn try_send_iov_now(
+        &mut self,
+        dest: u32,
+        tag: u64,
+        pieces: &[Piece],
+    ) -> Result<bool, Error> {
+        let Route::Local(j) = self.router.route(dest)? else {
+            return Ok(false);
+        };
+        let len = total(pieces);
+        if dest == self.rank || len > self.cfg.inline_max {
+            return Ok(false);
+        }
+        // SAFETY: forwarded from the caller.
+        Ok(unsafe { self.send_inline_now(j, tag, pieces, len) })
+    }
+
     /// Start sending the concatenation of `pieces`, in order, to `dest`
     /// with `tag`, without packing them: the data moves straight from
     /// the pieces (the receiver sees one message of their total size).

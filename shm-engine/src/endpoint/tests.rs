@@ -350,3 +350,20 @@ fn messages_to_oneself_are_copied_at_once_and_in_order() {
         0
     );
 }
+
+#[test]
+fn sending_at_once_leaves_what_it_cannot_send_to_a_request() {
+    let mut ep = endpoint(true);
+    let data = [7u8; 8];
+    let piece = [Piece::new(data.as_ptr().cast_mut(), data.len())];
+    // SAFETY: `data` is readable during the calls.
+    unsafe {
+        // To itself: not at once (the self path takes it), and nothing sent.
+        assert!(!ep.try_send_iov_now(0, 1, &piece).unwrap());
+        assert!(matches!(
+            ep.try_send_iov_now(5, 1, &piece),
+            Err(Error::InvalidPeer { .. })
+        ));
+    }
+    assert_eq!(ep.iprobe(Source::Any, TagMatch::any()), None);
+}

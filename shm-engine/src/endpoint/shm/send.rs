@@ -111,6 +111,34 @@ impl Endpoint {
         }
     }
 
+    /// Send `len` bytes of `pieces` with `tag` to local peer `j` inline
+    /// and at once, without a request, if nothing waits in its backlog
+    /// (order) and its ring has room; the caller checked `len <=
+    /// inline_max`. Returns whether it was sent.
+    ///
+    /// # Safety
+    /// The pieces are readable, `len` bytes in all.
+    pub(in crate::endpoint) unsafe fn send_inline_now(
+        &mut self,
+        j: u32,
+        tag: u64,
+        pieces: &[crate::iov::Piece],
+        len: usize,
+    ) -> bool {
+        let peer = &mut self.shm.peers[j as usize];
+        if !peer.backlog.is_empty() || !peer.tx.has_room() {
+            return false;
+        }
+        let mut cell = cell::inline(tag, len, None);
+        // SAFETY: the caller's promise; the payload holds inline_max <=
+        // INLINE_CAPACITY bytes.
+        unsafe { Cursor::start(pieces).gather(pieces, cell.payload.as_mut_ptr(), len) };
+        let pushed = peer.tx.push(&cell).is_ok();
+        debug_assert!(pushed, "the ring had room");
+        self.shm.announce(j);
+        true
+    }
+
     /// Send control message `c` to local peer `j` (after its backlog).
     pub(in crate::endpoint) fn control(&mut self, j: u32, c: Control<'_>) {
         self.enqueue(j, Outgoing::Cell(c.encode()));
