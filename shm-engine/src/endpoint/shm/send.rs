@@ -8,7 +8,7 @@ use crate::doorbell;
 use crate::endpoint::Endpoint;
 use crate::endpoint::request::{ReqId, Requests};
 use crate::heap;
-use crate::iov::{Buf, Cursor};
+use crate::iov::{Buf, Cursor, Piece};
 use crate::layout::Cell;
 use crate::sync::Ordering;
 use crate::sys;
@@ -38,6 +38,19 @@ pub(super) enum Outgoing {
     },
 }
 
+/// The inline cell of a message of `len` bytes of `tag`, gathered from
+/// `pieces`; `ack`: the sender's request, for a synchronous send.
+///
+/// # Safety
+/// The pieces are readable, `len` bytes in all, at most
+/// [`INLINE_CAPACITY`](crate::layout::INLINE_CAPACITY).
+unsafe fn inline_cell(tag: u64, pieces: &[Piece], len: usize, ack: Option<u64>) -> Cell {
+    let mut cell = cell::inline(tag, len, ack);
+    // SAFETY: the caller's promise; the payload holds INLINE_CAPACITY bytes.
+    unsafe { Cursor::start(pieces).gather(pieces, cell.payload.as_mut_ptr(), len) };
+    cell
+}
+
 /// Our side of staging (me -> peer): slots are taken and freed in order.
 #[derive(Debug)]
 pub(super) struct TxStaging {
@@ -62,12 +75,9 @@ impl Endpoint {
         // Inline and eager: the receiver acknowledges a synchronous send.
         let ack = sync.then_some(id);
         if len <= self.cfg.inline_max {
-            let mut cell = cell::inline(tag, len, ack);
-            let pieces = self.reqs.pieces(id);
             // SAFETY: the caller guarantees the pieces are readable (`len`
-            // bytes in all); the payload array holds inline_max <=
-            // INLINE_CAPACITY bytes.
-            unsafe { Cursor::start(pieces).gather(pieces, cell.payload.as_mut_ptr(), len) };
+            // bytes in all, at most inline_max).
+            let cell = unsafe { inline_cell(tag, self.reqs.pieces(id), len, ack) };
             self.enqueue(j, Outgoing::Cell(cell));
             if !sync {
                 self.reqs.complete_sent(id);
@@ -112,31 +122,21 @@ impl Endpoint {
     }
 
     /// Send `len` bytes of `pieces` with `tag` to local peer `j` inline
-    /// and at once, without a request, if nothing waits in its backlog
-    /// (order) and its ring has room; the caller checked `len <=
-    /// inline_max`. Returns whether it was sent.
+    /// and at once, without a request, if it can go straight into the
+    /// ring ([`Shm::push_now`]). Returns whether it was sent.
     ///
     /// # Safety
-    /// The pieces are readable, `len` bytes in all.
+    /// The pieces are readable, `len` bytes in all, at most inline_max.
     pub(in crate::endpoint) unsafe fn send_inline_now(
         &mut self,
         j: u32,
         tag: u64,
-        pieces: &[crate::iov::Piece],
+        pieces: &[Piece],
         len: usize,
     ) -> bool {
-        let peer = &mut self.shm.peers[j as usize];
-        if !peer.backlog.is_empty() || !peer.tx.has_room() {
-            return false;
-        }
-        let mut cell = cell::inline(tag, len, None);
-        // SAFETY: the caller's promise; the payload holds inline_max <=
-        // INLINE_CAPACITY bytes.
-        unsafe { Cursor::start(pieces).gather(pieces, cell.payload.as_mut_ptr(), len) };
-        let pushed = peer.tx.push(&cell).is_ok();
-        debug_assert!(pushed, "the ring had room");
-        self.shm.announce(j);
-        true
+        // SAFETY: the caller's promise.
+        let cell = unsafe { inline_cell(tag, pieces, len, None) };
+        self.shm.push_now(j, &cell)
     }
 
     /// Send control message `c` to local peer `j` (after its backlog).
@@ -145,16 +145,13 @@ impl Endpoint {
     }
 
     pub(super) fn enqueue(&mut self, j: u32, out: Outgoing) {
+        if let Outgoing::Cell(cell) = &out
+            && self.shm.push_now(j, cell)
+        {
+            return;
+        }
         let peer = &mut self.shm.peers[j as usize];
         let was_idle = peer.backlog.is_empty();
-        if let (true, Outgoing::Cell(cell)) = (was_idle, &out) {
-            // Nothing waits before it: straight into the ring, if it has
-            // room (the common case), without the backlog's round trip.
-            if peer.tx.push(cell).is_ok() {
-                self.shm.announce(j);
-                return;
-            }
-        }
         peer.backlog.push_back(out);
         if was_idle {
             self.shm.flush(j, &mut self.reqs);
@@ -273,6 +270,18 @@ impl Shm {
             reqs.complete_sent(id);
         }
         pushed
+    }
+
+    /// Push `cell` straight into local peer `j`'s ring, without the
+    /// backlog's round trip, when nothing waits before it (order) and the
+    /// ring has room (the common case). Returns whether it did.
+    fn push_now(&mut self, j: u32, cell: &Cell) -> bool {
+        let peer = &mut self.peers[j as usize];
+        if !peer.backlog.is_empty() || peer.tx.push(cell).is_err() {
+            return false;
+        }
+        self.announce(j);
+        true
     }
 
     /// Tell local peer `j` that its ring (from us) has news: nothing when
