@@ -177,6 +177,30 @@ fn parse<T: std::str::FromStr>(
     Ok(())
 }
 
+/// A variable naming one of two choices (any case): `on` (or empty) sets
+/// `into`, `off` clears it.
+fn switch(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    [on, off]: [&str; 2],
+    into: &mut bool,
+) -> Result<(), ConfigError> {
+    if let Some(v) = get(var) {
+        *into = match v.trim().to_ascii_lowercase().as_str() {
+            "" => true,
+            w if w == on => true,
+            w if w == off => false,
+            _ => {
+                return Err(ConfigError {
+                    var,
+                    reason: format!("{v:?} is not {on} or {off}"),
+                });
+            }
+        };
+    }
+    Ok(())
+}
+
 impl Config {
     /// Defaults overridden by `TESSEL_*` environment variables.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -202,30 +226,8 @@ impl Config {
         if let Some(v) = get("TESSEL_STATS") {
             c.stats = !matches!(v.trim(), "" | "0" | "off" | "no");
         }
-        if let Some(v) = get("TESSEL_COLL") {
-            c.coll_board = match v.trim().to_ascii_lowercase().as_str() {
-                "" | "board" => true,
-                "p2p" => false,
-                _ => {
-                    return Err(ConfigError {
-                        var: "TESSEL_COLL",
-                        reason: format!("{v:?} is not board or p2p"),
-                    });
-                }
-            };
-        }
-        if let Some(v) = get("TESSEL_SELF") {
-            c.self_direct = match v.trim().to_ascii_lowercase().as_str() {
-                "" | "direct" => true,
-                "ring" => false,
-                _ => {
-                    return Err(ConfigError {
-                        var: "TESSEL_SELF",
-                        reason: format!("{v:?} is not direct or ring"),
-                    });
-                }
-            };
-        }
+        switch(&get, "TESSEL_COLL", ["board", "p2p"], &mut c.coll_board)?;
+        switch(&get, "TESSEL_SELF", ["direct", "ring"], &mut c.self_direct)?;
         if let Some(v) = get("TESSEL_NET") {
             c.net = match v.trim().to_ascii_lowercase().as_str() {
                 "" | "auto" => NetMode::Auto,
@@ -342,6 +344,15 @@ mod tests {
         })
         .unwrap();
         assert_eq!((c.rndv, c.stats), (RndvMode::Steal, true));
+        let c = Config::from_lookup(|k| match k {
+            "TESSEL_COLL" => Some("P2P".into()),
+            "TESSEL_SELF" => Some("ring".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!((c.coll_board, c.self_direct), (false, false));
+        let e = Config::from_lookup(|k| (k == "TESSEL_SELF").then(|| "p2p".into()));
+        assert_eq!(e.unwrap_err().reason, "\"p2p\" is not direct or ring");
         let e = Config::from_lookup(|k| (k == "TESSEL_SPIN").then(|| "lots".into()));
         assert!(e.unwrap_err().reason.contains("lots"));
     }
