@@ -46,7 +46,11 @@ pub(super) fn share(n: usize) -> usize {
 /// `MPI_Barrier`.
 pub fn barrier(b: &mut Builder) {
     let t = team(b).step();
-    b.board(BoardStep::Post { t, src: None });
+    b.board(BoardStep::Post {
+        t,
+        src: None,
+        ahead: false,
+    });
     b.board(BoardStep::Wait { t, who: None });
 }
 
@@ -56,15 +60,22 @@ pub fn bcast(b: &mut Builder, data: Span, root: usize) {
     for (off, len) in pieces(data.len, 1) {
         let t = team.step();
         let piece = data.sub(off, len);
+        // Neither the root nor a reader waits for everyone's post: both
+        // may run ahead (`BoardStep::Post`).
         if b.rank == root {
             b.board(BoardStep::Post {
                 t,
                 src: Some(piece),
+                ahead: true,
             });
         } else {
             b.board(BoardStep::Wait { t, who: Some(root) });
             fetch(b, root, t, len, 0, piece);
-            b.board(BoardStep::Post { t, src: None });
+            b.board(BoardStep::Post {
+                t,
+                src: None,
+                ahead: true,
+            });
         }
     }
 }
@@ -132,7 +143,11 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
     let reads = root.is_none_or(|r| r == me);
     if acc.len * n <= SMALL {
         let t = team.step();
-        b.board(BoardStep::Post { t, src: Some(acc) });
+        b.board(BoardStep::Post {
+            t,
+            src: Some(acc),
+            ahead: !reads,
+        });
         if reads {
             b.board(BoardStep::Wait { t, who: None });
             let res = b.buf(acc.len);
@@ -148,6 +163,7 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
         b.board(BoardStep::Post {
             t: t1,
             src: Some(piece),
+            ahead: false,
         });
         b.board(BoardStep::Wait { t: t1, who: None });
         let (lo, sl) = slice(me);
@@ -160,6 +176,7 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
         b.board(BoardStep::Post {
             t: t2,
             src: Some(res),
+            ahead: false,
         });
         if reads {
             b.board(BoardStep::Wait { t: t2, who: None });
@@ -191,6 +208,7 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
         b.board(BoardStep::Post {
             t,
             src: Some(part(blocks[me])),
+            ahead: !reads,
         });
         if reads {
             b.board(BoardStep::Wait { t, who: None });
@@ -224,7 +242,11 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
                     });
                 }
             }
-            b.board(BoardStep::Post { t, src: None });
+            b.board(BoardStep::Post {
+                t,
+                src: None,
+                ahead: false,
+            });
             // (Empty with MPI_IN_PLACE: the root's block stays put.)
             if len > 0 && blocks[me].len >= off + len {
                 b.copy(blocks[me].sub(off, len), own.sub(off, len));
@@ -232,7 +254,11 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
         } else {
             b.board(BoardStep::Wait { t, who: Some(root) });
             fetch(b, root, t, PLACED, me * per, own.sub(off, len));
-            b.board(BoardStep::Post { t, src: None });
+            b.board(BoardStep::Post {
+                t,
+                src: None,
+                ahead: false,
+            });
         }
     }
 }
@@ -258,7 +284,11 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
                 });
             }
         }
-        b.board(BoardStep::Post { t, src: None });
+        b.board(BoardStep::Post {
+            t,
+            src: None,
+            ahead: false,
+        });
         b.board(BoardStep::Wait { t, who: None });
         for (j, &r) in recvs.iter().enumerate() {
             if len == 0 {
@@ -288,6 +318,7 @@ pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize], elem: usize)
         b.board(BoardStep::Post {
             t,
             src: Some(acc.sub(off, len)),
+            ahead: false,
         });
         // The part of this member's block inside the piece.
         let lo = mine.off - acc.off;
@@ -312,6 +343,7 @@ pub fn scan(b: &mut Builder, partial: Span, result: Span, exclusive: bool, elem:
         b.board(BoardStep::Post {
             t,
             src: Some(partial.sub(off, len)),
+            ahead: false,
         });
         if upto > 0 {
             for m in 0..upto {

@@ -86,8 +86,16 @@ pub enum BoardStep {
     /// [`REF_LEN`] bytes per member, from the setup's allgather).
     Attach { refs: Span },
     /// Post step `t`, with `src` (at most [`DATA`] bytes) as this
-    /// member's contribution.
-    Post { t: u64, src: Option<Span> },
+    /// member's contribution. `ahead`: the member does not then wait for
+    /// everyone's post of `t` (a bcast's root and readers, the non-roots
+    /// of reduce and gather), so a post that stays in the line may run
+    /// ahead of the others (`shm_engine::board`, BP2); every other post
+    /// waits until all posted `t - 1`, as `direct` does.
+    Post {
+        t: u64,
+        src: Option<Span>,
+        ahead: bool,
+    },
     /// Wait until member `who` (all members: `None`) posted step `t`.
     Wait { t: u64, who: Option<usize> },
     /// Write `src` at offset `at` of this member's data buffer of step
@@ -278,15 +286,15 @@ impl Team {
         match *st {
             BoardStep::Attach { .. } => unreachable!("handled above"),
             BoardStep::Place { t, src, at } => {
-                if !self.may_post(ep, &b, t, true) {
+                if !self.may_post(ep, &b, t, false) {
                     return Ok(Ran::Waiting);
                 }
                 self.write_data(&b, t, at, &bufs[src.buf][src.off..src.off + src.len]);
                 Ok(Ran::Done)
             }
-            BoardStep::Post { t, src } => {
-                let data = src.is_some_and(|s| s.len > INLINE);
-                if !self.may_post(ep, &b, t, data) {
+            BoardStep::Post { t, src, ahead } => {
+                let in_line = src.is_none_or(|s| s.len <= INLINE);
+                if !self.may_post(ep, &b, t, ahead && in_line) {
                     return Ok(Ran::Waiting);
                 }
                 let data = src.map_or(&[][..], |s| &bufs[s.buf][s.off..s.off + s.len]);
@@ -328,11 +336,12 @@ impl Team {
         }
     }
 
-    /// Whether this member may post (or place data for) step `t`, writing
-    /// its data buffer (`data`) or not: every member posted the step BP2
-    /// names. If not, the first missing flag is watched.
-    fn may_post(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, data: bool) -> bool {
-        let need = bp::must_have_posted(t, data);
+    /// Whether this member may post (or place data for) step `t`: every
+    /// member posted `t - 1`, or, running `ahead` with a post that stays
+    /// in the line, the step BP2 names for the line. If not, the first
+    /// missing flag is watched.
+    fn may_post(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, ahead: bool) -> bool {
+        let need = bp::must_have_posted(t, !ahead);
         match missing(b, None, need) {
             Some(m) => {
                 watch(ep, b, m, need);
