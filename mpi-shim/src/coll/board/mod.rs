@@ -160,6 +160,17 @@ pub struct Team {
     strays: AtomicU64,
 }
 
+/// Take the next number from a team's counter. A team's counters change
+/// only under the library lock, which every call reaching a team holds
+/// (`core::in_call`): a load and a store suffice, where a read-modify-write
+/// would first wait for this process's stores to drain, posts to the
+/// board included.
+fn take_next(counter: &AtomicU64) -> u64 {
+    let n = counter.load(Ordering::Relaxed);
+    counter.store(n + 1, Ordering::Relaxed);
+    n
+}
+
 /// An area of this process's heap, kept for reuse rather than freed.
 #[derive(Debug)]
 struct OwnArea(std::ptr::NonNull<u8>);
@@ -196,7 +207,7 @@ impl Team {
     /// Hand out the next step number (every member compiles the same
     /// steps in the same order).
     pub fn step(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
+        take_next(&self.next)
     }
 
     /// A turn for a collective that has board steps. A collective's reads
@@ -205,7 +216,7 @@ impl Team {
     /// one runs its board steps at a time, in the order they were started
     /// (the same order at every member).
     pub fn ticket(&self) -> u64 {
-        self.tickets.fetch_add(1, Ordering::Relaxed)
+        take_next(&self.tickets)
     }
 
     /// Whether no collective holds a turn (none is running on the board).
