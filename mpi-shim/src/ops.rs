@@ -13,10 +13,9 @@
 
 use std::cmp::Ordering;
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use crate::core::Class;
-use crate::core::datatype::Datatype;
+use crate::core::datatype::{Datatype, TypeRef};
 use crate::core::{MpiError, MpiResult};
 
 /// What a predefined datatype holds, as far as reductions care.
@@ -531,7 +530,7 @@ pub enum Reduction {
         /// The entry layer's handle of the datatype, given back to the
         /// function.
         handle: u64,
-        dt: Arc<Datatype>,
+        dt: TypeRef,
     },
 }
 
@@ -906,7 +905,7 @@ mod tests {
             max_len: 2,
             commute: false,
         };
-        let dt = Arc::new(Datatype::basic(4, Elem::I32));
+        let dt = std::sync::Arc::new(Datatype::basic(4, Elem::I32)).into();
         let r = Reduction::User { op, handle: 1, dt };
         assert!(!r.commutative());
         let mut acc = bytes(&[2, 3]);
@@ -915,7 +914,7 @@ mod tests {
         // Strided: one int out of every two (extent 8); packed data.
         let mut strided = Datatype::basic(4, Elem::I32);
         strided.extent = 8;
-        let strided = Arc::new(strided);
+        let strided = std::sync::Arc::new(strided).into();
         let r = Reduction::User {
             op,
             handle: 2,

@@ -7,19 +7,18 @@
 //! persistent form of each call.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use super::algo::Edge;
 use super::{Builder, Schedule, Sink, Span, algo, builder, inter};
 use crate::core::buffer::{UserBuf, check_count};
-use crate::core::datatype::Datatype;
+use crate::core::datatype::TypeRef;
 use crate::core::peer::{Rank, Root, RootIs};
 use crate::core::topo::Neighbors;
 use crate::core::{Class, MpiError, MpiResult, Runtime};
 use crate::ops::Reduction;
 
 /// A datatype argument: the datatype, or the error its handle gives.
-pub type TypeArg = MpiResult<Arc<Datatype>>;
+pub type TypeArg = MpiResult<TypeRef>;
 
 /// A buffer argument: `count` elements of a datatype at `ptr`, checked
 /// where the call makes it significant.

@@ -155,7 +155,7 @@ pub fn allreduce_max_u32(rt: &mut Runtime, slot: usize, v: &mut [u8; 4]) -> MpiR
     let sink = b.sink(Sink {
         dst: v.as_mut_ptr(),
         count: 1,
-        dt: Arc::new(u32_type),
+        dt: Arc::new(u32_type).into(),
     });
     b.unpack(acc, sink);
     run(rt, b.finish())

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use shm_engine::{Endpoint, Request, Source, TagMatch};
 
 use crate::core::Class;
-use crate::core::datatype::Datatype;
+use crate::core::datatype::TypeRef;
 use crate::core::{Comm, MpiError, MpiResult};
 use crate::ops::Reduction;
 
@@ -80,7 +80,7 @@ impl Span {
 pub struct Sink {
     pub dst: *mut u8,
     pub count: usize,
-    pub dt: Arc<Datatype>,
+    pub dt: TypeRef,
 }
 
 /// One message of a round; `peer` is a rank of the communicator.

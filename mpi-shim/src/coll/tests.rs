@@ -47,7 +47,7 @@ fn run_on(
                 let k = b.sink(Sink {
                     dst: ptrs[r],
                     count: span.len,
-                    dt: Arc::new(Datatype::basic(1, Elem::Byte)),
+                    dt: Arc::new(Datatype::basic(1, Elem::Byte)).into(),
                 });
                 b.unpack(span, k);
             }
@@ -97,7 +97,7 @@ fn matmul_op() -> Reduction {
             commute: false,
         },
         handle: 0,
-        dt: Arc::new(Datatype::basic(16, Elem::I32)),
+        dt: Arc::new(Datatype::basic(16, Elem::I32)).into(),
     }
 }
 

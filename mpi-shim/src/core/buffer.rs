@@ -5,11 +5,10 @@
 
 use std::borrow::Cow;
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use shm_engine::{Endpoint, Piece};
 
-use super::datatype::Datatype;
+use super::datatype::TypeRef;
 use super::{Class, MpiError, MpiResult};
 
 /// Addresses below this are never mapped (Linux's `vm.mmap_min_addr` is
@@ -52,7 +51,7 @@ pub fn check_count(count: i64) -> MpiResult<usize> {
 }
 
 /// A committed datatype and the bytes of `count` of its elements.
-pub fn committed_bytes(dt: Arc<Datatype>, count: usize) -> MpiResult<(Arc<Datatype>, usize)> {
+pub fn committed_bytes(dt: TypeRef, count: usize) -> MpiResult<(TypeRef, usize)> {
     if !dt.committed {
         return Err(MpiError::new(Class::Type, "datatype not committed"));
     }
@@ -92,7 +91,7 @@ impl Wire {
 pub struct UserBuf {
     pub ptr: *mut u8,
     pub count: usize,
-    pub dt: Arc<Datatype>,
+    pub dt: TypeRef,
     /// Bytes of data (`count * dt.size`).
     pub len: usize,
 }
@@ -105,7 +104,7 @@ impl UserBuf {
     /// # Safety
     /// `buf` addresses `count` elements of `dt` (MPI contract); they are
     /// only written through if the caller is a receive.
-    pub unsafe fn new(buf: *const c_void, count: usize, dt: Arc<Datatype>) -> MpiResult<Self> {
+    pub unsafe fn new(buf: *const c_void, count: usize, dt: TypeRef) -> MpiResult<Self> {
         let (dt, len) = committed_bytes(dt, count)?;
         let lowest = dt.lowest_offset(count);
         if buf.is_null() && lowest.is_some_and(|a| a < LOWEST_VALID_ADDRESS) {

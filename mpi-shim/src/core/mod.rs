@@ -185,7 +185,7 @@ pub struct Unpack {
     pub packed: Vec<u8>,
     pub dst: *mut u8,
     pub count: usize,
-    pub dt: std::sync::Arc<datatype::Datatype>,
+    pub dt: datatype::TypeRef,
 }
 
 /// What the library knows from its first initialization (world model or

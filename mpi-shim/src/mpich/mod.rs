@@ -33,7 +33,7 @@ use crate::abi::{
     MPI_Request, MPI_Status,
 };
 use crate::core::buffer::{self, UserBuf};
-use crate::core::datatype::Datatype;
+use crate::core::datatype::TypeRef;
 use crate::core::errh::{Errhandler, Handling};
 use crate::core::peer::{Rank, Tag};
 use crate::core::{self, Class, Library, MpiError, MpiResult, Phase, Req, Runtime, Status};
@@ -430,14 +430,14 @@ pub(crate) unsafe fn out<T>(ptr: *mut T, value: T) -> MpiResult<()> {
 
 /// The datatype behind handle `dt`: predefined (shared, never
 /// allocated per call) or derived (committed or not).
-pub(crate) fn datatype(rt: &Runtime, dt: MPI_Datatype) -> MpiResult<Arc<Datatype>> {
+pub(crate) fn datatype(rt: &Runtime, dt: MPI_Datatype) -> MpiResult<TypeRef> {
     if let Some(t) = types::predefined(dt) {
-        return Ok(t.clone());
+        return Ok(TypeRef::predefined(t));
     }
     abi::direct_index(Kind::Datatype, dt)
         .filter(|&i| i >= core::FIRST_DERIVED_TYPE)
         .and_then(|i| rt.types.get(i))
-        .cloned()
+        .map(|t| Arc::clone(t).into())
         .ok_or_else(|| err(Class::Type, format!("invalid datatype {dt:#x}")))
 }
 
@@ -446,7 +446,7 @@ pub(crate) fn committed_bytes(
     rt: &Runtime,
     count: MPI_Count,
     dt: MPI_Datatype,
-) -> MpiResult<(Arc<Datatype>, usize)> {
+) -> MpiResult<(TypeRef, usize)> {
     let count = buffer::check_count(count)?;
     buffer::committed_bytes(datatype(rt, dt)?, count)
 }

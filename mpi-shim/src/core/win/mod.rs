@@ -49,13 +49,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 use shm_engine::heap::{self, PeerHeaps};
 
 use super::attr::Attr;
 use super::buffer::UserBuf;
-use super::datatype::Datatype;
+use super::datatype::{Datatype, TypeRef};
 use super::errh::Errhandler;
 use super::info::Info;
 use super::progress::Poll;
@@ -198,7 +197,7 @@ pub struct Target {
     pub rank: u32,
     pub disp: i64,
     pub count: usize,
-    pub dt: Arc<Datatype>,
+    pub dt: TypeRef,
 }
 
 fn sync_error(what: &str) -> MpiError {

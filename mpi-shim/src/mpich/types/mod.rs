@@ -290,7 +290,7 @@ unsafe fn construct(
 ) -> c_int {
     call(name, abi::MPI_COMM_WORLD, |rt| {
         let old = super::datatype(rt, oldtype)?;
-        let t = build(&old)?;
+        let t = build(&old.to_arc())?;
         // SAFETY: forwarded from the caller.
         unsafe { create(rt, t, newtype) }
     })
@@ -488,7 +488,7 @@ large_count! {
             };
             let types = handles
                 .iter()
-                .map(|&h| super::datatype(rt, h))
+                .map(|&h| super::datatype(rt, h).map(|t| t.to_arc()))
                 .collect::<MpiResult<Vec<_>>>()?;
             let pieces = (0..k)
                 .map(|i| {
@@ -674,7 +674,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
     call_unlocked(name, abi::MPI_COMM_WORLD, || {
         nonnull(newtype, "newtype")?;
         let h = locked(name, |rt| {
-            let t = Type::dup(&super::datatype(rt, oldtype)?);
+            let t = Type::dup(&super::datatype(rt, oldtype)?.to_arc());
             Ok(abi::direct_handle(
                 Kind::Datatype,
                 rt.types.insert(Arc::new(t)),
