@@ -10,14 +10,16 @@
 #![cfg(tessel_loom)]
 
 use loom::thread;
-use shm_engine::layout::{Cell, CellKind};
+use shm_engine::layout::{Cell, CellKind, INLINE_CAPACITY};
 use shm_engine::queue::spsc::OwnedRing;
 
+/// A full inline cell: every byte of it travels.
 fn cell(n: u64) -> Cell {
     let mut c = Cell::new(CellKind::Inline);
     c.tag = n;
+    c.len = INLINE_CAPACITY as u32;
     c.payload[0] = n as u8;
-    c.payload[79] = !(n as u8);
+    c.payload[INLINE_CAPACITY - 1] = !(n as u8);
     c
 }
 

@@ -53,7 +53,7 @@ pub enum NetMode {
 #[derive(Clone, Debug)]
 pub struct Config {
     /// `TESSEL_INLINE_MAX`: largest message carried inside a control cell
-    /// (at most 80 bytes). Default 80.
+    /// (at most 72 bytes). Default 72.
     pub inline_max: usize,
     /// `TESSEL_EAGER_MAX`: largest message sent eagerly through a staging
     /// slot; larger ones use rendezvous. At most the staging slot size.

@@ -13,7 +13,8 @@
 //! |                |  on one line, then its ProcArea (pid, place, wake-up fd)
 //! +----------------+  rings_off
 //! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
-//! |                |  RingHeader (tail line + polled word, head line) + cells
+//! |                |  RingHeader (tail line + polled word, head line) +
+//! |                |  cells x RingSlot (stamp + cell)
 //! +----------------+  staging_off
 //! | Staging x N*N  |  staging (i -> j): StagingHeader + staging_slots x slot
 //! +----------------+  stealers_off
@@ -30,15 +31,15 @@
 //! creator initialises only the header and the process areas: pages of
 //! rings whose pair never talks are never touched and cost no memory.
 
-use crate::sync::{AtomicU32, AtomicU64};
+use crate::sync::{AtomicU32, AtomicU64, UnsafeCell};
 use crossbeam_utils::CachePadded;
 
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 7;
+pub const LAYOUT_VERSION: u32 = 8;
 /// Bytes of payload carried inside a control cell (the inline protocol).
-pub const INLINE_CAPACITY: usize = 80;
+pub const INLINE_CAPACITY: usize = 72;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
 pub const REGION_ALIGN: u64 = 4096;
 /// Slots of each process's steal queue (a power of two).
@@ -140,7 +141,9 @@ pub const MASKS_AFTER_BELL: u64 = 8;
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct RingHeader {
-    /// Next index the producer writes; stored with Release after the cell.
+    /// Next index the producer writes, where a new producer resumes. Not
+    /// what publishes a cell: its slot's stamp does ([`RingSlot`]), so a
+    /// consumer never reads this line.
     pub tail: AtomicU64,
     /// Non-zero while the consumer polls this ring on every progress call,
     /// so the producer need not ring its doorbell ([`crate::doorbell`],
@@ -307,8 +310,26 @@ impl CellKind {
     }
 }
 
-/// One control message: 128 bytes, two cache lines.
+/// One slot of a control ring: 128 bytes, two cache lines. Index `i` of
+/// the ring is published once its slot's `stamp` is `i + 1` (the ring's
+/// SP1), so the stamp shares the cell's first line: a consumer waiting
+/// for its next message polls the line the message arrives in, and a
+/// message of up to 8 bytes moves that one line.
 #[repr(C, align(64))]
+#[derive(Debug)]
+pub struct RingSlot {
+    /// `i + 1` once index `i` is written (Release, after the cell).
+    pub stamp: AtomicU64,
+    /// Written by the producer, read by the consumer, as SP1 and SP2 allow.
+    pub cell: UnsafeCell<Cell>,
+}
+
+/// Bytes of a [`Cell`] before its payload.
+pub const CELL_HEADER: usize = 48;
+
+/// One control message: 120 bytes, the part of a [`RingSlot`] after its
+/// stamp.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
     /// A [`CellKind`] as `u32`.
@@ -346,6 +367,18 @@ impl Cell {
 }
 
 impl Cell {
+    /// The bytes of this cell its receiver reads: the header and, for an
+    /// inline message, its payload (the rest of the slot may hold an
+    /// older cell's bytes). Writing and reading only these keeps a small
+    /// message to the slot's first line.
+    pub fn used(&self) -> usize {
+        if self.kind == CellKind::Inline as u32 {
+            CELL_HEADER + (self.len as usize).min(INLINE_CAPACITY)
+        } else {
+            size_of::<Cell>()
+        }
+    }
+
     /// The piece count of an [`Rts`](CellKind::Rts) cell.
     pub fn rts_pieces(&self) -> u64 {
         self.word(0)
@@ -356,7 +389,7 @@ impl Cell {
         self.set_word(0, n);
     }
 
-    /// Payload word `i` (little-endian), `i < 10`.
+    /// Payload word `i` (little-endian), `i < 9`.
     pub fn word(&self, i: usize) -> u64 {
         let mut w = [0u8; 8];
         w.copy_from_slice(&self.payload[8 * i..8 * i + 8]);
@@ -374,8 +407,10 @@ impl Cell {
 #[cfg(not(tessel_loom))]
 const _: () = {
     use core::mem::{offset_of, size_of};
-    assert!(size_of::<Cell>() == 128);
-    assert!(offset_of!(Cell, payload) == 48);
+    assert!(size_of::<Cell>() == 120);
+    assert!(offset_of!(Cell, payload) == CELL_HEADER);
+    assert!(size_of::<RingSlot>() == 128);
+    assert!(offset_of!(RingSlot, cell) == 8);
     assert!(size_of::<RingHeader>() == 256);
     assert!(offset_of!(RingHeader, polled) == 8);
     assert!(offset_of!(RingHeader, head) == 128);
@@ -413,7 +448,7 @@ pub struct Geometry {
     pub staging_slot_size: u64,
 }
 
-// Not derivable: `[u8; 80]` has no `Default` (clippy suggests it anyway).
+// Not derivable: `[u8; 72]` has no `Default` (clippy suggests it anyway).
 #[allow(clippy::derivable_impls)]
 impl Default for Cell {
     fn default() -> Self {

@@ -1,19 +1,27 @@
 //! Single-producer single-consumer ring of [`Cell`]s: the control ring
 //! (i -> j) of the node segment.
 //!
-//! Lamport's ring with cached remote indices (the "FastForward"/MCRingBuffer
-//! refinement): the producer owns `tail`, the consumer owns `head`; each
-//! keeps a private copy of the other's index and re-reads the shared one
-//! only when its copy says full (producer) or empty (consumer).
+//! FastForward's ring: each slot says itself whether it holds the next
+//! message (a stamp in the slot's first line), so a consumer polls the
+//! line its next message arrives in, not a shared index on another line
+//! (which would move two lines per message). The producer owns `tail`,
+//! the consumer owns `head`; the producer keeps a private copy of `head`
+//! and re-reads the shared one only when its copy says full.
 //!
 //! Index invariant: `head <= tail <= head + cells`; both grow without bound
-//! and the slot of index `i` is `i & (cells - 1)`.
+//! and the slot of index `i` is `i & (cells - 1)`. A slot's stamp is
+//! `i + 1` once index `i` is written; until then it holds an older index's
+//! stamp (or 0 in a fresh ring), never `i + 1`.
 //!
 //! Synchronisation (each pair is a SYNC POINT):
-//! - SP1: the producer writes the cell, then stores `tail` (Release); the
-//!   consumer loads `tail` (Acquire), then reads the cell.
+//! - SP1: the producer writes the cell, then stores the slot's stamp
+//!   `i + 1` (Release); the consumer loads the stamp (Acquire), and reads
+//!   the cell once it is `head + 1`.
 //! - SP2: the consumer copies the cell out, then stores `head` (Release);
 //!   the producer loads `head` (Acquire) before overwriting that slot.
+//!
+//! Only a cell's used bytes are copied ([`Cell::used`]): an inline
+//! message of up to 8 bytes stays in the slot's first line.
 //!
 //! The header also holds the ring's `polled` word, which belongs to the
 //! doorbell protocol ([`crate::doorbell`], SP5): both ends reach it here.
@@ -26,8 +34,8 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::layout::{Cell, RingHeader};
-use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use crate::layout::{CELL_HEADER, Cell, RingHeader, RingSlot};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 /// Ordering of the producer's publishing store (SP1). The
 /// `spsc_publish` mutation weakens it so loom-tests can prove loom notices.
@@ -36,8 +44,9 @@ const PUBLISH: Ordering = Ordering::Release;
 #[cfg(tessel_mutation = "spsc_publish")]
 const PUBLISH: Ordering = Ordering::Relaxed;
 
-/// A cell slot: shared-memory bytes accessed only through raw copies.
-pub type Slot = UnsafeCell<Cell>;
+/// A cell slot: its stamp, and shared-memory bytes accessed only through
+/// raw copies.
+pub type Slot = RingSlot;
 
 /// Where a ring lives: its header and `cells` slots. Copyable; it does not
 /// own the memory.
@@ -49,7 +58,7 @@ pub struct RingView {
 }
 
 // SAFETY: a RingView is an address; all shared state behind it is accessed
-// through atomics (indices) or through the SP1/SP2 protocol (slots).
+// through atomics (indices, stamps) or through the SP1/SP2 protocol (cells).
 unsafe impl Send for RingView {}
 
 impl RingView {
@@ -103,7 +112,6 @@ pub struct Producer<'a> {
 pub struct Consumer<'a> {
     ring: RingView,
     head: u64,
-    tail_cache: u64,
     _owner: Option<Arc<OwnedRing>>,
     _memory: PhantomData<&'a RingHeader>,
 }
@@ -140,14 +148,24 @@ impl Producer<'_> {
                 return Err(Full);
             }
         }
-        self.ring.slot(self.tail).with_mut(|p| {
+        let slot = self.ring.slot(self.tail);
+        slot.cell.with_mut(|p| {
             // SAFETY: slot `tail` is not readable by the consumer until the
-            // tail store below (SP1) and was released by it (SP2).
-            unsafe { p.write(*cell) }
+            // stamp store below (SP1) and was released by it (SP2); `used`
+            // bytes lie inside both cells.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    (cell as *const Cell).cast::<u8>(),
+                    p.cast::<u8>(),
+                    cell.used(),
+                )
+            }
         });
         self.tail += 1;
         // SP1: publish the cell.
-        self.ring.header().tail.store(self.tail, PUBLISH);
+        slot.stamp.store(self.tail, PUBLISH);
+        // Where a new producer would resume; no consumer reads it.
+        self.ring.header().tail.store(self.tail, Ordering::Relaxed);
         Ok(())
     }
 
@@ -177,11 +195,9 @@ impl Consumer<'_> {
     /// memory outlives the handle.
     pub unsafe fn new(ring: RingView) -> Self {
         let head = ring.header().head.load(Ordering::Relaxed);
-        let tail_cache = ring.header().tail.load(Ordering::Acquire);
         Self {
             ring,
             head,
-            tail_cache,
             _owner: None,
             _memory: PhantomData,
         }
@@ -196,17 +212,27 @@ impl Consumer<'_> {
     /// Remove and return the oldest cell, if any.
     #[inline]
     pub fn pop(&mut self) -> Option<Cell> {
-        if self.head == self.tail_cache {
-            // SP1: Acquire pairs with the producer's Release of `tail`.
-            self.tail_cache = self.ring.header().tail.load(Ordering::Acquire);
-            if self.head == self.tail_cache {
-                return None;
-            }
+        let slot = self.ring.slot(self.head);
+        // SP1: Acquire pairs with the producer's Release of the stamp.
+        if slot.stamp.load(Ordering::Acquire) != self.head + 1 {
+            return None;
         }
-        let cell = self.ring.slot(self.head).with(|p| {
-            // SAFETY: index `head` < tail, published by SP1; the producer
-            // will not overwrite it before our head store (SP2).
-            unsafe { p.read() }
+        let mut cell = Cell::new(crate::layout::CellKind::Inline);
+        slot.cell.with(|p| {
+            let (src, dst) = (p.cast::<u8>(), (&mut cell as *mut Cell).cast::<u8>());
+            // SAFETY: index `head` was published by SP1; the producer will
+            // not overwrite it before our head store (SP2). The header
+            // first, which says how many bytes the producer wrote (`used`,
+            // at most a cell).
+            unsafe {
+                core::ptr::copy_nonoverlapping(src, dst, CELL_HEADER);
+                let used = cell.used();
+                core::ptr::copy_nonoverlapping(
+                    src.add(CELL_HEADER),
+                    dst.add(CELL_HEADER),
+                    used - CELL_HEADER,
+                );
+            }
         });
         self.head += 1;
         // SP2: hand the slot back.
@@ -235,7 +261,10 @@ impl OwnedRing {
         Self {
             header: Box::default(),
             slots: (0..cells)
-                .map(|_| UnsafeCell::new(Cell::default()))
+                .map(|_| RingSlot {
+                    stamp: AtomicU64::new(0),
+                    cell: UnsafeCell::new(Cell::default()),
+                })
                 .collect(),
         }
     }
@@ -299,6 +328,39 @@ mod tests {
         for i in 1..5 {
             assert_eq!(c.pop().unwrap().tag, i);
         }
+        assert!(c.pop().is_none());
+    }
+
+    #[test]
+    fn a_cell_carries_its_used_bytes_only() {
+        use crate::layout::INLINE_CAPACITY;
+        let mut ring = OwnedRing::new(1);
+        let (mut p, mut c) = ring.split();
+        // A full inline cell, then a 3-byte one in the same slot: the
+        // second arrives with its 3 bytes, not the first one's rest.
+        let mut full = cell(1);
+        full.len = INLINE_CAPACITY as u32;
+        full.payload.fill(0xab);
+        p.push(&full).unwrap();
+        assert_eq!(c.pop(), Some(full));
+        let mut short = cell(2);
+        short.len = 3;
+        short.payload[..3].copy_from_slice(b"abc");
+        p.push(&short).unwrap();
+        let got = c.pop().unwrap();
+        assert_eq!((got.tag, got.len, &got.payload[..3]), (2, 3, &b"abc"[..]));
+        assert!(got.payload[3..].iter().all(|&b| b == 0));
+        // Other kinds use their payload words: all of it travels.
+        let mut rts = Cell::new(CellKind::Rts);
+        rts.set_rts_pieces(7);
+        rts.payload[INLINE_CAPACITY - 1] = 9;
+        p.push(&rts).unwrap();
+        assert_eq!(c.pop(), Some(rts));
+        // A corrupt length reads no further than the cell.
+        let mut bad = cell(3);
+        bad.len = u32::MAX;
+        p.push(&bad).unwrap();
+        assert_eq!(c.pop().unwrap().len, u32::MAX);
         assert!(c.pop().is_none());
     }
 

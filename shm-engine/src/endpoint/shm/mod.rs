@@ -3,7 +3,7 @@
 //!
 //! | protocol | size (defaults)            | how                                                    |
 //! |----------|----------------------------|--------------------------------------------------------|
-//! | inline   | <= 80 B (`inline_max`)     | payload inside the control cell                        |
+//! | inline   | <= 72 B (`inline_max`)     | payload inside the control cell                        |
 //! | eager    | <= 16 KiB (`eager_max`)    | payload in the pair's next staging slot                |
 //! | put      | granted, <= `grant_max`    | written at once into a buffer the receiver lent        |
 //! | rndv/adaptive | larger, CMA works     | RTS; the receiver picks probe, GET, COOP or work stealing per (peer, size class) ([`crate::rndv`]); FIN |
