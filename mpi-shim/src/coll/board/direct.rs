@@ -175,14 +175,34 @@ impl Run {
     }
 }
 
-/// `MPI_Barrier` on communicator `slot`.
+/// `MPI_Barrier` on communicator `slot`: every member posts, then waits
+/// for every post. Where processes outnumber cores, member 0 releases
+/// the others instead: it posts once every other member posted, and the
+/// others wait for its post alone. The last to arrive would otherwise
+/// leave first, and a member that waits for rank 0 right after (the
+/// readers of a bcast) would wait for rank 0 to get a core back; this
+/// way rank 0 is running when it leaves and goes straight on. (The
+/// schedule path keeps the flat barrier: the two mix, since member 0
+/// posts only once all others posted, which is all a flat member waits
+/// for besides its post.)
 pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
     let team = ready(rt, slot)?;
     Some((|| {
         let mut run = Run::start(rt, slot, team)?;
         run.next();
-        run.post(rt, &[])?;
-        run.wait_posted(rt, None, run.t)?;
+        let t = run.t;
+        if !rt.ep.oversubscribed() {
+            run.post(rt, &[])?;
+            run.wait_posted(rt, None, t)?;
+        } else if run.team.me == 0 {
+            run.wait(rt, |b| {
+                (1..b.len()).find(|&m| !b.posted(m, t)).map(|m| (m, t))
+            })?;
+            run.post(rt, &[])?;
+        } else {
+            run.post(rt, &[])?;
+            run.wait_posted(rt, Some(0), t)?;
+        }
         run.end();
         Ok(())
     })())
