@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use shm_engine::{Endpoint, Source, TagMatch, bootstrap};
 
-const SIZES: [usize; 6] = [8, 80, 4096, 16384, 65536, 4 << 20];
+const SIZES: [usize; 6] = [8, 72, 4096, 16384, 65536, 4 << 20];
 
 fn pattern(buf: &mut [u8], seed: u64) {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
