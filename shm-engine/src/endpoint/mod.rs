@@ -66,12 +66,6 @@ use crate::{sys, transport};
 /// Idle progress polls before a waiting process advertises itself as an
 /// idle stealer ([`crate::steal`]), when fewer than its spin polls.
 pub const ADVERTISE_AFTER: u32 = 16;
-/// Most progress polls before a waiting process yields its core when the
-/// node is oversubscribed ([`Endpoint::oversubscribed`]): none, since the
-/// peer it waits for may need its core. At 4 processes on 2 cores, a
-/// barrier took 3.4 us with none, 4.0 us with 4; an 8 B allreduce 3.8
-/// and 4.8 us; the stencil did not change.
-pub const OVERSUBSCRIBED_SPIN: u32 = 0;
 
 /// A process's endpoint.
 #[derive(Debug)]
@@ -98,8 +92,8 @@ pub struct Endpoint {
     /// Board flags the next back-off step watches ([`Endpoint::watch`]).
     watched: Vec<crate::board::Watch>,
     /// This job's processes on this node outnumber its online CPUs: a
-    /// waiting process spins at most [`OVERSUBSCRIBED_SPIN`] polls before
-    /// it yields, since the peer it waits for may need its core.
+    /// waiting process yields at its first idle poll, since the peer it
+    /// waits for may need its core.
     oversubscribed: bool,
     boot: Box<dyn Bootstrap>,
 }

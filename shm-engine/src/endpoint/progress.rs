@@ -128,7 +128,11 @@ impl Endpoint {
     fn idle(&mut self, idle: &mut u32) {
         let (mut spin, yields) = (self.cfg.spin, self.cfg.yields);
         if self.oversubscribed {
-            spin = spin.min(super::OVERSUBSCRIBED_SPIN);
+            // The peer we wait for may need our core: no spinning. At 4
+            // processes on 2 cores, a barrier took 3.4 us this way and
+            // 4.0 us after 4 polls of spinning; an 8 B allreduce 3.8 and
+            // 4.8 us; the stencil did not change.
+            spin = 0;
         }
         if *idle <= spin {
             spin_hint();
