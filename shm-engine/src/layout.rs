@@ -137,7 +137,11 @@ pub const MASKS_AFTER_BELL: u64 = 8;
 /// Producer and consumer indices of one SPSC ring, on separate lines.
 ///
 /// Indices grow without bound (u64 never wraps in practice); the cell of
-/// index `i` is `i & (cells - 1)`. `tail - head` is in `0..=cells`.
+/// index `i` is `i & (cells - 1)`. The producer's own `tail` and the
+/// consumer's own `head` satisfy `head <= tail <= head + cells`; the
+/// stored `tail` may lag behind a `head` the consumer already stored (it
+/// is written after the stamp that publishes), and only its producer
+/// reads it.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct RingHeader {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::layout::{
-    CMA_PROBE_VALUE, Cell, Geometry, LAYOUT_VERSION, MAGIC, MAX_CHUNKS, ProcArea, RingHeader,
+    CMA_PROBE_VALUE, Geometry, LAYOUT_VERSION, MAGIC, MAX_CHUNKS, ProcArea, RingHeader,
     STEAL_SLOTS, SegmentHeader, SegmentLayout, StagingHeader, StealHeader, XferDesc,
 };
 use crate::locality::Place;
@@ -431,9 +431,6 @@ impl NodeSegment {
         };
         ok.is_ok() && v == CMA_PROBE_VALUE
     }
-
-    /// Size of a cell, for diagnostics.
-    pub const CELL_SIZE: usize = size_of::<Cell>();
 }
 
 /// Serves the segment's descriptor to local peers until they all have it.

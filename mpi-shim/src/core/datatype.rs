@@ -176,16 +176,24 @@ pub struct Datatype {
 /// still uses it. A predefined type lives as long as the library and is
 /// held without a count: moving a count is a locked instruction, which
 /// waits for this process's stores to drain, and a small message or
-/// collective would move several. (An enum of the two kinds was tried
-/// first: two words wide, it made the 8 B ping-pong 6% slower than the
-/// counts it saved.)
+/// collective would move several. (An enum of the two kinds, two words
+/// wide, was tried first: the 8 B ping-pong measured 6% slower with it.)
 ///
-/// The word is the address `Arc::into_raw` gives (an `Arc`'s data is
-/// aligned to at least 8), with its lowest bit set for a predefined type.
+/// The word is the address `Arc::into_raw` gives (aligned as a `Datatype`,
+/// so its lowest bit is clear), with its lowest bit set for a predefined
+/// type.
 pub struct TypeRef(NonNull<Datatype>);
 
-/// The tag of a predefined type's address.
+/// The tag of a predefined type's address: a `Datatype`'s address never
+/// has this bit set.
 const PREDEFINED: usize = 1;
+const _: () = assert!(align_of::<Datatype>() > PREDEFINED);
+
+/// What the `Send` and `Sync` below rely on.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Arc<Datatype>>();
+};
 
 // SAFETY: a `TypeRef` is an `Arc<Datatype>` (or a borrow of a `'static`
 // one), which is `Send` and `Sync`.

@@ -105,7 +105,8 @@ impl Run {
     /// Post step `t` with `data` (at most [`DATA`] bytes), once every
     /// member posted `t - 1`: for a member that then waits for every
     /// member's post of this step (barrier, allreduce, allgather,
-    /// alltoall). Posting sooner would not end its wait sooner; and where
+    /// alltoall), or for member 0's where member 0 posts last (the
+    /// oversubscribed barrier). Posting sooner would not end its wait sooner; and where
     /// processes outnumber cores, a member that arrives last this way
     /// runs on into what follows rather than waiting for the core: a
     /// bcast right after a barrier at 4 processes on 2 cores took 4.2 µs

@@ -15,7 +15,8 @@
 //! flat: everyone posts, then reads what it needs straight from the
 //! others' areas, so a step costs one post and one look at each line it
 //! needs, never a chain of forwarded messages:
-//! - barrier: post, wait for all;
+//! - barrier: post, wait for all (the blocking barrier, where processes
+//!   outnumber cores: member 0 posts last and the others wait for it);
 //! - bcast: the root posts a piece, the others copy it and post;
 //! - reduce and allreduce, small (up to [`SMALL`] bytes in all): everyone
 //!   posts its vector and reduces all of them in rank order (so

@@ -27,8 +27,9 @@ impl Endpoint {
     }
 
     /// Act on the rings we poll, `budget` cells of each at most. Their
-    /// senders ring no doorbell (SP5): looking costs a load of each ring's
-    /// tail line, which stays in our cache while its sender is quiet.
+    /// senders ring no doorbell (SP5): looking costs a load of the stamp
+    /// of each ring's next slot, a line that stays in our cache while its
+    /// sender is quiet.
     fn drain_polled(&mut self, budget: u32) -> bool {
         self.shm.tick += 1;
         let mut did = false;
