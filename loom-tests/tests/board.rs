@@ -24,6 +24,8 @@
 //! The models bound preemptions at 3 unless `LOOM_MAX_PREEMPTIONS` says
 //! otherwise.
 #![cfg(tessel_loom)]
+// Under a mutation, the models it does not concern are left out.
+#![cfg_attr(tessel_mutation, allow(dead_code, unused_imports))]
 
 use std::sync::Arc;
 

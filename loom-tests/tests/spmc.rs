@@ -25,6 +25,8 @@
 //! Both models bound preemptions at 3 unless `LOOM_MAX_PREEMPTIONS` says
 //! otherwise, to stay well under a minute each.
 #![cfg(tessel_loom)]
+// Under a mutation, the models it does not concern are left out.
+#![cfg_attr(tessel_mutation, allow(dead_code, unused_imports))]
 
 use std::sync::Arc;
 

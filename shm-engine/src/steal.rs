@@ -29,7 +29,7 @@
 //!   sees all chunk bits therefore sees every chunk's bytes and every
 //!   helper bit set before them.
 
-use crate::sync::{AtomicU64, Ordering, fence};
+use crate::sync::{AtomicU64, Ordering};
 
 /// Ordering of the chunk bit `fetch_or` (SC1). The `chunk_done` mutation
 /// weakens it so loom-tests can prove loom notices.
@@ -52,7 +52,7 @@ fn word_bit(i: u32) -> (usize, u64) {
 #[inline]
 fn sm1_fence() {
     #[cfg(not(tessel_mutation = "stealer_mask"))]
-    fence(Ordering::SeqCst);
+    crate::sync::fence(Ordering::SeqCst);
 }
 
 /// Advertise local process `rank` as an idle stealer; look at the queues
