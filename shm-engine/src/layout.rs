@@ -329,7 +329,7 @@ pub struct RingSlot {
 }
 
 /// Bytes of a [`Cell`] before its payload.
-pub const CELL_HEADER: usize = 48;
+pub const CELL_HEADER: usize = core::mem::offset_of!(Cell, payload);
 
 /// One control message: 120 bytes, the part of a [`RingSlot`] after its
 /// stamp.
@@ -412,7 +412,7 @@ impl Cell {
 const _: () = {
     use core::mem::{offset_of, size_of};
     assert!(size_of::<Cell>() == 120);
-    assert!(offset_of!(Cell, payload) == CELL_HEADER);
+    assert!(CELL_HEADER == 48);
     assert!(size_of::<RingSlot>() == 128);
     assert!(offset_of!(RingSlot, cell) == 8);
     assert!(size_of::<RingHeader>() == 256);

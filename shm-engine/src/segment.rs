@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::layout::{
-    CMA_PROBE_VALUE, Geometry, LAYOUT_VERSION, MAGIC, MAX_CHUNKS, ProcArea, RingHeader,
+    CMA_PROBE_VALUE, Geometry, LAYOUT_VERSION, MAGIC, MAX_CHUNKS, ProcArea, RingHeader, RingSlot,
     STEAL_SLOTS, SegmentHeader, SegmentLayout, StagingHeader, StealHeader, XferDesc,
 };
 use crate::locality::Place;
 use crate::queue::spmc::{QueueView, TaskSlot};
-use crate::queue::spsc::{RingView, Slot};
+use crate::queue::spsc::RingView;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::sys::{self, Mapping};
 
@@ -338,7 +338,7 @@ impl NodeSegment {
         unsafe {
             RingView::from_raw(
                 self.at::<RingHeader>(off),
-                self.at::<Slot>(off + size_of::<RingHeader>() as u64),
+                self.at::<RingSlot>(off + size_of::<RingHeader>() as u64),
                 self.layout.geometry.ring_cells,
             )
         }

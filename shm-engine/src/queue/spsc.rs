@@ -44,16 +44,12 @@ const PUBLISH: Ordering = Ordering::Release;
 #[cfg(tessel_mutation = "spsc_publish")]
 const PUBLISH: Ordering = Ordering::Relaxed;
 
-/// A cell slot: its stamp, and shared-memory bytes accessed only through
-/// raw copies.
-pub type Slot = RingSlot;
-
 /// Where a ring lives: its header and `cells` slots. Copyable; it does not
 /// own the memory.
 #[derive(Clone, Copy, Debug)]
 pub struct RingView {
     header: NonNull<RingHeader>,
-    slots: NonNull<Slot>,
+    slots: NonNull<RingSlot>,
     mask: u64,
 }
 
@@ -70,7 +66,11 @@ impl RingView {
     /// - at most one [`Producer`] and one [`Consumer`] exist for the ring
     ///   across all processes (the engine guarantees it by construction:
     ///   ring (i -> j) is produced only by i and consumed only by j).
-    pub unsafe fn from_raw(header: NonNull<RingHeader>, slots: NonNull<Slot>, cells: u32) -> Self {
+    pub unsafe fn from_raw(
+        header: NonNull<RingHeader>,
+        slots: NonNull<RingSlot>,
+        cells: u32,
+    ) -> Self {
         debug_assert!(cells.is_power_of_two());
         Self {
             header,
@@ -86,7 +86,7 @@ impl RingView {
         unsafe { self.header.as_ref() }
     }
 
-    fn slot(&self, index: u64) -> &Slot {
+    fn slot(&self, index: u64) -> &RingSlot {
         // SAFETY: `index & mask < cells` and the slots are valid (from_raw).
         unsafe { self.slots.add((index & self.mask) as usize).as_ref() }
     }
@@ -217,7 +217,7 @@ impl Consumer<'_> {
         if slot.stamp.load(Ordering::Acquire) != self.head + 1 {
             return None;
         }
-        let mut cell = Cell::new(crate::layout::CellKind::Inline);
+        let mut cell = Cell::default();
         slot.cell.with(|p| {
             let (src, dst) = (p.cast::<u8>(), (&mut cell as *mut Cell).cast::<u8>());
             // SAFETY: index `head` was published by SP1; the producer will
@@ -245,7 +245,7 @@ impl Consumer<'_> {
 #[derive(Debug)]
 pub struct OwnedRing {
     header: Box<RingHeader>,
-    slots: Box<[Slot]>,
+    slots: Box<[RingSlot]>,
 }
 
 // SAFETY: the slots are reached only through the one Producer and one

@@ -106,11 +106,11 @@ impl Run {
     /// member posted `t - 1`: for a member that then waits for every
     /// member's post of this step (barrier, allreduce, allgather,
     /// alltoall), or for member 0's where member 0 posts last (the
-    /// oversubscribed barrier). Posting sooner would not end its wait sooner; and where
-    /// processes outnumber cores, a member that arrives last this way
-    /// runs on into what follows rather than waiting for the core: a
-    /// bcast right after a barrier at 4 processes on 2 cores took 4.2 µs
-    /// with barriers that ran ahead, 0.21 µs without.
+    /// oversubscribed barrier). Posting sooner would not end its wait
+    /// sooner; and where processes outnumber cores, a member that arrives
+    /// last this way runs on into what follows rather than waiting for
+    /// the core: a bcast right after a barrier at 4 processes on 2 cores
+    /// took 4.2 µs with barriers that ran ahead, 0.21 µs without.
     fn post(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
         self.may_post(rt, false)?;
         self.team.post_data(&mut rt.ep, &self.board(), self.t, data);
