@@ -213,6 +213,25 @@ fn programs_on_virtual_nodes() {
     }
 }
 
+/// The collective programs on virtual nodes wider than two processes:
+/// nodes of 3, 3 and 2 (`--ppn 3 -n 8`), and of 4 and 1 (`--ppn 4 -n 5`).
+/// The ranks of a node run the phases of node-aware collectives that stay
+/// within the node on their node's flag board, blocking and nonblocking
+/// ones outstanding together; a node of one process has none.
+#[test]
+fn collectives_on_node_boards() {
+    for name in ["coll", "colls", "boards"] {
+        let exe = build(&ours(), name, "nodes");
+        for (ppn, n) in [(3, 8), (4, 5)] {
+            let (ppn, np) = (ppn.to_string(), n.to_string());
+            let mut cmd = mpiexec(&["--ppn", &ppn, "-n", &np]);
+            cmd.arg(&exe);
+            let run = launch(&format!("{name}-nodes-{ppn}-{n}"), cmd).wait_for(WATCHDOG);
+            assert_ok(&run, name, n);
+        }
+    }
+}
+
 /// A profiling library (`pmpi_wrapper.c`) defines some `MPI_` functions
 /// and forwards them to `PMPI_`: preloaded, or linked before the library,
 /// it counts exactly the calls the program makes (`pmpi_app.c`), none of

@@ -66,8 +66,12 @@ pub fn barrier(b: &mut Builder) {
 }
 
 /// Every rank but `root` sends `empty` (no bytes) to `root`, which
-/// receives them all in one round: the fan-in of a two-level barrier.
+/// receives them all in one round: the fan-in of a two-level barrier. On
+/// a board: everyone posts, and only `root` waits for the others' posts.
 pub fn gather_empty(b: &mut Builder, root: usize, empty: Span) {
+    if b.team().is_some() {
+        return board::algo::gather(b, &vec![empty; b.size], Some(root));
+    }
     b.phase(GATHER_EMPTY);
     if b.rank == root {
         for r in (0..b.size).filter(|&r| r != root) {

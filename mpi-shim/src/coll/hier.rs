@@ -1,7 +1,11 @@
 //! Node-aware collectives for communicators that span nodes: an
 //! intra-node phase on shared memory, one leader per node across the
 //! network, then an intra-node release, so each node sends one message
-//! per step over the network instead of one per process. (The two-level
+//! per step over the network instead of one per process. The intra-node
+//! phases run on the node's flag board when the communicator's ranks on
+//! the node have one ([`super::board::Boards::Node`]: inside the group of
+//! a node's ranks, the algorithms of [`super::algo`] find it), else on
+//! messages. (The two-level
 //! scheme of MPICH's and MVAPICH's "SMP-aware" collectives; e.g. Kandalla
 //! et al., "Designing multi-leader-based Allgather algorithms for
 //! multi-core clusters", IPDPS 2009, for the structure.)
@@ -119,6 +123,8 @@ pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) -> bool {
         return false;
     };
     let lead = index(&l.locals, l.leader);
+    // A node's board splits the reduction between whole elements.
+    b.set_elem(elem);
     b.in_group(&l.locals, |b| algo::reduce(b, acc, lead));
     if b.rank == l.leader {
         b.in_group(&l.leaders, |b| algo::allreduce(b, acc, elem));
@@ -145,7 +151,15 @@ pub fn allgatherv(b: &mut Builder, blocks: &[Span]) -> bool {
     let lead = index(&l.locals, l.leader);
     let mine: Vec<Span> = l.locals.iter().map(|&r| blocks[r]).collect();
     let own = blocks[b.rank];
-    b.in_group(&l.locals, |b| algo::gatherv(b, lead, own, &mine));
+    b.in_group(&l.locals, |b| {
+        // On the node's board every member knows every block's length,
+        // as its gather needs.
+        if b.team().is_some() {
+            super::board::algo::gather(b, &mine, Some(lead));
+        } else {
+            algo::gatherv(b, lead, own, &mine);
+        }
+    });
     if b.rank == l.leader {
         let members: Vec<Vec<usize>> = l
             .leaders

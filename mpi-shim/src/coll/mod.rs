@@ -32,6 +32,7 @@ use std::sync::Arc;
 use crate::core::datatype::Datatype;
 use crate::core::{MpiResult, Runtime};
 use crate::ops::{Elem, Op, Reduction};
+use board::Boards;
 
 /// Where the algorithm families switch, in bytes of one process's data.
 ///
@@ -61,53 +62,81 @@ pub const TUNING: Tuning = Tuning {
 /// A builder for the next collective on communicator `slot`, told the
 /// node of each member of an intracommunicator so that collectives
 /// across nodes run node-aware ([`hier`]), and given the communicator's
-/// flag board if it has one ([`board`]). The first collective of a
-/// communicator decides whether it gets a board (every member decides
-/// alike) and, if so, starts with the board's setup.
+/// flag board, or its node's, if it has one ([`board`]). The first
+/// collective of a communicator decides which boards it gets (every
+/// member of a node decides alike) and, if any, starts with the board's
+/// setup.
 pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
     let c = rt.comm(slot)?;
     let decided = c.board.clone();
-    // A communicator with a board lies on one node: no layout to tell.
-    let on_board = matches!(decided, Some(Some(_)));
+    // A communicator with a board of its own lies on one node: no layout
+    // to tell.
+    let whole = matches!(decided, Some(Boards::Whole(_)));
     let nodes: Option<Vec<u32>> =
-        (!c.is_inter() && !on_board).then(|| c.members.iter().map(|&p| rt.ep.node_of(p)).collect());
-    let (team, fresh) = match decided {
-        Some(team) => (team, false),
+        (!c.is_inter() && !whole).then(|| c.members.iter().map(|&p| rt.ep.node_of(p)).collect());
+    let (boards, fresh) = match decided {
+        Some(boards) => (boards, false),
         None => {
-            let team = nodes.as_ref().and_then(|nodes| new_team(rt, slot, nodes));
-            rt.comm_mut(slot)?.board = Some(team.clone());
-            (team, true)
+            let boards = nodes
+                .as_ref()
+                .map_or(Boards::None, |nodes| new_boards(rt, slot, nodes));
+            rt.comm_mut(slot)?.board = Some(boards.clone());
+            (boards, true)
         }
     };
     let mut b = Builder::new(rt.comm_mut(slot)?, slot);
     if let Some(nodes) = nodes {
         b.set_nodes(nodes);
     }
-    if let Some(team) = team {
-        b.set_team(team.clone());
-        if fresh {
-            board::algo::setup(&mut b, &team);
+    match boards {
+        Boards::None => {}
+        Boards::Whole(team) => {
+            b.set_team(team.clone());
+            if fresh {
+                board::algo::setup(&mut b, &team);
+            }
+        }
+        Boards::Node { locals, team } => {
+            b.set_node_team(locals.clone(), team.clone());
+            if fresh {
+                b.in_group(&locals, |b| board::algo::setup(b, &team));
+            }
         }
     }
     Ok(b)
 }
 
-/// A flag board for intracommunicator `slot`, whose members run on
-/// `nodes`, if it may have one: 2 to [`board::MAX_MEMBERS`] members, all
-/// on this node, peers' heaps mappable (as cross-memory attach needs),
-/// `TESSEL_COLL` not `p2p`. Every member answers alike.
-fn new_team(rt: &Runtime, slot: usize, nodes: &[u32]) -> Option<Arc<board::Team>> {
-    let c = rt.comm(slot).ok()?;
-    let n = c.members.len();
-    let here = rt.ep.node();
+/// The flag boards of intracommunicator `slot`, whose members run on
+/// `nodes`: one for the members on this node, if there are 2 to
+/// [`board::MAX_MEMBERS`] of them, peers' heaps are mappable (as
+/// cross-memory attach needs) and `TESSEL_COLL` is not `p2p`. It is the
+/// communicator's own if every member runs here, else the node's share
+/// of it. Every member of a node answers alike.
+fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
+    let Ok(c) = rt.comm(slot) else {
+        return Boards::None;
+    };
+    let me = c.rank as usize;
+    let locals: Vec<usize> = (0..nodes.len())
+        .filter(|&r| nodes[r] == nodes[me])
+        .collect();
     let ok = rt.ep.config().coll_board
         && rt.ep.uses_cma()
-        && (2..=board::MAX_MEMBERS).contains(&n)
-        && nodes.iter().all(|&x| x == here);
+        && (2..=board::MAX_MEMBERS).contains(&locals.len());
     if !ok {
-        return None;
+        return Boards::None;
     }
-    Some(board::Team::new(c.members.clone(), c.rank as usize))
+    let ids = locals.iter().map(|&r| c.members[r]).collect();
+    let mine = locals
+        .iter()
+        .position(|&r| r == me)
+        .expect("a node holds its caller");
+    let team = board::Team::new(ids, mine);
+    if locals.len() == nodes.len() {
+        Boards::Whole(team)
+    } else {
+        Boards::Node { locals, team }
+    }
 }
 
 /// Run a schedule to its end (a blocking collective).

@@ -129,6 +129,10 @@ pub struct Builder {
     /// The node of each rank, when the communicator spans several nodes
     /// ([`Builder::set_nodes`]); `None` inside a group.
     nodes: Option<Vec<u32>>,
+    /// The ranks whose board the schedule's board steps use: `None` for
+    /// the whole communicator's, the node's ranks for a node's board
+    /// ([`Builder::set_node_team`]).
+    team_group: Option<Vec<usize>>,
     phase: u16,
     round: Vec<Xfer>,
     elem: Option<usize>,
@@ -136,14 +140,22 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// The communicator's flag board, when its collectives run on one
-    /// (not inside a group: [`Builder::in_group`]).
+    /// The flag board of the ranks the builder compiles for now, if they
+    /// have one: the communicator's (outside any group), or its node's
+    /// (inside the group of the node's ranks, [`Builder::in_group`]).
     pub fn team(&self) -> Option<&Arc<Team>> {
-        self.s.team.as_ref().filter(|_| self.map.is_none())
+        self.s.team.as_ref().filter(|_| self.map == self.team_group)
     }
 
     /// Use `team`'s board for this collective.
     pub fn set_team(&mut self, team: Arc<Team>) {
+        self.s.team = Some(team);
+    }
+
+    /// Use `team`'s board for the phases of this collective that run
+    /// within the group of communicator ranks `locals` (this node's).
+    pub fn set_node_team(&mut self, locals: Vec<usize>, team: Arc<Team>) {
+        self.team_group = Some(locals);
         self.s.team = Some(team);
     }
 
@@ -177,6 +189,7 @@ impl Builder {
             rank,
             map: None,
             nodes: None,
+            team_group: None,
             phase: 0,
             round: Vec::new(),
             elem: None,

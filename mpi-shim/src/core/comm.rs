@@ -118,9 +118,9 @@ pub struct Comm {
     pub remote: Option<Remote>,
     /// The ids left for its duplicates.
     pub children: Option<ChildIds>,
-    /// Its flag board for collectives within the node: `None` until its
+    /// Its flag boards for collectives within the node: `None` until its
     /// first collective decides (`crate::coll::builder`).
-    pub board: Option<Option<std::sync::Arc<crate::coll::board::Team>>>,
+    pub board: Option<crate::coll::board::Boards>,
 }
 
 /// The remote group of an intercommunicator: point-to-point ranks name

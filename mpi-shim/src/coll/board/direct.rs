@@ -37,7 +37,10 @@ fn ready(rt: &Runtime, slot: usize) -> Option<Arc<Team>> {
     if threads::multiple() {
         return None;
     }
-    let team = rt.comm(slot).ok()?.board.clone()??;
+    let super::Boards::Whole(team) = rt.comm(slot).ok()?.board.as_ref()? else {
+        return None;
+    };
+    let team = team.clone();
     (matches!(team.areas.get(), Some(Ok(_))) && team.idle()).then_some(team)
 }
 

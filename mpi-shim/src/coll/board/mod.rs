@@ -46,7 +46,10 @@
 //! can map its peers' heaps (cross-memory attach allowed) and
 //! `TESSEL_COLL` is not `p2p`; every member decides alike. That first
 //! collective first trades the areas' heap references (an allgather of
-//! messages) and maps them.
+//! messages) and maps them. A communicator that spans nodes gets, on the
+//! same terms, a board for its ranks on each node ([`Boards::Node`]),
+//! which the intra-node phases of its node-aware collectives use
+//! ([`super::hier`]).
 //!
 //! An area outlives its communicator: when the board is dropped its
 //! owner posts one more step, "done with this board", and the area is
@@ -121,6 +124,20 @@ pub enum BoardStep {
         off: usize,
         dst: Span,
     },
+}
+
+/// How a communicator's collectives use flag boards (every member of a
+/// node decides alike, at the communicator's first collective).
+#[derive(Clone, Debug)]
+pub enum Boards {
+    /// None: its collectives run on messages.
+    None,
+    /// Its members all run on this node and share one board.
+    Whole(Arc<Team>),
+    /// It spans nodes, and its members on this node (communicator ranks
+    /// `locals`, in order) share a board for the phases of its node-aware
+    /// collectives that stay within the node ([`super::hier`]).
+    Node { locals: Vec<usize>, team: Arc<Team> },
 }
 
 /// What running a board step did.
