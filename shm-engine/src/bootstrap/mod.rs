@@ -78,6 +78,12 @@ pub trait Bootstrap: Send + std::fmt::Debug {
     fn abort(&mut self, code: i32, message: &str);
     /// Leave the job cleanly (collective under PMI-1).
     fn finalize(&mut self) -> Result<(), BootstrapError>;
+    /// Whether every process of the job runs on this machine, its nodes
+    /// being virtual ones that share its cores (Tessel's `mpiexec`, which
+    /// starts processes on its own machine only).
+    fn one_machine(&self) -> bool {
+        false
+    }
     /// Whether the launcher is gone (its connection closed): nobody will
     /// end this job any more. Cheap enough to ask before each sleep.
     fn launcher_gone(&self) -> bool {

@@ -313,6 +313,10 @@ impl Bootstrap for PmiClient {
         self.rank
     }
 
+    fn one_machine(&self) -> bool {
+        self.tessel
+    }
+
     fn size(&self) -> u32 {
         self.size
     }

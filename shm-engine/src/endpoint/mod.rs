@@ -156,7 +156,14 @@ impl Endpoint {
             present: locals.iter().filter(|&r| world.contains(r)).count() as u32,
         };
         let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me, net.is_some(), join)?;
-        let oversubscribed = join.present as usize > sys::online_cpus();
+        // Virtual nodes share this machine's cores: then all of the job's
+        // processes count, not only those of this node.
+        let here = if boot.one_machine() {
+            boot.size()
+        } else {
+            join.present
+        };
+        let oversubscribed = here as usize > sys::online_cpus();
         Ok(Self {
             reqs: Requests::default(),
             matcher: Matcher::default(),
@@ -178,8 +185,9 @@ impl Endpoint {
         })
     }
 
-    /// Whether this job's processes on this node outnumber its online
-    /// CPUs (waiting processes then yield their core almost at once).
+    /// Whether this job's processes on this node (on this machine, when
+    /// its nodes are virtual ones) outnumber its online CPUs (waiting
+    /// processes then yield their core almost at once).
     pub fn oversubscribed(&self) -> bool {
         self.oversubscribed
     }
