@@ -616,6 +616,17 @@ fn die(ep: &mut Endpoint) -> Res {
     Err("received from a dead process".into())
 }
 
+/// Print whether the engine counts this job as oversubscribed (more of
+/// its processes where this one runs than online CPUs).
+fn oversubscribed(ep: &mut Endpoint) -> Res {
+    println!(
+        "engine_check: rank {} oversubscribed={}",
+        ep.rank(),
+        ep.oversubscribed()
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let case = std::env::args().nth(1).unwrap_or_default();
     let run = || -> Res {
@@ -629,6 +640,7 @@ fn main() -> ExitCode {
             "pieces" => pieces(&mut ep)?,
             "stealing" => stealing(&mut ep)?,
             "die" => die(&mut ep)?,
+            "oversubscribed" => oversubscribed(&mut ep)?,
             other => return Err(format!("unknown case {other:?}").into()),
         }
         let rank = ep.rank();

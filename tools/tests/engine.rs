@@ -152,6 +152,26 @@ fn eight_processes_on_few_cores() {
     assert!(run.stdout.contains("ring: 8 processes"), "{}", run.stdout);
 }
 
+/// Virtual nodes share the machine's cores: one process per virtual node,
+/// but one more process than online CPUs in all, is oversubscribed (its
+/// waits yield at once); as many processes as CPUs are not.
+#[test]
+fn virtual_nodes_count_the_whole_machine_for_oversubscription() {
+    // SAFETY: sysconf reads a system setting.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+    for (n, want) in [(cpus, false), (cpus + 1, true)] {
+        let np = n.to_string();
+        let mut cmd = mpiexec(&["--ppn", "1", "-n", &np]);
+        cmd.arg(example("engine_check"))
+            .arg("oversubscribed")
+            .env("TESSEL_NET", "none");
+        let run = launch(&format!("oversubscribed-{n}"), cmd).wait_for(WATCHDOG);
+        assert_code(&run, 0);
+        let line = format!("rank 0 oversubscribed={want}");
+        assert!(run.stdout.contains(&line), "no {line:?}:\n{}", run.stdout);
+    }
+}
+
 #[test]
 fn killed_peer_ends_the_job_with_a_message() {
     let before = dev_shm();
