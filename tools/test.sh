@@ -36,13 +36,13 @@ cargo test --release --locked -p tools
 step "mpi4py's own test suite, MPICH-ABI and standard-ABI modules, on 1, 2 and 3 processes, no worse than tools/mpi4py-suite.baseline"
 TESSEL_SUITE_TIMEOUT=600 bash tools/mpi4py-suite.sh --check
 
-step "loom models of the production ring, doorbell, steal queues and flag board"
+step "loom models of the production ring, doorbell, steal queues, flag board and library lock"
 RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release --locked -p loom-tests
 
 # The same RUSTFLAGS and target directory: each mutation rebuilds only
 # shm-engine and loom-tests (their build scripts read TESSEL_MUTATION).
-for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask board_post doorbell_poll; do
+for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask board_post doorbell_poll lock_release; do
     step "mutation $m: loom must find the weakened ordering"
     TESSEL_MUTATION=$m RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
         cargo test --release --locked -p loom-tests

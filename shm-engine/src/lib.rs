@@ -35,6 +35,7 @@ pub mod heap;
 pub mod iov;
 pub mod layout;
 pub mod locality;
+pub mod lock;
 pub mod matching;
 mod net;
 pub mod queue;

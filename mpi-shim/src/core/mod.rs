@@ -46,8 +46,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
-use std::sync::{Mutex, MutexGuard};
-
+use shm_engine::lock::{Lock, LockGuard};
 use shm_engine::{Endpoint, bootstrap};
 
 use progress::Poll;
@@ -918,7 +917,7 @@ pub struct Locked(Library);
 // nothing in the endpoint is tied to the thread that created it.
 unsafe impl Send for Locked {}
 
-static STATE: Mutex<Locked> = Mutex::new(Locked(Library::Before));
+static STATE: Lock<Locked> = Lock::new(Locked(Library::Before));
 
 /// The library's state, locked: one MPI call at a time (a blocking call
 /// under `MPI_THREAD_MULTIPLE` releases it while it waits, [`threads`]).
@@ -929,11 +928,7 @@ pub fn state() -> StateGuard {
 /// The library's state if no call holds it (`None` when the process exits
 /// from inside an MPI call, as an abort does).
 pub fn try_state() -> Option<StateGuard> {
-    match STATE.try_lock() {
-        Ok(g) => Some(StateGuard(g)),
-        Err(std::sync::TryLockError::Poisoned(p)) => Some(StateGuard(p.into_inner())),
-        Err(std::sync::TryLockError::WouldBlock) => None,
-    }
+    STATE.try_lock().map(StateGuard)
 }
 
 thread_local! {
@@ -1024,7 +1019,7 @@ pub fn callback_runtime() -> Option<*mut Runtime> {
 
 /// The locked library state.
 #[derive(Debug)]
-pub struct StateGuard(MutexGuard<'static, Locked>);
+pub struct StateGuard(LockGuard<'static, Locked>);
 
 impl std::ops::Deref for StateGuard {
     type Target = Library;

@@ -26,14 +26,11 @@
 //! Below `MPI_THREAD_MULTIPLE` nothing here runs: one call holds the lock
 //! from its start to its end, as a `SERIALIZED` library may.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use shm_engine::Waker;
-
-/// Whether some session or the world model asked for
-/// `MPI_THREAD_MULTIPLE`: from then on, for the rest of the process.
-static MULTIPLE: AtomicBool = AtomicBool::new(false);
+use shm_engine::lock::{Lock, LockGuard};
 
 /// Wakes the thread that holds the lock, when it sleeps in the engine
 /// (the process's one endpoint lives until exit: set once).
@@ -50,34 +47,35 @@ static HANDOFFS: AtomicUsize = AtomicUsize::new(0);
 const YIELDS_TO_QUEUED: u32 = 16;
 
 /// From now on, threads may call MPI at once; `waker` ends the engine's
-/// sleep of whichever thread holds the lock.
+/// sleep of whichever thread holds the lock. Called by a call that holds
+/// the library lock (a session or the world model asked for
+/// `MPI_THREAD_MULTIPLE`), as switching the lock's mode requires.
 pub fn enable(waker: Waker) {
     let _ = WAKER.set(waker);
-    MULTIPLE.store(true, Ordering::SeqCst);
+    super::STATE.set_threaded();
 }
 
-/// Whether threads may call MPI at once.
+/// Whether threads may call MPI at once: from the first request for
+/// `MPI_THREAD_MULTIPLE` on, for the rest of the process.
 pub fn multiple() -> bool {
-    MULTIPLE.load(Ordering::Relaxed)
+    super::STATE.threaded()
 }
 
-/// Take `lock`; under `MPI_THREAD_MULTIPLE`, wake its holder first if it
-/// is taken. A poisoned lock is taken too: a call that panicked left the
-/// state as a failed call does, and the process reports and ends anyway.
-pub(super) fn take<T>(lock: &'static Mutex<T>) -> MutexGuard<'static, T> {
-    if !multiple() {
-        return lock.lock().unwrap_or_else(PoisonError::into_inner);
+/// Take `lock`: at once if it is free; else, under
+/// `MPI_THREAD_MULTIPLE`, wake its holder first (below it, only the
+/// functions any thread may call at any time wait here).
+pub(super) fn take<T>(lock: &'static Lock<T>) -> LockGuard<'static, T> {
+    if let Some(g) = lock.try_lock() {
+        return g;
     }
-    match lock.try_lock() {
-        Ok(g) => return g,
-        Err(TryLockError::Poisoned(p)) => return p.into_inner(),
-        Err(TryLockError::WouldBlock) => {}
+    if !multiple() {
+        return lock.lock();
     }
     QUEUED.fetch_add(1, Ordering::SeqCst);
     if let Some(w) = WAKER.get() {
         w.wake();
     }
-    let g = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    let g = lock.lock();
     QUEUED.fetch_sub(1, Ordering::SeqCst);
     HANDOFFS.fetch_add(1, Ordering::SeqCst);
     g

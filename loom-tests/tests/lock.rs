@@ -1,0 +1,143 @@
+//! loom models of the production library lock's protocol
+//! (`shm_engine::lock::LockWord`): exclusion (LK1), serial mode's waits
+//! (LK2), and in threaded mode no sleeper left unwoken (LK3), also across
+//! the switch from serial to threaded mode.
+//!
+//! Threads take the lock the way `shm_engine::lock::Lock` does, sleeping
+//! on a [`Futex`] stand-in in threaded mode, and each adds one to a
+//! counter in a loom cell while it holds the lock: two holders at once are
+//! a data race loom reports, and a lost wake-up leaves a sleeper parked
+//! forever, a deadlock loom reports.
+//!
+//! With `TESSEL_MUTATION=lock_release` a release in threaded mode is a
+//! plain store, which reads no sleeper: `mutation_is_caught` asserts that
+//! loom finds the stranded one.
+#![cfg(tessel_loom)]
+// Under a mutation, the models it does not concern are left out.
+#![cfg_attr(tessel_mutation, allow(dead_code, unused_imports))]
+
+use std::sync::Arc;
+
+use loom::cell::UnsafeCell;
+use loom::thread;
+use loom_tests::Futex;
+use shm_engine::lock::LockWord;
+
+#[derive(Default)]
+struct Shared {
+    lock: LockWord,
+    futex: Futex,
+    count: UnsafeCell<u32>,
+}
+
+// SAFETY: threads touch the count only under the lock, which is what the
+// models check (loom reports two holders as a race on the cell).
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// Take the lock as `Lock::lock` does.
+    fn lock(&self) {
+        if self.lock.try_lock() {
+            return;
+        }
+        loop {
+            if self.lock.threaded() {
+                if self.lock.take_or_sleep() {
+                    return;
+                }
+                self.futex.wait();
+            } else {
+                thread::yield_now();
+                if self.lock.try_lock() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn unlock(&self) {
+        if self.lock.unlock() {
+            self.futex.wake();
+        }
+    }
+
+    /// One call: take the lock, count, release.
+    fn call(&self) {
+        self.lock();
+        // SAFETY: under the lock; a second holder would be the race loom
+        // reports.
+        self.count.with_mut(|c| unsafe { *c += 1 });
+        self.unlock();
+    }
+
+    /// The count; the caller holds the lock.
+    fn count(&self) -> u32 {
+        // SAFETY: the caller holds the lock.
+        self.count.with(|c| unsafe { *c })
+    }
+}
+
+/// Threaded mode from the start: two threads contend, a waiter sleeps.
+fn threaded() {
+    loom_tests::check(|| {
+        let s = Arc::new(Shared::default());
+        s.lock();
+        s.lock.set_threaded();
+        s.unlock();
+        let t: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || s.call())
+            })
+            .collect();
+        for t in t {
+            t.join().unwrap();
+        }
+        s.lock();
+        assert_eq!(s.count(), 2);
+        s.unlock();
+    });
+}
+
+#[cfg(not(tessel_mutation))]
+#[test]
+fn threaded_lock_excludes_and_wakes_every_sleeper() {
+    threaded();
+}
+
+/// A holder switches to threaded mode while another thread waits in
+/// serial mode, or starts to wait after the switch and sleeps.
+#[cfg(not(tessel_mutation))]
+#[test]
+fn switching_to_threaded_mode_strands_no_waiter() {
+    loom_tests::check(|| {
+        let s = Arc::new(Shared::default());
+        let switcher = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.lock();
+                s.lock.set_threaded();
+                // SAFETY: under the lock.
+                s.count.with_mut(|c| unsafe { *c += 1 });
+                s.unlock();
+            })
+        };
+        s.call();
+        switcher.join().unwrap();
+        s.lock();
+        assert_eq!(s.count(), 2);
+        s.unlock();
+    });
+}
+
+#[cfg(tessel_mutation = "lock_release")]
+#[test]
+fn mutation_is_caught() {
+    let caught = std::panic::catch_unwind(threaded).is_err();
+    assert!(
+        caught,
+        "loom did not notice a release that reads no sleeper"
+    );
+}
