@@ -15,9 +15,10 @@
 //! node. Each level runs the flat algorithm of [`super::algo`] inside its
 //! group ([`Builder::in_group`]); a pair of ranks talks in one level only
 //! (leaders of different nodes across, ranks of one node within), so the
-//! levels' messages never meet. Reductions are node-aware only for
-//! commutative operations (the flat tree keeps the rank order of the
-//! others).
+//! levels' messages never meet. Reductions with a non-commutative
+//! operation are node-aware only where each node's ranks are consecutive
+//! (then the levels keep the rank order); elsewhere the flat algorithms
+//! keep it.
 
 use super::algo;
 use super::sched::{Builder, Span};
@@ -95,10 +96,34 @@ pub fn bcast(b: &mut Builder, data: Span, root: usize) -> bool {
     true
 }
 
-/// Reduction to `root` (commutative operations): within each node to its
-/// leader, then across the leaders to the root.
+/// Whether a reduction may run node-aware and keep its operation's
+/// order: a commutative operation, or each node's ranks consecutive (then
+/// each node reduces its block in rank order, both within a node and
+/// among the leaders, whose order is the nodes' and so the ranks').
+fn order_kept(b: &Builder) -> bool {
+    if b.op().is_none_or(|o| o.commutative()) {
+        return true;
+    }
+    let Some(nodes) = b.nodes() else {
+        return false;
+    };
+    let mut ended: Vec<u32> = Vec::new();
+    for w in nodes.windows(2) {
+        if w[0] != w[1] {
+            if ended.contains(&w[1]) {
+                return false;
+            }
+            ended.push(w[0]);
+        }
+    }
+    true
+}
+
+/// Reduction to `root`: within each node to its leader, then across the
+/// leaders to the root (non-commutative operations when each node's
+/// ranks are consecutive, [`order_kept`]).
 pub fn reduce(b: &mut Builder, acc: Span, root: usize) -> bool {
-    if !b.op().is_none_or(|o| o.commutative()) {
+    if !order_kept(b) {
         return false;
     }
     let Some(l) = layout(b, Some(root)) else {
@@ -113,10 +138,11 @@ pub fn reduce(b: &mut Builder, acc: Span, root: usize) -> bool {
     true
 }
 
-/// Allreduce (commutative operations): within each node to its leader,
-/// an allreduce across the leaders, then a broadcast within each node.
+/// Allreduce: within each node to its leader, an allreduce across the
+/// leaders, then a broadcast within each node (non-commutative operations
+/// as for [`reduce`]).
 pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) -> bool {
-    if !b.op().is_none_or(|o| o.commutative()) {
+    if !order_kept(b) {
         return false;
     }
     let Some(l) = layout(b, None) else {

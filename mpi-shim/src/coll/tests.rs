@@ -498,7 +498,8 @@ fn node_aware_collectives_agree_with_the_flat_ones() {
             Some(all)
         });
         assert!(outs.iter().all(|o| *o == want), "allgatherv {nodes:?}");
-        // Non-commutative: the flat, rank-ordered algorithms.
+        // Non-commutative: node-aware where each node's ranks are
+        // consecutive, else the flat, rank-ordered algorithms.
         let mm = matmul_op();
         let want = ints(product(0..n, 0));
         let outs = run_on(Some(nodes), n, 16, Some(&mm), |b| {
@@ -507,6 +508,52 @@ fn node_aware_collectives_agree_with_the_flat_ones() {
             Some(acc)
         });
         assert!(outs.iter().all(|o| *o == want), "matmul {nodes:?}");
+        for root in 0..n {
+            let outs = run_on(Some(nodes), n, 16, Some(&mm), |b| {
+                let acc = b.input(matrices(b.rank, 1));
+                algo::reduce(b, acc, root);
+                (b.rank == root).then_some(acc)
+            });
+            assert!(outs[root] == want, "matmul reduce {nodes:?} root {root}");
+        }
+    }
+}
+
+/// A non-commutative reduction runs node-aware (one message per node
+/// crosses nodes) where each node's ranks are consecutive, and flat where
+/// they interleave.
+#[test]
+fn non_commutative_reductions_go_node_aware_on_consecutive_nodes() {
+    for (nodes, aware) in [
+        (&[0, 0, 0, 1, 1, 1][..], true),
+        (&[0, 1, 0, 1, 0, 1][..], false),
+    ] {
+        let n = nodes.len();
+        let mut crossing = 0;
+        for r in 0..n {
+            let mut b = Builder::bare((0..n as u32).collect(), r, 0, 0, 0);
+            b.set_nodes(nodes.to_vec());
+            b.set_op(matmul_op());
+            let acc = b.input(matrices(r, 1));
+            algo::reduce(&mut b, acc, 0);
+            crossing += b
+                .finish()
+                .steps()
+                .iter()
+                .filter_map(|st| match st {
+                    super::sched::Step::Round(xs) => Some(xs),
+                    _ => None,
+                })
+                .flatten()
+                .filter(|x| matches!(x, super::sched::Xfer::Send { peer, .. } if nodes[*peer] != nodes[r]))
+                .count();
+        }
+        // Node-aware: only node 1's leader sends across, once.
+        assert_eq!(
+            crossing == 1,
+            aware,
+            "{nodes:?}: {crossing} messages across nodes"
+        );
     }
 }
 
