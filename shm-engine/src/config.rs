@@ -101,7 +101,8 @@ pub struct Config {
     /// copied (one `tessel-stats:` line each, on stderr). Default off.
     pub stats: bool,
     /// `TESSEL_COLL`: `board` (default): collectives of a communicator
-    /// whose members share one node run on flag boards in shared memory
+    /// whose members share one node, and the phases within a node of one
+    /// that spans nodes, run on flag boards in shared memory
     /// ([`crate::board`]); `p2p`: always as point-to-point messages.
     pub coll_board: bool,
     /// `TESSEL_SELF`: `direct` (default): a message a process sends itself
