@@ -3,11 +3,14 @@
 //! (LK2), and in threaded mode no sleeper left unwoken (LK3), also across
 //! the switch from serial to threaded mode.
 //!
-//! Threads take the lock the way `shm_engine::lock::Lock` does, sleeping
-//! on a [`Futex`] stand-in in threaded mode, and each adds one to a
-//! counter in a loom cell while it holds the lock: two holders at once are
-//! a data race loom reports, and a lost wake-up leaves a sleeper parked
-//! forever, a deadlock loom reports.
+//! Threads take and release the lock with the production code
+//! (`LockWord::lock` and `unlock`, which `shm_engine::lock::Lock` calls
+//! with the futex and `sched_yield`), here with a [`Futex`] stand-in and
+//! loom's yield, and each adds one to a counter in a loom cell while it
+//! holds the lock: two holders at once are a data race loom reports, and
+//! a lost wake-up leaves a sleeper parked forever, a deadlock loom
+//! reports. (The stand-in is stricter than the kernel's futex: it wakes
+//! one sleeper, never on its own.)
 //!
 //! With `TESSEL_MUTATION=lock_release` a release in threaded mode is a
 //! plain store, which reads no sleeper: `mutation_is_caught` asserts that
@@ -37,30 +40,14 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    /// Take the lock as `Lock::lock` does.
+    /// Take the lock with the production loop (`LockWord::lock`), the
+    /// futex stand-in for the sleep.
     fn lock(&self) {
-        if self.lock.try_lock() {
-            return;
-        }
-        loop {
-            if self.lock.threaded() {
-                if self.lock.take_or_sleep() {
-                    return;
-                }
-                self.futex.wait();
-            } else {
-                thread::yield_now();
-                if self.lock.try_lock() {
-                    return;
-                }
-            }
-        }
+        self.lock.lock(|_| self.futex.wait(), thread::yield_now);
     }
 
     fn unlock(&self) {
-        if self.lock.unlock() {
-            self.futex.wake();
-        }
+        self.lock.unlock(|_| self.futex.wake());
     }
 
     /// One call: take the lock, count, release.
@@ -107,8 +94,10 @@ fn threaded_lock_excludes_and_wakes_every_sleeper() {
     threaded();
 }
 
-/// A holder switches to threaded mode while another thread waits in
-/// serial mode, or starts to wait after the switch and sleeps.
+/// A holder switches to threaded mode while another thread calls: it
+/// waits in serial mode, or starts after the switch and sleeps, and is
+/// not stranded. (With a third thread, the serial mode's yield-and-retry
+/// loops exceed loom's bound on branches.)
 #[cfg(not(tessel_mutation))]
 #[test]
 fn switching_to_threaded_mode_strands_no_waiter() {

@@ -98,29 +98,40 @@ impl LockWord {
         self.threaded.store(1, Ordering::Release);
     }
 
-    /// Threaded mode, lock taken: announce a sleeper. True when the lock
-    /// was free and is now this thread's; otherwise sleep on
-    /// [`futex_word`](Self::futex_word) while it reads [`CONTENDED`], then
-    /// try again.
-    #[inline]
-    pub fn take_or_sleep(&self) -> bool {
-        self.word.swap(CONTENDED, Ordering::Acquire) == FREE
+    /// Take the lock, waiting as the mode says: in serial mode `pause`
+    /// (give the core away) and try again (LK2); in threaded mode announce
+    /// a sleeper and, unless the lock was free, `sleep` on the word while
+    /// it reads [`CONTENDED`] (spurious returns allowed) and try again
+    /// (LK3). The system calls are the caller's, so that the loom models
+    /// run this loop with stand-ins.
+    pub fn lock(&self, sleep: impl Fn(&AtomicU32), pause: impl Fn()) {
+        if self.try_lock() {
+            return;
+        }
+        loop {
+            if self.threaded() {
+                if self.word.swap(CONTENDED, Ordering::Acquire) == FREE {
+                    return;
+                }
+                sleep(&self.word);
+            } else {
+                pause();
+                if self.try_lock() {
+                    return;
+                }
+            }
+        }
     }
 
-    /// The word a sleeper waits on.
-    pub fn futex_word(&self) -> &AtomicU32 {
-        &self.word
-    }
-
-    /// Release the lock. True when a thread may sleep on it: wake the
-    /// futex of [`futex_word`](Self::futex_word).
+    /// Release the lock; `wake` wakes every thread asleep on the word, if
+    /// one may be.
     #[inline]
-    pub fn unlock(&self) -> bool {
+    pub fn unlock(&self, wake: impl FnOnce(&AtomicU32)) {
         if cfg!(tessel_mutation = "lock_release") || !self.threaded() {
             self.word.store(FREE, Ordering::Release);
-            return false;
+        } else if self.word.swap(FREE, Ordering::Release) == CONTENDED {
+            wake(&self.word);
         }
-        self.word.swap(FREE, Ordering::Release) == CONTENDED
     }
 }
 
@@ -129,6 +140,7 @@ pub use imp::{Lock, LockGuard};
 
 #[cfg(not(tessel_loom))]
 mod imp {
+    use std::marker::PhantomData;
     use std::time::Duration;
 
     use super::{CONTENDED, LockWord};
@@ -163,26 +175,16 @@ mod imp {
         #[inline]
         pub fn lock(&self) -> LockGuard<'_, T> {
             if self.word.try_lock() {
-                return LockGuard(self);
+                return LockGuard::new(self);
             }
             self.lock_contended()
         }
 
         #[cold]
         fn lock_contended(&self) -> LockGuard<'_, T> {
-            loop {
-                if self.word.threaded() {
-                    if self.word.take_or_sleep() {
-                        return LockGuard(self);
-                    }
-                    sys::futex_wait(self.word.futex_word(), CONTENDED, NAP);
-                } else {
-                    sys::yield_now();
-                    if self.word.try_lock() {
-                        return LockGuard(self);
-                    }
-                }
-            }
+            self.word
+                .lock(|word| sys::futex_wait(word, CONTENDED, NAP), sys::yield_now);
+            LockGuard::new(self)
         }
 
         /// The lock if it is free.
@@ -191,7 +193,7 @@ mod imp {
             // Not `then_some`: it would build a guard, and drop it (a
             // release of someone else's hold) when the lock is taken.
             if self.word.try_lock() {
-                Some(LockGuard(self))
+                Some(LockGuard::new(self))
             } else {
                 None
             }
@@ -210,9 +212,30 @@ mod imp {
         }
     }
 
-    /// The lock, held: the value is the holder's.
+    /// The lock, held: the value is the holder's. Shared and sent like
+    /// the `&mut T` it stands for (the marker): a guard shared between
+    /// threads gives each a `&T`, so it is `Sync` only for a `Sync` `T`.
+    ///
+    /// ```compile_fail
+    /// fn shared<T: Sync>(_: &T) {}
+    /// let lock = shm_engine::lock::Lock::new(std::cell::Cell::new(0));
+    /// shared(&lock.lock()); // a Cell's guard is not Sync
+    /// ```
+    ///
+    /// ```
+    /// fn shared<T: Sync>(_: &T) {}
+    /// let lock = shm_engine::lock::Lock::new(0u64);
+    /// shared(&lock.lock());
+    /// ```
     #[derive(Debug)]
-    pub struct LockGuard<'a, T>(&'a Lock<T>);
+    pub struct LockGuard<'a, T>(&'a Lock<T>, PhantomData<&'a mut T>);
+
+    impl<'a, T> LockGuard<'a, T> {
+        /// The guard of a lock this thread just took.
+        fn new(lock: &'a Lock<T>) -> Self {
+            Self(lock, PhantomData)
+        }
+    }
 
     impl<T> std::ops::Deref for LockGuard<'_, T> {
         type Target = T;
@@ -236,9 +259,7 @@ mod imp {
     impl<T> Drop for LockGuard<'_, T> {
         #[inline]
         fn drop(&mut self) {
-            if self.0.word.unlock() {
-                sys::futex_wake(self.0.word.futex_word());
-            }
+            self.0.word.unlock(sys::futex_wake);
         }
     }
 }

@@ -114,7 +114,8 @@ pub enum Local {
 pub enum Step {
     Round(Vec<Xfer>),
     Local(Local),
-    /// A step on the communicator's flag board ([`super::board`]).
+    /// A step on the communicator's flag board, or its node's
+    /// ([`super::board`]).
     Board(BoardStep),
 }
 

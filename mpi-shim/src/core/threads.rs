@@ -23,8 +23,9 @@
 //! until it ends; since every thread's turn progresses everything, the
 //! others' operations move meanwhile, but their calls start only after.
 //!
-//! Below `MPI_THREAD_MULTIPLE` nothing here runs: one call holds the lock
-//! from its start to its end, as a `SERIALIZED` library may.
+//! Below `MPI_THREAD_MULTIPLE` only [`take`] runs, and finds the lock
+//! free: one call holds it from its start to its end, as a `SERIALIZED`
+//! library may, and releases it with a plain store (`shm_engine::lock`).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -83,8 +84,8 @@ pub(super) fn take<T>(lock: &'static Lock<T>) -> LockGuard<'static, T> {
 
 /// Between two turns of a waiting loop, with the lock released: let a
 /// thread queued on the lock take it before this one takes it back (the
-/// standard library's lock does not queue fairly, and a waiting loop
-/// would take it back at once). Returns at once when nobody is queued.
+/// library lock does not queue: a release wakes its sleepers, and a
+/// waiting loop would take it back before they run). Returns at once when nobody is queued.
 pub fn let_others_in() {
     if QUEUED.load(Ordering::SeqCst) == 0 {
         return;

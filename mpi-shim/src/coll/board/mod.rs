@@ -47,9 +47,13 @@
 //! `TESSEL_COLL` is not `p2p`; every member decides alike. That first
 //! collective first trades the areas' heap references (an allgather of
 //! messages) and maps them. A communicator that spans nodes gets, on the
-//! same terms, a board for its ranks on each node ([`Boards::Node`]),
-//! which the intra-node phases of its node-aware collectives use
-//! ([`super::hier`]).
+//! same terms, a board for its ranks on each node ([`Boards::Node`]; the
+//! members of a node decide alike), which the intra-node phases of its
+//! node-aware collectives use ([`super::hier`]). If one node's setup
+//! fails (no room in a shared heap, a peer's heap not mappable), that
+//! node's members fail the collective alike, but the other nodes' leaders
+//! then wait for its leader: a failure that a single-node board reports
+//! everywhere hangs a communicator that spans nodes.
 //!
 //! An area outlives its communicator: when the board is dropped its
 //! owner posts one more step, "done with this board", and the area is
