@@ -55,10 +55,17 @@ fn layout(b: &Builder, root: Option<usize>) -> Option<Layout> {
     };
     let mine = nodes[b.rank];
     Some(Layout {
-        locals: (0..nodes.len()).filter(|&r| nodes[r] == mine).collect(),
+        locals: node_ranks(nodes, b.rank),
         leaders: firsts.iter().map(|&n| leader_of(n)).collect(),
         leader: leader_of(mine),
     })
+}
+
+/// The ranks on the node of rank `rank`, in order, given each rank's node.
+pub fn node_ranks(nodes: &[u32], rank: usize) -> Vec<usize> {
+    (0..nodes.len())
+        .filter(|&r| nodes[r] == nodes[rank])
+        .collect()
 }
 
 fn index(group: &[usize], rank: usize) -> usize {

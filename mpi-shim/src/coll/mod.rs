@@ -117,9 +117,7 @@ fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
         return Boards::None;
     };
     let me = c.rank as usize;
-    let locals: Vec<usize> = (0..nodes.len())
-        .filter(|&r| nodes[r] == nodes[me])
-        .collect();
+    let locals = hier::node_ranks(nodes, me);
     let ok = rt.ep.config().coll_board
         && rt.ep.uses_cma()
         && (2..=board::MAX_MEMBERS).contains(&locals.len());
@@ -135,7 +133,10 @@ fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
     if locals.len() == nodes.len() {
         Boards::Whole(team)
     } else {
-        Boards::Node { locals, team }
+        Boards::Node {
+            locals: locals.into(),
+            team,
+        }
     }
 }
 

@@ -133,7 +133,7 @@ pub struct Builder {
     /// The ranks whose board the schedule's board steps use: `None` for
     /// the whole communicator's, the node's ranks for a node's board
     /// ([`Builder::set_node_team`]).
-    team_group: Option<Vec<usize>>,
+    team_group: Option<Arc<[usize]>>,
     phase: u16,
     round: Vec<Xfer>,
     elem: Option<usize>,
@@ -145,7 +145,10 @@ impl Builder {
     /// have one: the communicator's (outside any group), or its node's
     /// (inside the group of the node's ranks, [`Builder::in_group`]).
     pub fn team(&self) -> Option<&Arc<Team>> {
-        self.s.team.as_ref().filter(|_| self.map == self.team_group)
+        self.s
+            .team
+            .as_ref()
+            .filter(|_| self.map.as_deref() == self.team_group.as_deref())
     }
 
     /// Use `team`'s board for this collective.
@@ -155,7 +158,7 @@ impl Builder {
 
     /// Use `team`'s board for the phases of this collective that run
     /// within the group of communicator ranks `locals` (this node's).
-    pub fn set_node_team(&mut self, locals: Vec<usize>, team: Arc<Team>) {
+    pub fn set_node_team(&mut self, locals: Arc<[usize]>, team: Arc<Team>) {
         self.team_group = Some(locals);
         self.s.team = Some(team);
     }

@@ -141,7 +141,10 @@ pub enum Boards {
     /// It spans nodes, and its members on this node (communicator ranks
     /// `locals`, in order) share a board for the phases of its node-aware
     /// collectives that stay within the node ([`super::hier`]).
-    Node { locals: Vec<usize>, team: Arc<Team> },
+    Node {
+        locals: Arc<[usize]>,
+        team: Arc<Team>,
+    },
 }
 
 /// What running a board step did.
