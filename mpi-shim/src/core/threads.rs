@@ -85,7 +85,8 @@ pub(super) fn take<T>(lock: &'static Lock<T>) -> LockGuard<'static, T> {
 /// Between two turns of a waiting loop, with the lock released: let a
 /// thread queued on the lock take it before this one takes it back (the
 /// library lock does not queue: a release wakes its sleepers, and a
-/// waiting loop would take it back before they run). Returns at once when nobody is queued.
+/// waiting loop would take it back before they run). Returns at once
+/// when nobody is queued.
 pub fn let_others_in() {
     if QUEUED.load(Ordering::SeqCst) == 0 {
         return;

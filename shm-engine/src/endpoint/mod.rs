@@ -91,9 +91,10 @@ pub struct Endpoint {
     incoming: Vec<Incoming>,
     /// Board flags the next back-off step watches ([`Endpoint::watch`]).
     watched: Vec<crate::board::Watch>,
-    /// This job's processes on this node outnumber its online CPUs: a
-    /// waiting process yields at its first idle poll, since the peer it
-    /// waits for may need its core.
+    /// This job's processes on this node (on this machine, when its nodes
+    /// are virtual ones) outnumber its online CPUs: a waiting process
+    /// yields at its first idle poll, since the peer it waits for may need
+    /// its core.
     oversubscribed: bool,
     boot: Box<dyn Bootstrap>,
 }
