@@ -333,7 +333,9 @@ impl Runtime {
     }
 
     pub fn add_req(&mut self, r: Req) -> usize {
-        self.reap_detached();
+        if !self.detached.is_empty() {
+            self.reap_detached();
+        }
         if let Some(i) = self.free_reqs.pop() {
             self.reqs[i] = Some(r);
             i
@@ -427,6 +429,21 @@ impl Runtime {
                 res
             }
             Req::Generalized(g) => self.finish_generalized(i, g),
+            r => self.finish(r),
+        }
+    }
+
+    /// Wait for request `r`, which a blocking call started and never put
+    /// in the table: the call waits for it under the lock it started it
+    /// with, so the request needs no slot. A persistent or generalized
+    /// request (which no blocking call starts) goes through a slot, as
+    /// [`wait_req`](Self::wait_req) expects.
+    pub fn wait_started(&mut self, r: Req) -> MpiResult<Status> {
+        match r {
+            Req::Persistent(_) | Req::Generalized(_) => {
+                let i = self.add_req(r);
+                self.wait_req(i)
+            }
             r => self.finish(r),
         }
     }
@@ -735,10 +752,8 @@ impl Runtime {
     /// Complete the freed requests that have finished. Their errors have
     /// nobody to go to (MPI-4.0 §3.7.3: a freed request's outcome is
     /// learnt by other means).
+    #[cold]
     fn reap_detached(&mut self) {
-        if self.detached.is_empty() {
-            return;
-        }
         for r in std::mem::take(&mut self.detached) {
             if !self.is_ready(&r) {
                 self.detached.push(r);

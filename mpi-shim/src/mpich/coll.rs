@@ -164,9 +164,9 @@ fn blocking(
         |rt| {
             let mut s = build(rt)?;
             s.advance(&mut rt.ep);
-            Ok(rt.add_coll(Box::new(s)))
+            Ok(Req::Coll(Box::new(s)))
         },
-        |rt, i| rt.wait_req(i).map(drop),
+        std::ptr::null_mut(),
     )
 }
 

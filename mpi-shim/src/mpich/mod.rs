@@ -242,25 +242,26 @@ pub(crate) fn wait_released(name: &str, mut ready: impl FnMut(&mut Runtime) -> M
 
 /// A blocking function that starts one request and waits for it (a
 /// receive, a blocking send or collective): `start` checks the arguments
-/// and starts the operation, returning its request's slot; `finish`
-/// completes it once it is ready. Under `MPI_THREAD_MULTIPLE` the request
-/// is waited for with the lock released between turns of the progress
-/// driver ([`core::threads`]); a request that is ready at once (an eager
-/// send) or during a turn finishes under the same lock.
+/// and starts the operation; its status goes to `status` (a send's:
+/// null). Below `MPI_THREAD_MULTIPLE` the request is waited for at once,
+/// under the lock that started it, without a slot in the request table.
+/// Under `MPI_THREAD_MULTIPLE` it takes a slot and is waited for with the
+/// lock released between turns of the progress driver
+/// ([`core::threads`]); a request that is ready at once (an eager send)
+/// or during a turn finishes under the same lock.
 pub(crate) fn call_waiting(
     name: &str,
     comm: MPI_Comm,
-    start: impl FnOnce(&mut Runtime) -> MpiResult<usize>,
-    finish: impl FnOnce(&mut Runtime, usize) -> MpiResult<()>,
+    start: impl FnOnce(&mut Runtime) -> MpiResult<Req>,
+    status: *mut MPI_Status,
 ) -> c_int {
     if !core::threads::multiple() || core::callback_runtime().is_some() {
         return call(name, comm, |rt| {
-            let i = start(rt)?;
-            finish(rt, i)
+            let r = start(rt)?;
+            report(rt.wait_started(r), status)
         });
     }
     let mut start = Some(start);
-    let mut finish = Some(finish);
     let mut started = None;
     let mut backoff = shm_engine::Backoff::default();
     loop {
@@ -268,7 +269,13 @@ pub(crate) fn call_waiting(
         let rc = call(name, comm, |rt| {
             let i = match started {
                 Some(i) => i,
-                None => *started.insert(start.take().expect("started once")(rt)?),
+                None => {
+                    let i = match start.take().expect("started once")(rt)? {
+                        Req::Coll(s) => rt.add_coll(s),
+                        r => rt.add_req(r),
+                    };
+                    *started.insert(i)
+                }
             };
             if !rt.req_ready(i)? {
                 rt.turn(&mut backoff, false);
@@ -277,13 +284,27 @@ pub(crate) fn call_waiting(
                     return Ok(());
                 }
             }
-            finish.take().expect("finished once")(rt, i)
+            report(rt.wait_req(i), status)
         });
         if !waiting {
             return rc;
         }
         core::threads::let_others_in();
     }
+}
+
+/// Write the outcome of a finished request to `status` (an error too,
+/// as its `MPI_ERROR`), and return it.
+fn report(res: MpiResult<Status>, status: *mut MPI_Status) -> MpiResult<()> {
+    // SAFETY: status is an output argument (or null, or ignored).
+    unsafe {
+        write_status(
+            status,
+            res.as_ref()
+                .map_or_else(|e| Status::error(e.code), |&st| st),
+        )
+    };
+    res.map(drop)
 }
 
 /// Run `f` on the library's state, without error handling: for functions

@@ -147,12 +147,9 @@ unsafe fn send_in(
     call_waiting(
         name,
         comm,
-        |rt| {
-            // SAFETY: the buffer outlives the request: we wait for it here.
-            let r = unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode)? };
-            Ok(rt.add_req(r))
-        },
-        |rt, i| rt.wait_req(i).map(drop),
+        // SAFETY: the buffer outlives the request: we wait for it here.
+        |rt| unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode) },
+        std::ptr::null_mut(),
     )
 }
 
@@ -292,24 +289,11 @@ large_count! {
             |rt| {
                 check_status(status)?;
                 // SAFETY: forwarded from the caller.
-                let r = unsafe { post_recv(rt, buf, count.get(), datatype, source, tag, comm)? };
-                Ok(rt.add_req(r))
+                unsafe { post_recv(rt, buf, count.get(), datatype, source, tag, comm) }
             },
-            |rt, i| finish(rt, i, status),
+            status,
         )
     }
-}
-
-/// Wait for request `i` and write its status; on an error, record it in
-/// the status too.
-pub(super) fn finish(rt: &mut Runtime, i: usize, status: *mut MPI_Status) -> MpiResult<()> {
-    let st = rt.wait_req(i).inspect_err(|e| {
-        // SAFETY: status is an output argument (or ignored).
-        unsafe { write_status(status, Status::error(e.code)) };
-    })?;
-    // SAFETY: status is an output argument (or ignored).
-    unsafe { write_status(status, st) };
-    Ok(())
 }
 
 large_count! {
@@ -431,15 +415,14 @@ large_count! {
             |rt| {
                 check_status(status)?;
                 // SAFETY: both buffers outlive the request: we wait here.
-                let r = unsafe {
+                unsafe {
                     isendrecv_in(
                         rt, sendbuf, sendcount.get(), sendtype, dest, sendtag, recvbuf,
                         recvcount.get(), recvtype, source, recvtag, comm,
-                    )?
-                };
-                Ok(rt.add_req(r))
+                    )
+                }
             },
-            |rt, i| finish(rt, i, status),
+            status,
         )
     }
 }
@@ -490,14 +473,13 @@ large_count! {
             |rt| {
                 check_status(status)?;
                 // SAFETY: the buffer outlives the request: we wait here.
-                let r = unsafe {
+                unsafe {
                     isendrecv_replace_in(
                         rt, buf, count.get(), datatype, dest, sendtag, source, recvtag, comm,
-                    )?
-                };
-                Ok(rt.add_req(r))
+                    )
+                }
             },
-            |rt, i| finish(rt, i, status),
+            status,
         )
     }
 }
@@ -938,10 +920,9 @@ large_count! {
             |rt| {
                 check_status(status)?;
                 // SAFETY: forwarded from the caller; we wait for the request here.
-                let r = unsafe { start_mrecv(rt, buf, count.get(), datatype, message)? };
-                Ok(rt.add_req(r))
+                unsafe { start_mrecv(rt, buf, count.get(), datatype, message) }
             },
-            |rt, i| finish(rt, i, status),
+            status,
         )
     }
 }
