@@ -16,7 +16,7 @@ set -euo pipefail
 
 apt_packages=(build-essential pkg-config mpich libmpich-dev netpipe-mpich2 python3 python3-venv
     libhwloc-dev libudev-dev libucx-dev ucx-utils libfabric-dev libfabric-bin libibverbs-dev
-    libclang-dev iproute2)
+    libclang-dev iproute2 valgrind)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -10,7 +10,8 @@
 //! | SegmentHeader  |  magic, version, geometry, offsets, `ready` (stored last)
 //! +----------------+  procs_off
 //! | process x N    |  per process: bell (futex word) and doorbell mask words
-//! |                |  on one line, then its ProcArea (pid, place, wake-up fd)
+//! |                |  on one line, then its ProcArea (pid, place, wake-up
+//! |                |  fd, whether it maps peers' heaps)
 //! +----------------+  rings_off
 //! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
 //! |                |  RingHeader (tail line + polled word, head line) +
@@ -37,7 +38,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 8;
+pub const LAYOUT_VERSION: u32 = 9;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 72;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -124,7 +125,11 @@ pub struct ProcArea {
     /// and a peer that finds it `SLEEPING` writes to this eventfd (a copy
     /// taken with `pidfd_getfd`) as well as waking the futex.
     pub wake_fd: AtomicU32,
-    _pad: [u32; 23],
+    /// 1 if the process can map its peers' shared heaps (cross-memory
+    /// attach allowed and `pidfd_getfd` available), 0 if not: written
+    /// once at attach, before `placed`.
+    pub maps_heaps: AtomicU32,
+    _pad: [u32; 22],
 }
 
 /// Bytes from a process's bell to its first doorbell mask word. The bell
@@ -424,6 +429,7 @@ const _: () = {
     assert!(offset_of!(ProcArea, place) == 8);
     assert!(offset_of!(ProcArea, placed) == 28);
     assert!(offset_of!(ProcArea, wake_fd) == 32);
+    assert!(offset_of!(ProcArea, maps_heaps) == 36);
     assert!(offset_of!(SegmentHeader, ready) == 128);
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);

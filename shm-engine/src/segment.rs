@@ -244,15 +244,17 @@ impl NodeSegment {
         unsafe { self.at::<ProcArea>(self.layout.proc_area(p)).as_ref() }
     }
 
-    /// Publish `place` as local process `p`'s: called once, by `p`, when it
-    /// attaches.
-    pub fn publish_place(&self, p: u32, place: Place) {
+    /// Publish `place` as local process `p`'s, and whether `p` can map
+    /// its peers' shared heaps: called once, by `p`, when it attaches.
+    pub fn publish_place(&self, p: u32, place: Place, maps_heaps: bool) {
         let area = self.proc_area(p);
         for (word, id) in area.place.iter().zip(place.ids()) {
             word.store(id, Ordering::Relaxed);
         }
+        area.maps_heaps
+            .store(u32::from(maps_heaps), Ordering::Relaxed);
         // SYNC POINT: Release pairs with the Acquire in `placed`, so a
-        // reader that sees 1 sees every id.
+        // reader that sees 1 sees every id and `maps_heaps`.
         area.placed.store(1, Ordering::Release);
     }
 
@@ -265,6 +267,14 @@ impl NodeSegment {
         Some(Place::new(std::array::from_fn(|i| {
             area.place[i].load(Ordering::Relaxed)
         })))
+    }
+
+    /// Whether local process `p` can map its peers' shared heaps, as it
+    /// published with its place: waits for that as
+    /// [`wait_place`](Self::wait_place) does.
+    pub fn maps_heaps(&self, p: u32) -> bool {
+        self.wait_place(p);
+        self.proc_area(p).maps_heaps.load(Ordering::Relaxed) == 1
     }
 
     /// Whether local process `p` has published its place (Acquire: its
@@ -539,11 +549,14 @@ mod tests {
         let seg = segment(3);
         assert_eq!(seg.place(1), None);
         let p = Place::new([4, 4, 0, 0, u32::MAX]);
-        seg.publish_place(1, p);
+        seg.publish_place(1, p, true);
         assert_eq!(seg.place(1), Some(p));
+        assert!(seg.maps_heaps(1));
         assert_eq!(seg.wait_place(1), p);
         assert_eq!(seg.place(0), None);
         assert_eq!(seg.place(2), None);
+        seg.publish_place(2, p, false);
+        assert!(!seg.maps_heaps(2));
     }
 
     #[test]

@@ -345,6 +345,17 @@ pub fn pidfd_getfd(pidfd: &OwnedFd, fd: u32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
 }
 
+/// Whether this process can take copies of a process's descriptors
+/// (`pidfd_open` and `pidfd_getfd`, Linux 5.6 and later): tried on
+/// itself. A kernel, or a tool running the process (valgrind), without
+/// them answers ENOSYS.
+pub fn takes_descriptors() -> bool {
+    pidfd_open(pid()).is_ok_and(|me| {
+        let fd = me.as_raw_fd() as u32;
+        pidfd_getfd(&me, fd).is_ok()
+    })
+}
+
 /// A shared read-write mapping of a whole file, unmapped on drop.
 #[derive(Debug)]
 pub struct Mapping {

@@ -232,6 +232,24 @@ fn collectives_on_node_boards() {
     }
 }
 
+/// Programs under valgrind, as a user debugging a program runs them:
+/// valgrind lacks `pidfd_getfd`, so collectives run on messages (flag
+/// boards need it to map peers' heaps; before, every process allowed
+/// cross-memory attach tried, and the first collective failed).
+#[test]
+fn programs_under_valgrind() {
+    for name in ["p2p", "coll", "colls", "boards"] {
+        let exe = build(&ours(), name, "tessel");
+        for n in [2, 3] {
+            let np = n.to_string();
+            let mut cmd = mpiexec(&["-n", &np]);
+            cmd.args(["valgrind", "-q"]).arg(&exe);
+            let run = launch(&format!("{name}-valgrind-{n}"), cmd).wait_for(WATCHDOG);
+            assert_ok(&run, name, n);
+        }
+    }
+}
+
 /// A profiling library (`pmpi_wrapper.c`) defines some `MPI_` functions
 /// and forwards them to `PMPI_`: preloaded, or linked before the library,
 /// it counts exactly the calls the program makes (`pmpi_app.c`), none of

@@ -108,8 +108,9 @@ pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
 
 /// The flag boards of intracommunicator `slot`, whose members run on
 /// `nodes`: one for the members on this node, if there are 2 to
-/// [`board::MAX_MEMBERS`] of them, peers' heaps are mappable (as
-/// cross-memory attach needs) and `TESSEL_COLL` is not `p2p`. It is the
+/// [`board::MAX_MEMBERS`] of them, all of them can map their peers' heaps
+/// ([`shm_engine::Endpoint::maps_heaps_of`]) and `TESSEL_COLL` is not
+/// `p2p`. It is the
 /// communicator's own if every member runs here, else the node's share
 /// of it. Every member of a node answers alike.
 fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
@@ -118,13 +119,13 @@ fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
     };
     let me = c.rank as usize;
     let locals = hier::node_ranks(nodes, me);
-    let ok = rt.ep.config().coll_board
-        && rt.ep.uses_cma()
-        && (2..=board::MAX_MEMBERS).contains(&locals.len());
-    if !ok {
+    if !rt.ep.config().coll_board || !(2..=board::MAX_MEMBERS).contains(&locals.len()) {
         return Boards::None;
     }
-    let ids = locals.iter().map(|&r| c.members[r]).collect();
+    let ids: Vec<u32> = locals.iter().map(|&r| c.members[r]).collect();
+    if !rt.ep.maps_heaps_of(&ids) {
+        return Boards::None;
+    }
     let mine = locals
         .iter()
         .position(|&r| r == me)

@@ -269,6 +269,19 @@ impl Endpoint {
         self.shm.uses_cma()
     }
 
+    /// Whether each of processes `ids` runs on this node and can map its
+    /// peers' shared heaps ([`crate::heap::PeerHeaps`]: cross-memory
+    /// attach allowed, and `pidfd_getfd`, which kernels before 5.6 and
+    /// valgrind lack). Every process of the node gets the same answer for
+    /// the same `ids`: each published its own when it attached, and this
+    /// waits for a process still attaching (one that joined the job
+    /// moments ago).
+    pub fn maps_heaps_of(&self, ids: &[u32]) -> bool {
+        ids.iter().all(
+            |&id| matches!(self.router.route(id), Ok(Route::Local(j)) if self.shm.maps_heaps(j)),
+        )
+    }
+
     /// The configuration in force (after the segment creator's geometry).
     pub fn config(&self) -> &Config {
         &self.cfg

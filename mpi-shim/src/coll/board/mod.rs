@@ -42,8 +42,10 @@
 //! skip the schedule ([`direct`]) and take the same steps.
 //!
 //! A communicator gets a board at its first collective if its members all
-//! run on this node, there are 2 to [`MAX_MEMBERS`] of them, this process
-//! can map its peers' heaps (cross-memory attach allowed) and
+//! run on this node, there are 2 to [`MAX_MEMBERS`] of them, every one of
+//! them can map its peers' heaps (cross-memory attach allowed, and
+//! `pidfd_getfd`, which kernels before 5.6 and valgrind lack: each
+//! process says so in the node segment when it attaches) and
 //! `TESSEL_COLL` is not `p2p`; every member decides alike. That first
 //! collective first trades the areas' heap references (an allgather of
 //! messages) and maps them. A communicator that spans nodes gets, on the

@@ -213,7 +213,11 @@ impl Shm {
         seg.proc_area(me)
             .pid
             .store(u64::from(sys::pid()), Ordering::Relaxed);
-        seg.publish_place(me, Place::current());
+        let cma = cfg.cma == CmaMode::Auto && seg.probe_cma();
+        // Mapping a peer's heap takes its descriptor (`crate::heap`): the
+        // same permission as cross-memory attach, and system calls that
+        // older kernels and valgrind lack.
+        seg.publish_place(me, Place::current(), cma && sys::takes_descriptors());
         if crate::locality::several_numa_nodes() {
             seg.first_touch(me); // our rings and staging on our NUMA node
         }
@@ -221,7 +225,6 @@ impl Shm {
         cfg.eager_max = cfg
             .eager_max
             .min(seg.layout().geometry.staging_slot_size as usize);
-        let cma = cfg.cma == CmaMode::Auto && seg.probe_cma();
 
         let peers = locals
             .iter()
@@ -311,6 +314,11 @@ impl Shm {
     /// Whether large messages use cross-memory attach.
     pub(super) fn uses_cma(&self) -> bool {
         self.cma
+    }
+
+    /// Whether local process `j` said it can map its peers' shared heaps.
+    pub(super) fn maps_heaps(&self, j: u32) -> bool {
+        self.seg.maps_heaps(j)
     }
 
     /// Whether work is left that only progress finishes: a backlog, or
