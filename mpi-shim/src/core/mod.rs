@@ -1028,8 +1028,14 @@ pub fn world_phase() -> Phase {
 /// thread, if one is. Only this thread's MPI calls may use it, and only
 /// until the callback returns.
 pub fn callback_runtime() -> Option<*mut Runtime> {
+    // Every call asks, and almost none runs in a callback: one
+    // thread-local read then (in a shared library each costs a call to
+    // `__tls_get_addr`).
+    if !IN_CALLBACK.get() {
+        return None;
+    }
     let rt = CALL_RUNTIME.get();
-    (IN_CALLBACK.get() && !rt.is_null()).then_some(rt)
+    (!rt.is_null()).then_some(rt)
 }
 
 /// The locked library state.
