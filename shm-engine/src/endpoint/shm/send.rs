@@ -169,7 +169,6 @@ impl Shm {
         let slots = u64::from(self.seg.layout().geometry.staging_slots);
         let slot_size = self.seg.layout().geometry.staging_slot_size as usize;
         let mut pushed = false;
-        let mut done_sends = Vec::new();
         let (me, seg) = (self.me, &self.seg);
         let Peer {
             tx,
@@ -217,7 +216,7 @@ impl Shm {
                         staging.staged += 1;
                         if !*sync {
                             // A synchronous send waits for its ACK instead.
-                            done_sends.push(*sreq);
+                            reqs.complete_sent(*sreq);
                         }
                         true
                     }
@@ -250,7 +249,7 @@ impl Shm {
                         pushed = true;
                     }
                     if *off == *len {
-                        done_sends.push(*sreq);
+                        reqs.complete_sent(*sreq);
                         true
                     } else {
                         false
@@ -265,9 +264,6 @@ impl Shm {
         }
         if pushed {
             self.announce(j);
-        }
-        for id in done_sends {
-            reqs.complete_sent(id);
         }
         pushed
     }
@@ -299,13 +295,16 @@ impl Shm {
         if self.blocked.is_empty() {
             return false;
         }
+        // A sender that outpaces its receiver calls this in every turn of
+        // its wait: the list keeps its storage (no allocation per turn).
+        let mut blocked = std::mem::take(&mut self.blocked);
         let mut did = false;
-        for j in std::mem::take(&mut self.blocked) {
+        blocked.retain(|&j| {
             did |= self.flush(j, reqs);
-            if !self.peers[j as usize].backlog.is_empty() {
-                self.blocked.push(j);
-            }
-        }
+            !self.peers[j as usize].backlog.is_empty()
+        });
+        debug_assert!(self.blocked.is_empty(), "flush blocks no peer");
+        self.blocked = blocked;
         did
     }
 }
