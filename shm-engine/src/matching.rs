@@ -135,6 +135,27 @@ impl<U> Matcher<U> {
         self.unexpected.remove(i)
     }
 
+    /// Whether any message waits unmatched.
+    #[inline]
+    pub(crate) fn has_unexpected(&self) -> bool {
+        !self.unexpected.is_empty()
+    }
+
+    /// The oldest unexpected message accepted by (source, tag), removed
+    /// from the queue if `take` says so about its body; else it stays.
+    pub(crate) fn take_unexpected_if(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+        take: impl FnOnce(&U) -> bool,
+    ) -> Option<(u32, u64, U)> {
+        let i = self.peek(source, tag)?;
+        if !take(&self.unexpected[i].2) {
+            return None;
+        }
+        self.unexpected.remove(i)
+    }
+
     /// Withdraw the posted receive of request `req`. Returns false when it
     /// is not waiting any more (it matched, or was never posted).
     pub(crate) fn cancel(&mut self, req: u64) -> bool {
@@ -214,6 +235,11 @@ mod tests {
                 .unwrap()
                 .2,
             "b"
+        );
+        assert!(
+            m.take_unexpected_if(Source::Any, ten, |&b| b != "a")
+                .is_none(),
+            "the oldest match stays when it is not wanted"
         );
         assert_eq!(m.take_unexpected(Source::Any, ten).unwrap().2, "a");
         assert!(m.take_unexpected(Source::Any, ten).is_none());

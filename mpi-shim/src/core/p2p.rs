@@ -6,7 +6,7 @@
 
 use shm_engine::{Endpoint, Message, Piece};
 
-use super::buffer::UserBuf;
+use super::buffer::{UserBuf, Wire};
 use super::peer::{Rank, RecvFrom, Tag};
 use super::{MpiError, MpiResult, Req, Runtime, Staged, Status, Unpack};
 
@@ -125,7 +125,21 @@ impl Runtime {
         let Some((src, matcher)) = from else {
             return Ok(Req::Done(Status::proc_null()));
         };
-        self.recv_into(ub, comm, |ep, pieces| {
+        // SAFETY: a receive's wire is not read (`send == false`).
+        let wire = unsafe { ub.wire(&self.ep, false) };
+        // A whole message that arrived before its receive (a copy in the
+        // unexpected queue) is received at once, without an engine request
+        // (into the user's memory: a datatype received packed is unpacked
+        // when its request completes).
+        if wire.packed.is_none() && self.ep.has_unexpected() {
+            self.comm(comm)?; // checked before a message is taken
+            // SAFETY: the pieces are the user's elements, writable (the
+            // caller's promise).
+            if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, wire.pieces()) } {
+                return Ok(Req::Done(self.comm(comm)?.status_of(&st)));
+            }
+        }
+        self.recv_into(ub, wire, comm, |ep, pieces| {
             // SAFETY: the caller's promise: the pieces (the user's
             // elements, or the request's own packed buffer) stay writable
             // until completion.
@@ -138,7 +152,9 @@ impl Runtime {
     /// # Safety
     /// As for [`Runtime::irecv`].
     pub unsafe fn imrecv(&mut self, msg: Message, comm: usize, ub: &UserBuf) -> MpiResult<Req> {
-        self.recv_into(ub, comm, |ep, pieces| {
+        // SAFETY: a receive's wire is not read (`send == false`).
+        let wire = unsafe { ub.wire(&self.ep, false) };
+        self.recv_into(ub, wire, comm, |ep, pieces| {
             // SAFETY: the pieces stay writable until completion (the
             // caller's promise, or the request's packed buffer).
             Ok(unsafe { ep.imrecv_iov_raw(msg, pieces) })
@@ -167,18 +183,17 @@ impl Runtime {
     }
 
     /// Start receiving into `ub` with `post`, which hands the engine the
-    /// pieces of a buffer: the user's memory when the datatype is
-    /// contiguous or worth receiving piece by piece (see
+    /// pieces of `wire`, `ub`'s for a receive: the user's memory when the
+    /// datatype is contiguous or worth receiving piece by piece (see
     /// [`UserBuf::wire`]), a packed buffer the request keeps (and unpacks
     /// at completion) otherwise.
     fn recv_into(
         &mut self,
         ub: &UserBuf,
+        wire: Wire,
         comm: usize,
         post: impl FnOnce(&mut Endpoint, &[Piece]) -> MpiResult<shm_engine::Request>,
     ) -> MpiResult<Req> {
-        // SAFETY: a receive's wire is not read (`send == false`).
-        let wire = unsafe { ub.wire(&self.ep, false) };
         let req = post(&mut self.ep, wire.pieces())?;
         let staged = wire.packed.map(|packed| {
             Staged::Recv(Unpack {

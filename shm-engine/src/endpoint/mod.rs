@@ -56,7 +56,7 @@ use shm::{Join, Shm};
 use crate::bootstrap::Bootstrap;
 use crate::config::Config;
 use crate::error::{Error, InitError};
-use crate::iov::{Buf, Piece, total};
+use crate::iov::{Buf, Cursor, Piece, total};
 use crate::locality::Place;
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::net::{Incoming, Net};
@@ -505,6 +505,45 @@ impl Endpoint {
         pieces: &[Piece],
     ) -> Result<Request, Error> {
         self.start_recv(source, tag, Buf::of(pieces), None, None)
+    }
+
+    /// Whether any message arrived that no receive matched yet (cheap: a
+    /// receive asks before [`try_recv_iov_now`](Self::try_recv_iov_now)).
+    #[inline]
+    pub fn has_unexpected(&self) -> bool {
+        self.matcher.has_unexpected()
+    }
+
+    /// Receive into `pieces` at once, when the oldest message from
+    /// `source` with `tag` that arrived and waits unmatched is a whole
+    /// one (a copy) that fits: the receive then completes without a trip
+    /// through the request table, and a blocking receive returns without
+    /// waiting. `None`: no such message (post a receive instead, which
+    /// then matches the same oldest message, whatever it is).
+    ///
+    /// # Safety
+    /// Every piece is valid for writes during the call; pieces do not
+    /// overlap.
+    pub unsafe fn try_recv_iov_now(
+        &mut self,
+        source: Source,
+        tag: TagMatch,
+        pieces: &[Piece],
+    ) -> Option<Status> {
+        let cap = total(pieces);
+        let (from, tag, body) = self.matcher.take_unexpected_if(
+            source,
+            tag,
+            |body| matches!(body, Arrival::Data { bytes, .. } if bytes.len() <= cap),
+        )?;
+        let Arrival::Data { bytes, ack } = body else {
+            unreachable!("taken only if whole")
+        };
+        self.acknowledge(ack);
+        // SAFETY: the pieces are writable (the caller), `cap` bytes in
+        // all, and `bytes` (at most `cap`) is our own copy.
+        unsafe { Cursor::start(pieces).scatter(pieces, bytes.as_ptr(), bytes.len()) };
+        Some(Status::new(from, tag, bytes.len()))
     }
 
     /// Receive into `buf` and wait for the message.

@@ -367,3 +367,54 @@ fn sending_at_once_leaves_what_it_cannot_send_to_a_request() {
     }
     assert_eq!(ep.iprobe(Source::Any, TagMatch::any()), None);
 }
+
+/// [`Endpoint::try_recv_iov_now`] into the first `n` bytes of `buf`.
+fn try_now(
+    ep: &mut Endpoint,
+    source: Source,
+    tag: TagMatch,
+    buf: &mut [u8],
+    n: usize,
+) -> Option<Status> {
+    let piece = [Piece::new(buf.as_mut_ptr(), n.min(buf.len()))];
+    // SAFETY: the piece is part of `buf`, writable and borrowed for the call.
+    unsafe { ep.try_recv_iov_now(source, tag, &piece) }
+}
+
+#[test]
+fn an_arrived_whole_message_is_received_at_once() {
+    each(|mut ep| {
+        let [_, inline, eager, large] = sizes(&ep);
+        let small = bytes(inline, 1);
+        let sync = ep.issend(0, 7, bytes(eager, 2)).unwrap();
+        let s = ep.isend(0, 7, small.clone()).unwrap();
+        let big = ep.isend(0, 8, bytes(large, 3)).unwrap();
+        ep.progress();
+        let mut buf = vec![0u8; eager];
+        let seven = TagMatch::exact(7);
+        // Too small a buffer: the message stays, for a receive to truncate.
+        assert_eq!(
+            try_now(&mut ep, Source::Any, seven, &mut buf, eager - 1),
+            None
+        );
+        // The oldest match first: the synchronous one, whose sender learns
+        // it matched.
+        let st = try_now(&mut ep, Source::Any, seven, &mut buf, eager);
+        assert_eq!(st, Some(Status::new(0, 7, eager)));
+        assert_eq!(buf, bytes(eager, 2));
+        ep.wait(sync).unwrap();
+        let st = try_now(&mut ep, Source::Rank(0), TagMatch::any(), &mut buf, eager);
+        assert_eq!(st, Some(Status::new(0, 7, inline)));
+        assert_eq!(buf[..inline], small[..]);
+        // Larger than the buffer, and through the ring not even a whole
+        // message (a rendezvous offer): a receive takes it.
+        assert_eq!(
+            try_now(&mut ep, Source::Any, TagMatch::any(), &mut buf, eager),
+            None
+        );
+        let r = ep.irecv(Source::Any, TagMatch::exact(8), large).unwrap();
+        assert_eq!(ep.wait(r).unwrap().data.unwrap(), bytes(large, 3));
+        ep.wait(s).unwrap();
+        ep.wait(big).unwrap();
+    });
+}
