@@ -110,9 +110,8 @@ pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
 /// `nodes`: one for the members on this node, if there are 2 to
 /// [`board::MAX_MEMBERS`] of them, all of them can map their peers' heaps
 /// ([`shm_engine::Endpoint::maps_heaps_of`]) and `TESSEL_COLL` is not
-/// `p2p`. It is the
-/// communicator's own if every member runs here, else the node's share
-/// of it. Every member of a node answers alike.
+/// `p2p`. It is the communicator's own if every member runs here, else
+/// the node's share of it. Every member of a node answers alike.
 fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
     let Ok(c) = rt.comm(slot) else {
         return Boards::None;

@@ -435,17 +435,14 @@ impl Runtime {
 
     /// Wait for request `r`, which a blocking call started and never put
     /// in the table: the call waits for it under the lock it started it
-    /// with, so the request needs no slot. A persistent or generalized
-    /// request (which no blocking call starts) goes through a slot, as
-    /// [`wait_req`](Self::wait_req) expects.
+    /// with, so the request needs no slot. Requests the application freed
+    /// that have finished are finished first, as [`add_req`](Self::add_req)
+    /// does for calls that store a request.
     pub fn wait_started(&mut self, r: Req) -> MpiResult<Status> {
-        match r {
-            Req::Persistent(_) | Req::Generalized(_) => {
-                let i = self.add_req(r);
-                self.wait_req(i)
-            }
-            r => self.finish(r),
+        if !self.detached.is_empty() {
+            self.reap_detached();
         }
+        self.finish(r)
     }
 
     /// Wait for a request taken out of the table that is neither

@@ -242,10 +242,11 @@ pub(crate) fn wait_released(name: &str, mut ready: impl FnMut(&mut Runtime) -> M
 
 /// A blocking function that starts one request and waits for it (a
 /// receive, a blocking send or collective): `start` checks the arguments
-/// and starts the operation; its status goes to `status` (a send's:
-/// null). Below `MPI_THREAD_MULTIPLE` the request is waited for at once,
-/// under the lock that started it, without a slot in the request table.
-/// Under `MPI_THREAD_MULTIPLE` it takes a slot and is waited for with the
+/// and starts the operation; its status goes to `status` (null for a
+/// send or a collective). Below `MPI_THREAD_MULTIPLE`, or in a callback
+/// (which holds the lock of the call that runs it), the request is
+/// waited for at once, under the lock that started it, without a slot in
+/// the request table. Otherwise it takes a slot and is waited for with the
 /// lock released between turns of the progress driver
 /// ([`core::threads`]); a request that is ready at once (an eager send)
 /// or during a turn finishes under the same lock.

@@ -277,9 +277,11 @@ impl Endpoint {
     /// waits for a process still attaching (one that joined the job
     /// moments ago).
     pub fn maps_heaps_of(&self, ids: &[u32]) -> bool {
-        ids.iter().all(
-            |&id| matches!(self.router.route(id), Ok(Route::Local(j)) if self.shm.maps_heaps(j)),
-        )
+        ids.iter().all(|&id| {
+            self.router
+                .local(id)
+                .is_some_and(|j| self.shm.maps_heaps(j))
+        })
     }
 
     /// The configuration in force (after the segment creator's geometry).
