@@ -11,7 +11,7 @@
 //! +----------------+  procs_off
 //! | process x N    |  per process: bell (futex word) and doorbell mask words
 //! |                |  on one line, then its ProcArea (pid, place, wake-up
-//! |                |  fd, whether it maps peers' heaps)
+//! |                |  fd, whether it takes part in flag boards)
 //! +----------------+  rings_off
 //! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
 //! |                |  RingHeader (tail line + polled word, head line) +
@@ -125,10 +125,11 @@ pub struct ProcArea {
     /// and a peer that finds it `SLEEPING` writes to this eventfd (a copy
     /// taken with `pidfd_getfd`) as well as waking the futex.
     pub wake_fd: AtomicU32,
-    /// 1 if the process can map its peers' shared heaps (cross-memory
-    /// attach allowed and `pidfd_getfd` available), 0 if not: written
-    /// once at attach, before `placed`.
-    pub maps_heaps: AtomicU32,
+    /// 1 if the process takes part in collectives on flag boards: its
+    /// `TESSEL_COLL` allows them and it can map its peers' shared heaps
+    /// (cross-memory attach allowed, `pidfd_getfd` available); 0 if not.
+    /// Written once at attach, before `placed`.
+    pub boards: AtomicU32,
     _pad: [u32; 22],
 }
 
@@ -429,7 +430,7 @@ const _: () = {
     assert!(offset_of!(ProcArea, place) == 8);
     assert!(offset_of!(ProcArea, placed) == 28);
     assert!(offset_of!(ProcArea, wake_fd) == 32);
-    assert!(offset_of!(ProcArea, maps_heaps) == 36);
+    assert!(offset_of!(ProcArea, boards) == 36);
     assert!(offset_of!(SegmentHeader, ready) == 128);
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);

@@ -244,17 +244,16 @@ impl NodeSegment {
         unsafe { self.at::<ProcArea>(self.layout.proc_area(p)).as_ref() }
     }
 
-    /// Publish `place` as local process `p`'s, and whether `p` can map
-    /// its peers' shared heaps: called once, by `p`, when it attaches.
-    pub fn publish_place(&self, p: u32, place: Place, maps_heaps: bool) {
+    /// Publish `place` as local process `p`'s, and whether `p` takes part
+    /// in flag boards: called once, by `p`, when it attaches.
+    pub fn publish_place(&self, p: u32, place: Place, boards: bool) {
         let area = self.proc_area(p);
         for (word, id) in area.place.iter().zip(place.ids()) {
             word.store(id, Ordering::Relaxed);
         }
-        area.maps_heaps
-            .store(u32::from(maps_heaps), Ordering::Relaxed);
+        area.boards.store(u32::from(boards), Ordering::Relaxed);
         // SYNC POINT: Release pairs with the Acquire in `placed`, so a
-        // reader that sees 1 sees every id and `maps_heaps`.
+        // reader that sees 1 sees every id and `boards`.
         area.placed.store(1, Ordering::Release);
     }
 
@@ -269,12 +268,12 @@ impl NodeSegment {
         })))
     }
 
-    /// Whether local process `p` can map its peers' shared heaps, as it
+    /// Whether local process `p` takes part in flag boards, as it
     /// published with its place: waits for that as
     /// [`wait_place`](Self::wait_place) does.
-    pub fn maps_heaps(&self, p: u32) -> bool {
+    pub fn takes_boards(&self, p: u32) -> bool {
         self.wait_place(p);
-        self.proc_area(p).maps_heaps.load(Ordering::Relaxed) == 1
+        self.proc_area(p).boards.load(Ordering::Relaxed) == 1
     }
 
     /// Whether local process `p` has published its place (Acquire: its
@@ -551,12 +550,12 @@ mod tests {
         let p = Place::new([4, 4, 0, 0, u32::MAX]);
         seg.publish_place(1, p, true);
         assert_eq!(seg.place(1), Some(p));
-        assert!(seg.maps_heaps(1));
+        assert!(seg.takes_boards(1));
         assert_eq!(seg.wait_place(1), p);
         assert_eq!(seg.place(0), None);
         assert_eq!(seg.place(2), None);
         seg.publish_place(2, p, false);
-        assert!(!seg.maps_heaps(2));
+        assert!(!seg.takes_boards(2));
     }
 
     #[test]

@@ -232,6 +232,25 @@ fn collectives_on_node_boards() {
     }
 }
 
+/// Rank 0 alone sets `TESSEL_COLL=p2p`: every member still decides alike
+/// whether a communicator's collectives run on a flag board (each
+/// process publishes whether it takes part when it attaches). Before,
+/// each decided from its own environment, and the job hung.
+#[test]
+fn collectives_where_one_rank_turns_flag_boards_off() {
+    let script = r#"if [ "$PMI_RANK" = 0 ]; then export TESSEL_COLL=p2p; fi; exec "$0""#;
+    for name in ["coll", "colls", "boards"] {
+        let exe = build(&ours(), name, "tessel");
+        for n in [2, 3] {
+            let np = n.to_string();
+            let mut cmd = mpiexec(&["-n", &np]);
+            cmd.args(["sh", "-c", script]).arg(&exe);
+            let run = launch(&format!("{name}-mixed-{n}"), cmd).wait_for(WATCHDOG);
+            assert_ok(&run, name, n);
+        }
+    }
+}
+
 /// Programs under valgrind, as a user debugging a program runs them: they
 /// complete (memcheck's reports are not checked). Valgrind 3.19 lacks
 /// `pidfd_open`, so collectives run on messages (flag boards need it to

@@ -108,21 +108,22 @@ pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
 
 /// The flag boards of intracommunicator `slot`, whose members run on
 /// `nodes`: one for the members on this node, if there are 2 to
-/// [`board::MAX_MEMBERS`] of them, all of them can map their peers' heaps
-/// ([`shm_engine::Endpoint::maps_heaps_of`]) and `TESSEL_COLL` is not
-/// `p2p`. It is the communicator's own if every member runs here, else
-/// the node's share of it. Every member of a node answers alike.
+/// [`board::MAX_MEMBERS`] of them and all of them take part in flag
+/// boards ([`shm_engine::Endpoint::boards_among`]: their `TESSEL_COLL` is
+/// not `p2p` and they can map their peers' heaps). It is the
+/// communicator's own if every member runs here, else the node's share of
+/// it. Every member of a node answers alike.
 fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
     let Ok(c) = rt.comm(slot) else {
         return Boards::None;
     };
     let me = c.rank as usize;
     let locals = hier::node_ranks(nodes, me);
-    if !rt.ep.config().coll_board || !(2..=board::MAX_MEMBERS).contains(&locals.len()) {
+    if !(2..=board::MAX_MEMBERS).contains(&locals.len()) {
         return Boards::None;
     }
     let ids: Vec<u32> = locals.iter().map(|&r| c.members[r]).collect();
-    if !rt.ep.maps_heaps_of(&ids) {
+    if !rt.ep.boards_among(&ids) {
         return Boards::None;
     }
     let mine = locals

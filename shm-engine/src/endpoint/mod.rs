@@ -269,18 +269,20 @@ impl Endpoint {
         self.shm.uses_cma()
     }
 
-    /// Whether each of processes `ids` runs on this node and can map its
-    /// peers' shared heaps ([`crate::heap::PeerHeaps`]: cross-memory
-    /// attach allowed, and `pidfd_getfd`, which kernels before 5.6 and
-    /// valgrind lack). Every process of the node gets the same answer for
-    /// the same `ids`: each published its own when it attached, and this
+    /// Whether each of processes `ids` runs on this node and takes part
+    /// in collectives on flag boards: its `TESSEL_COLL` allows them, and
+    /// it can map its peers' shared heaps ([`crate::heap::PeerHeaps`]:
+    /// cross-memory attach allowed, and `pidfd_open`/`pidfd_getfd`, which
+    /// kernels before 5.6 and valgrind lack). Every process of the node
+    /// gets the same answer for the same `ids`, whatever its own
+    /// environment: each published its own when it attached, and this
     /// waits for a process still attaching (one that joined the job
     /// moments ago).
-    pub fn maps_heaps_of(&self, ids: &[u32]) -> bool {
+    pub fn boards_among(&self, ids: &[u32]) -> bool {
         ids.iter().all(|&id| {
             self.router
                 .local(id)
-                .is_some_and(|j| self.shm.maps_heaps(j))
+                .is_some_and(|j| self.shm.takes_boards(j))
         })
     }
 

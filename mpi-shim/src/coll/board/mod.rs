@@ -42,11 +42,12 @@
 //! skip the schedule ([`direct`]) and take the same steps.
 //!
 //! A communicator gets a board at its first collective if its members all
-//! run on this node, there are 2 to [`MAX_MEMBERS`] of them, every one of
-//! them can map its peers' heaps (cross-memory attach allowed, and
-//! `pidfd_getfd`, which kernels before 5.6 and valgrind lack: each
-//! process says so in the node segment when it attaches) and
-//! `TESSEL_COLL` is not `p2p`; every member decides alike. That first
+//! run on this node, there are 2 to [`MAX_MEMBERS`] of them, and every one
+//! of them takes part: its `TESSEL_COLL` is not `p2p` and it can map its
+//! peers' heaps (cross-memory attach allowed, and `pidfd_open` and
+//! `pidfd_getfd`, which kernels before 5.6 and valgrind lack). Each
+//! process says so in the node segment when it attaches, so every member
+//! decides alike, even where their environments differ. That first
 //! collective first trades the areas' heap references (an allgather of
 //! messages) and maps them. A communicator that spans nodes gets, on the
 //! same terms, a board for its ranks on each node ([`Boards::Node`]; the

@@ -214,10 +214,11 @@ impl Shm {
             .pid
             .store(u64::from(sys::pid()), Ordering::Relaxed);
         let cma = cfg.cma == CmaMode::Auto && seg.probe_cma();
-        // Mapping a peer's heap takes its descriptor (`crate::heap`): the
-        // same permission as cross-memory attach, and system calls that
-        // older kernels and valgrind lack.
-        seg.publish_place(me, Place::current(), cma && sys::takes_descriptors());
+        // A flag board maps its members' heaps, which takes their
+        // descriptors (`crate::heap`): the same permission as cross-memory
+        // attach, and system calls that older kernels and valgrind lack.
+        let boards = cfg.coll_board && cma && sys::takes_descriptors();
+        seg.publish_place(me, Place::current(), boards);
         if crate::locality::several_numa_nodes() {
             seg.first_touch(me); // our rings and staging on our NUMA node
         }
@@ -316,9 +317,9 @@ impl Shm {
         self.cma
     }
 
-    /// Whether local process `j` said it can map its peers' shared heaps.
-    pub(super) fn maps_heaps(&self, j: u32) -> bool {
-        self.seg.maps_heaps(j)
+    /// Whether local process `j` said it takes part in flag boards.
+    pub(super) fn takes_boards(&self, j: u32) -> bool {
+        self.seg.takes_boards(j)
     }
 
     /// Whether work is left that only progress finishes: a backlog, or
