@@ -33,6 +33,42 @@ pub fn total(pieces: &[Piece]) -> usize {
     pieces.iter().fold(0usize, |t, p| t.saturating_add(p.len))
 }
 
+/// Copy the first `n` bytes of `pieces` (at most their total) to `dst`:
+/// one copy when the first piece holds them (a contiguous buffer, the
+/// common case), the [`Cursor`]'s walk otherwise.
+///
+/// # Safety
+/// As for [`Cursor::gather`] from the start of `pieces`.
+#[inline]
+pub unsafe fn gather(pieces: &[Piece], dst: *mut u8, n: usize) {
+    match pieces.first() {
+        // SAFETY: the caller's promise; the first piece holds `n` bytes.
+        Some(one) if one.len >= n => unsafe { std::ptr::copy_nonoverlapping(one.ptr, dst, n) },
+        _ => {
+            // SAFETY: the caller's promise.
+            unsafe { Cursor::start(pieces).gather(pieces, dst, n) };
+        }
+    }
+}
+
+/// Copy `n` bytes from `src` into the first `n` bytes of `pieces` (at
+/// most their total): one copy when the first piece holds them, the
+/// [`Cursor`]'s walk otherwise.
+///
+/// # Safety
+/// As for [`Cursor::scatter`] from the start of `pieces`.
+#[inline]
+pub unsafe fn scatter(pieces: &[Piece], src: *const u8, n: usize) {
+    match pieces.first() {
+        // SAFETY: the caller's promise; the first piece holds `n` bytes.
+        Some(one) if one.len >= n => unsafe { std::ptr::copy_nonoverlapping(src, one.ptr, n) },
+        _ => {
+            // SAFETY: the caller's promise.
+            unsafe { Cursor::start(pieces).scatter(pieces, src, n) };
+        }
+    }
+}
+
 /// A position in a list of pieces: piece `idx`, byte `off` within it.
 /// It never rests on an exhausted piece, so `idx == len` means the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

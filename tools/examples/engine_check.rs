@@ -138,7 +138,17 @@ fn ordering(ep: &mut Endpoint) -> Res {
         for seq in 0..PER {
             let mut msg = vec![0u8; size_of(seq)];
             msg[..8].copy_from_slice(&seq.to_le_bytes());
-            reqs.push(ep.isend(0, ctx | (seq % 3), msg)?);
+            let tag = ctx | (seq % 3);
+            // Inline and eager messages go at once where they can, as the
+            // MPI layer sends them; the rest (rendezvous, or no ring room
+            // or staging slot free) take a request. The order holds
+            // across both.
+            let piece = [Piece::new(msg.as_mut_ptr(), msg.len())];
+            // SAFETY: `msg` is readable during the call.
+            if unsafe { ep.try_send_iov_now(0, tag, &piece)? } {
+                continue;
+            }
+            reqs.push(ep.isend(0, tag, msg)?);
         }
         // A tag outside the context: must not match rank 0's masked receives.
         reqs.push(ep.isend(0, 0xdef << 32, vec![9; 16])?);

@@ -64,24 +64,38 @@ pub fn committed_bytes(dt: TypeRef, count: usize) -> MpiResult<(TypeRef, usize)>
 /// A message buffer as the engine sees it: pieces of memory, and the
 /// packed copy they point into when the datatype is better packed (the
 /// request keeps it alive: moving the `Vec` leaves its storage put).
+/// The common case, one contiguous piece of the user's memory, is a
+/// plain value: nothing to allocate or free.
 #[derive(Debug)]
-pub struct Wire {
-    /// The only piece (when `many` is empty).
-    one: Piece,
+pub enum Wire {
+    /// The user's memory, in one piece.
+    Direct(Piece),
     /// The user's memory, piece by piece.
-    many: Vec<Piece>,
-    /// The packed copy `one` points into, if any.
-    pub packed: Option<Vec<u8>>,
+    Pieces(Vec<Piece>),
+    /// A packed copy, and the piece that spans it.
+    Packed(Vec<u8>, Piece),
 }
 
 impl Wire {
     /// The pieces to hand to the engine.
     pub fn pieces(&self) -> &[Piece] {
-        if self.many.is_empty() {
-            std::slice::from_ref(&self.one)
-        } else {
-            &self.many
+        match self {
+            Self::Direct(one) | Self::Packed(_, one) => std::slice::from_ref(one),
+            Self::Pieces(many) => many,
         }
+    }
+
+    /// The packed copy, if the buffer is moved through one.
+    pub fn packed(self) -> Option<Vec<u8>> {
+        match self {
+            Self::Packed(packed, _) => Some(packed),
+            Self::Direct(_) | Self::Pieces(_) => None,
+        }
+    }
+
+    /// Whether the buffer is moved through a packed copy.
+    pub fn is_packed(&self) -> bool {
+        matches!(self, Self::Packed(..))
     }
 }
 
@@ -106,8 +120,11 @@ impl UserBuf {
     /// only written through if the caller is a receive.
     pub unsafe fn new(buf: *const c_void, count: usize, dt: TypeRef) -> MpiResult<Self> {
         let (dt, len) = committed_bytes(dt, count)?;
-        let lowest = dt.lowest_offset(count);
-        if buf.is_null() && lowest.is_some_and(|a| a < LOWEST_VALID_ADDRESS) {
+        if buf.is_null()
+            && dt
+                .lowest_offset(count)
+                .is_some_and(|a| a < LOWEST_VALID_ADDRESS)
+        {
             return Err(MpiError::new(Class::Buffer, "null buffer"));
         }
         Ok(Self {
@@ -162,26 +179,19 @@ impl UserBuf {
     /// For a send (`send == true`) the buffer is readable (the promise of
     /// [`UserBuf::new`]).
     pub unsafe fn wire(&self, ep: &Endpoint, send: bool) -> Wire {
-        let mut w = Wire {
-            one: Piece::new(self.ptr, self.len),
-            many: Vec::new(),
-            packed: None,
-        };
         if self.len == 0 || self.dt.is_contiguous() {
-            return w;
+            return Wire::Direct(Piece::new(self.ptr, self.len));
         }
         if self.piecewise(ep, send) {
-            w.many = self.dt.pieces(self.ptr, self.count);
-            return w;
+            return Wire::Pieces(self.dt.pieces(self.ptr, self.count));
         }
         let mut packed = super::pool::take(self.len);
         if send {
             // SAFETY: `count` elements of `dt` at `ptr` (the caller).
             unsafe { self.dt.pack(self.ptr, self.count, &mut packed) };
         }
-        w.one = Piece::new(packed.as_mut_ptr(), self.len);
-        w.packed = Some(packed);
-        w
+        let one = Piece::new(packed.as_mut_ptr(), self.len);
+        Wire::Packed(packed, one)
     }
 
     /// Write packed data (at most `len` bytes) into the buffer.

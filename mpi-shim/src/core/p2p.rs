@@ -71,8 +71,8 @@ impl Runtime {
         }
         // SAFETY: forwarded from the caller (a send's buffer is readable).
         let wire = unsafe { ub.wire(&self.ep, true) };
-        // A small standard or ready send to a peer of this node goes at
-        // once, inline, without an engine request.
+        // A small standard or ready send to a peer of this node (inline
+        // or eager) goes at once, without an engine request.
         if mode != SendMode::Synchronous {
             // SAFETY: the pieces are readable (as above) during the call.
             if unsafe { self.ep.try_send_iov_now(to, tag, wire.pieces())? } {
@@ -90,7 +90,7 @@ impl Runtime {
                 self.ep.isend_iov_raw(to, tag, wire.pieces())?
             }
         };
-        let staged = wire.packed.map(Staged::Send);
+        let staged = wire.packed().map(Staged::Send);
         Ok(Req::Engine { req, comm, staged })
     }
 
@@ -131,7 +131,7 @@ impl Runtime {
         // unexpected queue) is received at once, without an engine request
         // (into the user's memory: a datatype received packed is unpacked
         // when its request completes).
-        if wire.packed.is_none() && self.ep.has_unexpected() {
+        if !wire.is_packed() && self.ep.has_unexpected() {
             self.comm(comm)?; // checked before a message is taken
             // SAFETY: the pieces are the user's elements, writable (the
             // caller's promise).
@@ -195,7 +195,7 @@ impl Runtime {
         post: impl FnOnce(&mut Endpoint, &[Piece]) -> MpiResult<shm_engine::Request>,
     ) -> MpiResult<Req> {
         let req = post(&mut self.ep, wire.pieces())?;
-        let staged = wire.packed.map(|packed| {
+        let staged = wire.packed().map(|packed| {
             Staged::Recv(Unpack {
                 packed,
                 dst: ub.ptr,

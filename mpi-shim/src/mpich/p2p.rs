@@ -124,12 +124,13 @@ unsafe fn isend_in(
     comm: MPI_Comm,
     mode: SendMode,
 ) -> MpiResult<Req> {
-    let slot = comm_slot(comm)?;
-    rt.comm(slot)?;
     // SAFETY: forwarded from the caller.
-    let ub = unsafe { user_buf(rt, buf, count, dt)? };
-    // SAFETY: forwarded from the caller.
-    unsafe { rt.isend(slot, rank_arg(dest), tag_arg(tag), &ub, mode) }
+    let (to, tag, ub) = unsafe { send_args(rt, buf, count, dt, dest, tag, comm)? };
+    match to {
+        // SAFETY: forwarded from the caller.
+        Some(to) => unsafe { rt.start_send(to, tag, &ub, comm_slot(comm)?, mode) },
+        None => Ok(Req::Done(Status::empty())),
+    }
 }
 
 /// A blocking send in `mode`: start it and wait for it.

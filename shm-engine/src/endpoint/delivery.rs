@@ -7,7 +7,7 @@ use super::shm::Rts;
 use super::{Endpoint, RecvBuf};
 use crate::endpoint::shm::cell::Control;
 use crate::error::Error;
-use crate::iov::{Buf, Cursor, Piece};
+use crate::iov::{self, Buf, Cursor, Piece};
 use crate::stats::Protocol;
 
 /// A message taken out of the unexpected queue by a matched probe
@@ -180,7 +180,7 @@ impl Endpoint {
         let pieces = r.buf.pieces();
         // SAFETY: the pieces are writable (irecv contract or our own Vec);
         // `data` is a distinct allocation or a staging slot.
-        unsafe { Cursor::start(pieces).scatter(pieces, data.as_ptr(), data.len()) };
+        unsafe { iov::scatter(pieces, data.as_ptr(), data.len()) };
         truncation(source, tag, data.len(), r.cap)
     }
 }

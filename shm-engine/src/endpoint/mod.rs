@@ -56,7 +56,7 @@ use shm::{Join, Shm};
 use crate::bootstrap::Bootstrap;
 use crate::config::Config;
 use crate::error::{Error, InitError};
-use crate::iov::{Buf, Cursor, Piece, total};
+use crate::iov::{self, Buf, Piece, total};
 use crate::locality::Place;
 use crate::matching::{Matcher, Posted, Source, TagMatch};
 use crate::net::{Incoming, Net};
@@ -360,9 +360,10 @@ impl Endpoint {
     }
 
     /// Send the concatenation of `pieces` to `dest` with `tag` at once,
-    /// without a request, when it can: a message of at most `inline_max`
-    /// bytes to another process of this node whose ring has room and for
-    /// which nothing waits. Returns whether it was sent; when not, nothing
+    /// without a request, when it can: a message of at most `eager_max`
+    /// bytes to another process of this node whose ring has room (and,
+    /// above `inline_max`, whose staging has a free slot) and for which
+    /// nothing waits. Returns whether it was sent; when not, nothing
     /// happened, and the caller starts a send as usual
     /// ([`isend_iov_raw`](Self::isend_iov_raw)). A blocking or nonblocking
     /// send of a small message then completes without a trip through the
@@ -380,11 +381,11 @@ impl Endpoint {
             return Ok(false);
         };
         let len = total(pieces);
-        if dest == self.rank || len > self.cfg.inline_max {
+        if dest == self.rank || len > self.cfg.eager_max {
             return Ok(false);
         }
         // SAFETY: forwarded from the caller.
-        Ok(unsafe { self.send_inline_now(j, tag, pieces, len) })
+        Ok(unsafe { self.send_now(j, tag, pieces, len) })
     }
 
     /// Start sending the concatenation of `pieces`, in order, to `dest`
@@ -546,7 +547,7 @@ impl Endpoint {
         self.acknowledge(ack);
         // SAFETY: the pieces are writable (the caller), `cap` bytes in
         // all, and `bytes` (at most `cap`) is our own copy.
-        unsafe { Cursor::start(pieces).scatter(pieces, bytes.as_ptr(), bytes.len()) };
+        unsafe { iov::scatter(pieces, bytes.as_ptr(), bytes.len()) };
         Some(Status::new(from, tag, bytes.len()))
     }
 

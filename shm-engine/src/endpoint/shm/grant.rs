@@ -8,7 +8,7 @@ use super::cell::{Control, Grant};
 use crate::endpoint::request::{ReqId, Status};
 use crate::endpoint::{Endpoint, RecvBuf};
 use crate::heap;
-use crate::iov::Cursor;
+use crate::iov;
 use crate::stats::Protocol;
 
 /// Landing buffers lent to one local peer: at most this many at a time.
@@ -57,7 +57,7 @@ impl Endpoint {
         let pieces = self.reqs.pieces(id);
         // SAFETY: the grant gives us `g.cap >= len` bytes at `dst` until we
         // publish the Put cell; the send's pieces hold `len` readable bytes.
-        unsafe { Cursor::start(pieces).gather(pieces, dst, len) };
+        unsafe { iov::gather(pieces, dst, len) };
         self.control(
             j,
             Control::Put {

@@ -8,8 +8,10 @@ use crate::doorbell;
 use crate::endpoint::Endpoint;
 use crate::endpoint::request::{ReqId, Requests};
 use crate::heap;
-use crate::iov::{Buf, Cursor, Piece};
+use crate::iov::{self, Buf, Cursor, Piece};
 use crate::layout::Cell;
+use crate::queue::spsc::Producer;
+use crate::segment::NodeSegment;
 use crate::sync::Ordering;
 use crate::sys;
 
@@ -44,10 +46,11 @@ pub(super) enum Outgoing {
 /// # Safety
 /// The pieces are readable, `len` bytes in all, at most
 /// [`INLINE_CAPACITY`](crate::layout::INLINE_CAPACITY).
+#[inline]
 unsafe fn inline_cell(tag: u64, pieces: &[Piece], len: usize, ack: Option<u64>) -> Cell {
     let mut cell = cell::inline(tag, len, ack);
     // SAFETY: the caller's promise; the payload holds INLINE_CAPACITY bytes.
-    unsafe { Cursor::start(pieces).gather(pieces, cell.payload.as_mut_ptr(), len) };
+    unsafe { iov::gather(pieces, cell.payload.as_mut_ptr(), len) };
     cell
 }
 
@@ -58,6 +61,63 @@ pub(super) struct TxStaging {
     pub(super) staged: u64,
     /// Last known count of slots the peer freed.
     pub(super) freed: u64,
+}
+
+impl TxStaging {
+    /// Whether slot `staged` of staging (`me` -> `j`) is free: fewer than
+    /// `staging_slots` are unfreed (re-reads the receiver's count only
+    /// when the cached one says full).
+    fn has_slot(&mut self, seg: &NodeSegment, me: u32, j: u32) -> bool {
+        let slots = u64::from(seg.layout().geometry.staging_slots);
+        if self.staged - self.freed < slots {
+            return true;
+        }
+        // Pairs with the receiver's Release in `free_slot`.
+        self.freed = seg.staging(me, j).freed.load(Ordering::Acquire);
+        self.staged - self.freed < slots
+    }
+}
+
+/// Copy `len` bytes of `pieces` into our next staging slot for local peer
+/// `j` (whose ring producer and staging state are `tx` and `staging`) and
+/// push the eager cell that names it, if a slot is free and the ring has
+/// room; otherwise write nothing. Returns whether it did. The caller
+/// keeps the order (nothing of `j`'s backlog may wait before it) and
+/// announces the cell.
+///
+/// # Safety
+/// The pieces are readable, `len` bytes in all, at most a staging slot.
+#[allow(clippy::too_many_arguments)]
+unsafe fn stage_eager(
+    seg: &NodeSegment,
+    me: u32,
+    j: u32,
+    tx: &mut Producer<'static>,
+    staging: &mut TxStaging,
+    tag: u64,
+    pieces: &[Piece],
+    len: usize,
+    ack: Option<u64>,
+) -> bool {
+    if !(staging.has_slot(seg, me, j) && tx.has_room()) {
+        return false;
+    }
+    let dst = seg.staging_slot(me, j, staging.staged);
+    // SAFETY: slot `staged` is ours (FIFO staging protocol: fewer than
+    // `staging_slots` unfreed); the pieces are readable and hold `len` <=
+    // slot size bytes (the caller).
+    unsafe { iov::gather(pieces, dst, len) };
+    let cell = Control::Eager {
+        tag,
+        slot: staging.staged,
+        len,
+        ack,
+    }
+    .encode();
+    let ok = tx.push(&cell).is_ok();
+    debug_assert!(ok, "room was checked");
+    staging.staged += 1;
+    true
 }
 
 impl Endpoint {
@@ -121,22 +181,29 @@ impl Endpoint {
         }
     }
 
-    /// Send `len` bytes of `pieces` with `tag` to local peer `j` inline
-    /// and at once, without a request, if it can go straight into the
-    /// ring ([`Shm::push_now`]). Returns whether it was sent.
+    /// Send `len` bytes of `pieces` with `tag` to local peer `j` at once,
+    /// without a request, if nothing waits before it (order) and it can
+    /// go straight into the ring: inline ([`Shm::push_now`]), or eager
+    /// where a staging slot is free too ([`stage_eager`]). Returns
+    /// whether it was sent; the caller's buffer is then free again.
     ///
     /// # Safety
-    /// The pieces are readable, `len` bytes in all, at most inline_max.
-    pub(in crate::endpoint) unsafe fn send_inline_now(
+    /// The pieces are readable, `len` bytes in all, at most eager_max.
+    pub(in crate::endpoint) unsafe fn send_now(
         &mut self,
         j: u32,
         tag: u64,
         pieces: &[Piece],
         len: usize,
     ) -> bool {
-        // SAFETY: the caller's promise.
-        let cell = unsafe { inline_cell(tag, pieces, len, None) };
-        self.shm.push_now(j, &cell)
+        if len <= self.cfg.inline_max {
+            // SAFETY: the caller's promise.
+            let cell = unsafe { inline_cell(tag, pieces, len, None) };
+            self.shm.push_now(j, &cell)
+        } else {
+            // SAFETY: the caller's promise.
+            unsafe { self.shm.stage_eager_now(j, tag, pieces, len) }
+        }
     }
 
     /// Send control message `c` to local peer `j` (after its backlog).
@@ -166,7 +233,6 @@ impl Shm {
     /// Move as much of peer `j`'s backlog as its ring and staging accept.
     /// Returns whether anything moved.
     pub(super) fn flush(&mut self, j: u32, reqs: &mut Requests) -> bool {
-        let slots = u64::from(self.seg.layout().geometry.staging_slots);
         let slot_size = self.seg.layout().geometry.staging_slot_size as usize;
         let mut pushed = false;
         let (me, seg) = (self.me, &self.seg);
@@ -176,15 +242,7 @@ impl Shm {
             backlog,
             ..
         } = &mut self.peers[j as usize];
-        let freed = seg.staging(me, j);
-        let has_slot = |st: &mut TxStaging| {
-            if st.staged - st.freed < slots {
-                return true;
-            }
-            // Pairs with the receiver's Release in `free_slot`.
-            st.freed = freed.freed.load(Ordering::Acquire);
-            st.staged - st.freed < slots
-        };
+        let has_slot = |st: &mut TxStaging| st.has_slot(seg, me, j);
         while let Some(front) = backlog.front_mut() {
             let progressed = match front {
                 Outgoing::Cell(cell) => tx.push(cell).is_ok(),
@@ -194,32 +252,17 @@ impl Shm {
                     len,
                     sync,
                 } => {
-                    if !(has_slot(staging) && tx.has_room()) {
-                        false
-                    } else {
-                        let dst = seg.staging_slot(me, j, staging.staged);
-                        let src = reqs.pieces(*sreq);
-                        // SAFETY: slot `staged` is ours (FIFO staging
-                        // protocol: fewer than `slots` unfreed); the pieces
-                        // are valid per isend's contract and hold `len` <=
-                        // slot size bytes.
-                        unsafe { Cursor::start(src).gather(src, dst, *len) };
-                        let cell = Control::Eager {
-                            tag: *tag,
-                            slot: staging.staged,
-                            len: *len,
-                            ack: sync.then_some(*sreq),
-                        }
-                        .encode();
-                        let ok = tx.push(&cell).is_ok();
-                        debug_assert!(ok, "room was checked");
-                        staging.staged += 1;
-                        if !*sync {
-                            // A synchronous send waits for its ACK instead.
-                            reqs.complete_sent(*sreq);
-                        }
-                        true
+                    let src = reqs.pieces(*sreq);
+                    let ack = sync.then_some(*sreq);
+                    // SAFETY: the pieces are valid per isend's contract
+                    // and hold `len` <= slot size bytes.
+                    let staged =
+                        unsafe { stage_eager(seg, me, j, tx, staging, *tag, src, *len, ack) };
+                    if staged && !*sync {
+                        // A synchronous send waits for its ACK instead.
+                        reqs.complete_sent(*sreq);
                     }
+                    staged
                 }
                 Outgoing::Stream {
                     sreq,
@@ -271,6 +314,7 @@ impl Shm {
     /// Push `cell` straight into local peer `j`'s ring, without the
     /// backlog's round trip, when nothing waits before it (order) and the
     /// ring has room (the common case). Returns whether it did.
+    #[inline]
     fn push_now(&mut self, j: u32, cell: &Cell) -> bool {
         let peer = &mut self.peers[j as usize];
         if !peer.backlog.is_empty() || peer.tx.push(cell).is_err() {
@@ -278,6 +322,31 @@ impl Shm {
         }
         self.announce(j);
         true
+    }
+
+    /// Send `len` bytes of `pieces` with `tag` to local peer `j` eagerly
+    /// ([`stage_eager`]) and announce it, if nothing of `j`'s backlog
+    /// waits (order) and a slot and ring room are free. Returns whether
+    /// it did.
+    ///
+    /// # Safety
+    /// As for [`stage_eager`].
+    #[inline(never)]
+    unsafe fn stage_eager_now(&mut self, j: u32, tag: u64, pieces: &[Piece], len: usize) -> bool {
+        let (me, seg) = (self.me, &self.seg);
+        let Peer {
+            tx,
+            staging,
+            backlog,
+            ..
+        } = &mut self.peers[j as usize];
+        // SAFETY: forwarded from the caller.
+        let sent = backlog.is_empty()
+            && unsafe { stage_eager(seg, me, j, tx, staging, tag, pieces, len, None) };
+        if sent {
+            self.announce(j);
+        }
+        sent
     }
 
     /// Tell local peer `j` that its ring (from us) has news: nothing when
