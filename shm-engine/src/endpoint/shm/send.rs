@@ -2,6 +2,8 @@
 //! pair's backlog, which holds outgoing work in order while the ring or
 //! the staging is full.
 
+use std::collections::VecDeque;
+
 use super::cell::{self, Control, Rts};
 use super::{Peer, Shm};
 use crate::doorbell;
@@ -230,18 +232,33 @@ impl Endpoint {
 }
 
 impl Shm {
-    /// Move as much of peer `j`'s backlog as its ring and staging accept.
-    /// Returns whether anything moved.
-    pub(super) fn flush(&mut self, j: u32, reqs: &mut Requests) -> bool {
-        let slot_size = self.seg.layout().geometry.staging_slot_size as usize;
-        let mut pushed = false;
-        let (me, seg) = (self.me, &self.seg);
+    /// Our local index, the segment, and local peer `j`'s ring producer,
+    /// staging state and backlog: what sending to `j` uses, borrowed apart.
+    fn sending_to(
+        &mut self,
+        j: u32,
+    ) -> (
+        u32,
+        &NodeSegment,
+        &mut Producer<'static>,
+        &mut TxStaging,
+        &mut VecDeque<Outgoing>,
+    ) {
         let Peer {
             tx,
             staging,
             backlog,
             ..
         } = &mut self.peers[j as usize];
+        (self.me, &self.seg, tx, staging, backlog)
+    }
+
+    /// Move as much of peer `j`'s backlog as its ring and staging accept.
+    /// Returns whether anything moved.
+    pub(super) fn flush(&mut self, j: u32, reqs: &mut Requests) -> bool {
+        let mut pushed = false;
+        let (me, seg, tx, staging, backlog) = self.sending_to(j);
+        let slot_size = seg.layout().geometry.staging_slot_size as usize;
         let has_slot = |st: &mut TxStaging| st.has_slot(seg, me, j);
         while let Some(front) = backlog.front_mut() {
             let progressed = match front {
@@ -333,13 +350,7 @@ impl Shm {
     /// As for [`stage_eager`].
     #[inline(never)]
     unsafe fn stage_eager_now(&mut self, j: u32, tag: u64, pieces: &[Piece], len: usize) -> bool {
-        let (me, seg) = (self.me, &self.seg);
-        let Peer {
-            tx,
-            staging,
-            backlog,
-            ..
-        } = &mut self.peers[j as usize];
+        let (me, seg, tx, staging, backlog) = self.sending_to(j);
         // SAFETY: forwarded from the caller.
         let sent = backlog.is_empty()
             && unsafe { stage_eager(seg, me, j, tx, staging, tag, pieces, len, None) };
