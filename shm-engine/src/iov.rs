@@ -41,6 +41,9 @@ pub fn total(pieces: &[Piece]) -> usize {
 /// As for [`Cursor::gather`] from the start of `pieces`.
 #[inline]
 pub unsafe fn gather(pieces: &[Piece], dst: *mut u8, n: usize) {
+    if n == 0 {
+        return; // nothing to copy (the pieces may be null)
+    }
     match pieces.first() {
         // SAFETY: the caller's promise; the first piece holds `n` bytes.
         Some(one) if one.len >= n => unsafe { std::ptr::copy_nonoverlapping(one.ptr, dst, n) },
@@ -59,6 +62,9 @@ pub unsafe fn gather(pieces: &[Piece], dst: *mut u8, n: usize) {
 /// As for [`Cursor::scatter`] from the start of `pieces`.
 #[inline]
 pub unsafe fn scatter(pieces: &[Piece], src: *const u8, n: usize) {
+    if n == 0 {
+        return; // nothing to copy (the pieces may be null)
+    }
     match pieces.first() {
         // SAFETY: the caller's promise; the first piece holds `n` bytes.
         Some(one) if one.len >= n => unsafe { std::ptr::copy_nonoverlapping(src, one.ptr, n) },
@@ -327,6 +333,41 @@ mod tests {
         assert_eq!(&dst[..30], &data[..30]);
         assert_eq!(&dst[30..35], &[0; 5]);
         assert_eq!(&dst[35..105], &data[30..]);
+    }
+
+    #[test]
+    fn whole_list_copies_match_the_cursor_walk() {
+        let data = bytes(60);
+        // One piece holding it all (the single-copy case), a piece shorter
+        // than the message, a leading empty piece, and more bytes asked
+        // for than the pieces hold: each gathers and scatters what the
+        // cursor's walk would.
+        for (lens, n) in [
+            (&[60][..], 60),
+            (&[60][..], 25),
+            (&[20, 40][..], 60),
+            (&[0, 60][..], 60),
+            (&[10, 5][..], 60),
+        ] {
+            let total: usize = lens.iter().sum();
+            let want = n.min(total);
+            let mut buf = vec![0u8; 200];
+            let pieces = split(&mut buf, lens, 2);
+            // SAFETY: `data` holds `n` bytes; the pieces lie inside `buf`.
+            unsafe { scatter(&pieces, data.as_ptr(), n) };
+            let mut out = vec![0u8; 60];
+            // SAFETY: `out` holds `n` bytes; the pieces lie inside `buf`.
+            unsafe { gather(&pieces, out.as_mut_ptr(), n) };
+            assert_eq!(out[..want], data[..want], "{lens:?} {n}");
+            assert!(out[want..].iter().all(|&b| b == 0), "{lens:?} {n}");
+        }
+        // Nothing to copy: a null piece is never touched.
+        let null = [Piece::new(std::ptr::null_mut(), 0)];
+        // SAFETY: zero bytes are copied.
+        unsafe {
+            gather(&null, std::ptr::null_mut(), 0);
+            scatter(&null, std::ptr::null(), 0);
+        }
     }
 
     #[test]

@@ -26,27 +26,6 @@ pub enum SendMode {
 }
 
 impl Runtime {
-    /// Start sending `ub` to `dest` with `tag` on communicator `comm` in
-    /// `mode`, after checking both; a send to `MPI_PROC_NULL` is done at
-    /// once.
-    ///
-    /// # Safety
-    /// The buffer stays readable and unchanged until the request completes.
-    pub unsafe fn isend(
-        &mut self,
-        comm: usize,
-        dest: Rank,
-        tag: Tag,
-        ub: &UserBuf,
-        mode: SendMode,
-    ) -> MpiResult<Req> {
-        match self.comm(comm)?.send_to(dest, tag)? {
-            // SAFETY: forwarded from the caller.
-            (Some(to), tag) => unsafe { self.start_send(to, tag, ub, comm, mode) },
-            (None, _) => Ok(Req::Done(Status::empty())),
-        }
-    }
-
     /// Start sending `ub` to job rank `to` with engine tag `tag` in
     /// `mode`: straight from the user's memory when it is contiguous or
     /// worth sending piece by piece (see [`UserBuf::wire`]), from a packed
@@ -54,7 +33,7 @@ impl Runtime {
     /// attached buffer and is done at once.
     ///
     /// # Safety
-    /// As for [`Runtime::isend`].
+    /// The buffer stays readable and unchanged until the request completes.
     pub unsafe fn start_send(
         &mut self,
         to: u32,
@@ -76,6 +55,9 @@ impl Runtime {
         if mode != SendMode::Synchronous {
             // SAFETY: the pieces are readable (as above) during the call.
             if unsafe { self.ep.try_send_iov_now(to, tag, wire.pieces())? } {
+                if let Some(packed) = wire.packed() {
+                    super::pool::give(packed);
+                }
                 return Ok(Req::Done(Status::empty()));
             }
         }
@@ -94,28 +76,11 @@ impl Runtime {
         Ok(Req::Engine { req, comm, staged })
     }
 
-    /// Post a receive into `ub` from `source` with `tag` on communicator
-    /// `comm`, after checking both.
-    ///
-    /// # Safety
-    /// The buffer stays writable and untouched until the request completes.
-    pub unsafe fn irecv(
-        &mut self,
-        comm: usize,
-        source: Rank,
-        tag: Tag,
-        ub: &UserBuf,
-    ) -> MpiResult<Req> {
-        let from = self.comm(comm)?.recv_from(source, tag)?;
-        // SAFETY: forwarded from the caller.
-        unsafe { self.start_recv(from, ub, comm) }
-    }
-
     /// Post a receive of checked arguments (whom it accepts); a completed
     /// request for `MPI_PROC_NULL`.
     ///
     /// # Safety
-    /// As for [`Runtime::irecv`].
+    /// The buffer stays writable and untouched until the request completes.
     pub unsafe fn start_recv(
         &mut self,
         from: RecvFrom,
@@ -150,7 +115,7 @@ impl Runtime {
     /// Receive matched message `msg` (of communicator `comm`) into `ub`.
     ///
     /// # Safety
-    /// As for [`Runtime::irecv`].
+    /// As for [`Runtime::start_recv`].
     pub unsafe fn imrecv(&mut self, msg: Message, comm: usize, ub: &UserBuf) -> MpiResult<Req> {
         // SAFETY: a receive's wire is not read (`send == false`).
         let wire = unsafe { ub.wire(&self.ep, false) };

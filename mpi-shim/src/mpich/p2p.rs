@@ -112,7 +112,7 @@ unsafe fn send_args(
 /// The request of a send in `mode`; a completed one to `MPI_PROC_NULL`.
 ///
 /// # Safety
-/// As for [`Runtime::isend`]; the arguments are a send's (MPI contract).
+/// As for [`Runtime::start_send`]; the arguments are a send's (MPI contract).
 #[allow(clippy::too_many_arguments)]
 unsafe fn isend_in(
     rt: &mut Runtime,

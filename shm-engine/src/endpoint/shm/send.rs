@@ -88,7 +88,10 @@ impl TxStaging {
 /// announces the cell.
 ///
 /// # Safety
-/// The pieces are readable, `len` bytes in all, at most a staging slot.
+/// The pieces are readable, `len` bytes in all, at most a staging slot;
+/// `tx` and `staging` are our ring producer and staging state for peer
+/// `j` ([`Shm::sending_to`]), so that slot `staging.staged` of staging
+/// (`me` -> `j`) is ours to fill once `has_slot` says so.
 #[allow(clippy::too_many_arguments)]
 unsafe fn stage_eager(
     seg: &NodeSegment,
@@ -199,11 +202,13 @@ impl Endpoint {
         len: usize,
     ) -> bool {
         if len <= self.cfg.inline_max {
-            // SAFETY: the caller's promise.
+            // SAFETY: the caller's promise; `inline_max` is at most
+            // INLINE_CAPACITY (`Config::validate`).
             let cell = unsafe { inline_cell(tag, pieces, len, None) };
             self.shm.push_now(j, &cell)
         } else {
-            // SAFETY: the caller's promise.
+            // SAFETY: the caller's promise; `eager_max` is at most the
+            // segment's staging slot size (clamped at attach).
             unsafe { self.shm.stage_eager_now(j, tag, pieces, len) }
         }
     }
