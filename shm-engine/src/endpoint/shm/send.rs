@@ -264,7 +264,6 @@ impl Shm {
         let mut pushed = false;
         let (me, seg, tx, staging, backlog) = self.sending_to(j);
         let slot_size = seg.layout().geometry.staging_slot_size as usize;
-        let has_slot = |st: &mut TxStaging| st.has_slot(seg, me, j);
         while let Some(front) = backlog.front_mut() {
             let progressed = match front {
                 Outgoing::Cell(cell) => tx.push(cell).is_ok(),
@@ -294,7 +293,7 @@ impl Shm {
                     cursor,
                 } => {
                     let src = reqs.pieces(*sreq);
-                    while *off < *len && has_slot(staging) && tx.has_room() {
+                    while *off < *len && staging.has_slot(seg, me, j) && tx.has_room() {
                         let n = (*len - *off).min(slot_size);
                         let dst = seg.staging_slot(me, j, staging.staged);
                         // SAFETY: as for eager; `off + n <= len`, the
