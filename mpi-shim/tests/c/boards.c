@@ -7,7 +7,7 @@
  * communicators made and freed again and again (their boards' areas are
  * reused), also right after a gather whose root still reads; and the same
  * collectives run blocking at some processes and nonblocking at others,
- * in one piece and in several. The same program passes with
+ * in one piece and in several, contiguous and strided. The same program passes with
  * TESSEL_COLL=p2p. */
 #include <string.h>
 #include <unistd.h>
@@ -117,6 +117,26 @@ static void mixed(MPI_Op l) {
                 CHECK(b[p * n + i] == p * 7 + rank * 3 + i, "mixed alltoall n=%d from %d", n, p);
         free(a);
         free(b);
+    }
+    /* A strided buffer (every other int) in one piece (a blocking member
+     * unpacks it straight off the board) and in several (a schedule at
+     * every member). */
+    const int strided[] = {1000, 3000, 40000};
+    for (int k = 0; k < 3; k++) {
+        int n = strided[k], root = (k + 1) % size;
+        MPI_Datatype every_other;
+        MPI_Type_vector(n, 1, 2, MPI_INT, &every_other);
+        MPI_Type_commit(&every_other);
+        int *a = malloc(2 * (size_t)n * sizeof *a);
+        for (int i = 0; i < 2 * n; i++) a[i] = rank == root ? i : -1;
+        EITHER(MPI_Bcast(a, 1, every_other, root, MPI_COMM_WORLD),
+               MPI_Ibcast(a, 1, every_other, root, MPI_COMM_WORLD, &q));
+        for (int i = 0; i < 2 * n; i++) {
+            int want = i % 2 == 0 || rank == root ? i : -1;
+            CHECK(a[i] == want, "mixed strided bcast n=%d [%d]=%d", n, i, a[i]);
+        }
+        free(a);
+        MPI_Type_free(&every_other);
     }
 #undef EITHER
 }

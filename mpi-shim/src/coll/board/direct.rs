@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use shm_engine::board::{self as bp, Board};
 
-use super::algo::{pieces, share, slice, split};
+use super::algo::{bcast_piece, pieces, share, slice, split};
 use super::{DATA, INLINE, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
@@ -219,10 +219,11 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
 /// As for `calls::bcast`.
 pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Option<MpiResult<()>> {
     let team = ready(rt, slot)?;
-    let (root, me, _) = root_and_me(rt, slot, root).ok()?;
+    let (root, me, n) = root_and_me(rt, slot, root).ok()?;
     // SAFETY: the caller's promise.
     let ub = unsafe { buf.buf() }.ok()?;
-    if ub.len > DATA && !ub.dt.is_contiguous() {
+    let piece = bcast_piece(n);
+    if ub.len > piece && !ub.dt.is_contiguous() {
         return None;
     }
     Some((|| {
@@ -230,7 +231,7 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
         if me == root {
             // SAFETY: the root's buffer is readable.
             let data = unsafe { ub.data() };
-            for (off, len) in pieces(ub.len, 1) {
+            for (off, len) in split(ub.len, piece) {
                 run.next();
                 run.post_ahead(rt, &data[off..off + len])?;
             }
@@ -238,9 +239,13 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
             return Ok(());
         }
         let mut bad = None;
-        for (off, len) in pieces(ub.len, 1) {
+        for (off, len) in split(ub.len, piece) {
             run.next();
             run.wait_posted(rt, Some(root), run.t)?;
+            // Acknowledge before copying: BP2 lets a member read step `t`
+            // until it posts `t + 1`, so the root may place the next
+            // piece in its other buffer while this one is copied out.
+            run.post_ahead(rt, &[])?;
             let got = read(&run.board(), root, run.t, len, 0, len, |x| {
                 if ub.dt.is_contiguous() {
                     // SAFETY: bytes `off..off + len` of the contiguous
@@ -252,7 +257,6 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
                     unsafe { ub.unpack(x) }
                 }
             });
-            run.post_ahead(rt, &[])?;
             if let Ran::Truncated(e) = got {
                 bad.get_or_insert(e);
             }
