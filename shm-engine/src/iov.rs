@@ -75,6 +75,33 @@ pub unsafe fn scatter(pieces: &[Piece], src: *const u8, n: usize) {
     }
 }
 
+/// Copy the first `n` bytes of the pieces `src` (at most their total)
+/// into the pieces `dst` (at most theirs), the two lists split as they
+/// may be: one `memcpy` per overlap of a source and a destination piece,
+/// no copy in between. Returns the bytes copied.
+///
+/// # Safety
+/// Every piece of `src` is readable and every piece of `dst` writable,
+/// and no destination piece overlaps a source piece.
+pub unsafe fn copy(dst: &[Piece], src: &[Piece], n: usize) -> usize {
+    let (mut d, mut s) = (Cursor::start(dst), Cursor::start(src));
+    let mut done = 0;
+    while done < n
+        && let (Some((to, room)), Some((from, have))) = (d.current(dst), s.current(src))
+    {
+        let step = room.min(have).min(n - done);
+        // SAFETY: `step` bytes fit in both current pieces (the caller's
+        // promise: readable, writable, apart).
+        unsafe { std::ptr::copy_nonoverlapping(from, to, step) };
+        done += step;
+        d.off += step;
+        d.settle(dst);
+        s.off += step;
+        s.settle(src);
+    }
+    done
+}
+
 /// A position in a list of pieces: piece `idx`, byte `off` within it.
 /// It never rests on an exhausted piece, so `idx == len` means the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -333,6 +360,30 @@ mod tests {
         assert_eq!(&dst[..30], &data[..30]);
         assert_eq!(&dst[30..35], &[0; 5]);
         assert_eq!(&dst[35..105], &data[30..]);
+    }
+
+    #[test]
+    fn piece_to_piece_copy_matches_gather_then_scatter() {
+        let data = bytes(100);
+        let mut src = vec![0u8; 200];
+        let spieces = split(&mut src, &[0, 13, 0, 40, 1, 46, 0], 3);
+        // SAFETY: `data` has 100 bytes; the pieces lie inside `src`.
+        unsafe { Cursor::start(&spieces).scatter(&spieces, data.as_ptr(), 100) };
+        for (dlens, n, want) in [
+            (&[30, 0, 0, 70][..], 100, 100),
+            (&[7, 7, 7, 79][..], 64, 64),
+            (&[50][..], 100, 50),      // the destination is shorter
+            (&[1; 120][..], 200, 100), // the source is shorter
+        ] {
+            let mut dst = vec![0u8; 400];
+            let dpieces = split(&mut dst, dlens, 2);
+            // SAFETY: the pieces lie inside `src` and `dst`, apart.
+            assert_eq!(unsafe { copy(&dpieces, &spieces, n) }, want);
+            let mut got = vec![0u8; want];
+            // SAFETY: `got` holds `want` bytes; the pieces lie in `dst`.
+            unsafe { Cursor::start(&dpieces).gather(&dpieces, got.as_mut_ptr(), want) };
+            assert_eq!(got, data[..want]);
+        }
     }
 
     #[test]

@@ -99,6 +99,15 @@ impl Wire {
     }
 }
 
+/// Which way a buffer moves, and the process at the other end (engine
+/// ids) as far as it is known: a send's destination, a receive's source
+/// (`None`: any).
+#[derive(Clone, Copy, Debug)]
+pub enum Way {
+    Send(u32),
+    Recv(Option<u32>),
+}
+
 /// `count` elements of a datatype at `ptr`: a message buffer as the
 /// application describes it, checked.
 #[derive(Debug)]
@@ -159,10 +168,15 @@ impl UserBuf {
     /// on average for the way the engine will move it ([`MIN_AVG_PIECE`]
     /// and its CMA variants; a receive's capacity stands for the size of
     /// the message) and not too many ([`MAX_PIECES`]).
-    fn piecewise(&self, ep: &Endpoint, send: bool) -> bool {
-        let min_avg = if !ep.uses_cma() || self.len <= ep.config().eager_max {
+    fn piecewise(&self, ep: &Endpoint, way: Way) -> bool {
+        let to_self = ep.config().self_direct
+            && match way {
+                Way::Send(to) => to == ep.rank(),
+                Way::Recv(from) => from == Some(ep.rank()),
+            };
+        let min_avg = if to_self || !ep.uses_cma() || self.len <= ep.config().eager_max {
             MIN_AVG_PIECE
-        } else if send {
+        } else if matches!(way, Way::Send(_)) {
             MIN_AVG_PIECE_CMA_REMOTE
         } else {
             MIN_AVG_PIECE_CMA_LOCAL
@@ -171,18 +185,19 @@ impl UserBuf {
         pieces <= MAX_PIECES && self.len >= pieces.saturating_mul(min_avg)
     }
 
-    /// The buffer as `ep` moves it (see [`Wire`]): the user's memory when
-    /// contiguous or worth moving piecewise, else a packed copy (of the
-    /// data for a send, zeroed for a receive).
+    /// The buffer as `ep` moves it (see [`Wire`]) `way`: the user's memory
+    /// when contiguous or worth moving piecewise, else a packed copy (of
+    /// the data for a send, left from an earlier use for a receive).
     ///
     /// # Safety
-    /// For a send (`send == true`) the buffer is readable (the promise of
+    /// For a send the buffer is readable (the promise of
     /// [`UserBuf::new`]).
-    pub unsafe fn wire(&self, ep: &Endpoint, send: bool) -> Wire {
+    pub unsafe fn wire(&self, ep: &Endpoint, way: Way) -> Wire {
         if self.len == 0 || self.dt.is_contiguous() {
             return Wire::Direct(Piece::new(self.ptr, self.len));
         }
-        if self.piecewise(ep, send) {
+        let send = matches!(way, Way::Send(_));
+        if self.piecewise(ep, way) {
             return Wire::Pieces(self.dt.pieces(self.ptr, self.count));
         }
         let mut packed = super::pool::take(self.len);

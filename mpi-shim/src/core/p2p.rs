@@ -4,9 +4,9 @@
 //! the application's memory or a packed copy, library-managed receives,
 //! and receives of a matched message.
 
-use shm_engine::{Endpoint, Message, Piece};
+use shm_engine::{Endpoint, Message, Piece, Source};
 
-use super::buffer::{UserBuf, Wire};
+use super::buffer::{UserBuf, Way, Wire};
 use super::peer::{Rank, RecvFrom, Tag};
 use super::{MpiError, MpiResult, Req, Runtime, Staged, Status, Unpack};
 
@@ -49,7 +49,7 @@ impl Runtime {
             return Ok(Req::Done(Status::empty()));
         }
         // SAFETY: forwarded from the caller (a send's buffer is readable).
-        let wire = unsafe { ub.wire(&self.ep, true) };
+        let wire = unsafe { ub.wire(&self.ep, Way::Send(to)) };
         // A small standard or ready send to a peer of this node (inline
         // or eager) goes at once, without an engine request.
         if mode != SendMode::Synchronous {
@@ -90,8 +90,12 @@ impl Runtime {
         let Some((src, matcher)) = from else {
             return Ok(Req::Done(Status::proc_null()));
         };
-        // SAFETY: a receive's wire is not read (`send == false`).
-        let wire = unsafe { ub.wire(&self.ep, false) };
+        let from = match src {
+            Source::Rank(r) => Some(r),
+            Source::Any => None,
+        };
+        // SAFETY: a receive's wire is not read.
+        let wire = unsafe { ub.wire(&self.ep, Way::Recv(from)) };
         // A whole message that arrived before its receive (a copy in the
         // unexpected queue) is received at once, without an engine request
         // (into the user's memory: a datatype received packed is unpacked
@@ -117,8 +121,8 @@ impl Runtime {
     /// # Safety
     /// As for [`Runtime::start_recv`].
     pub unsafe fn imrecv(&mut self, msg: Message, comm: usize, ub: &UserBuf) -> MpiResult<Req> {
-        // SAFETY: a receive's wire is not read (`send == false`).
-        let wire = unsafe { ub.wire(&self.ep, false) };
+        // SAFETY: a receive's wire is not read.
+        let wire = unsafe { ub.wire(&self.ep, Way::Recv(Some(msg.source()))) };
         self.recv_into(ub, wire, comm, |ep, pieces| {
             // SAFETY: the pieces stay writable until completion (the
             // caller's promise, or the request's packed buffer).

@@ -437,6 +437,64 @@ static size_t vec_index(size_t k, int bl, int stride) {
     return (k / bl) * stride + k % bl;
 }
 
+/* Messages a process sends itself, with the blocks of a stencil's face
+ * (64 rows of 512 bytes, 32 KiB): a posted receive of another split takes
+ * them piece to piece, standard and synchronous; a receive posted after
+ * the send; a receive too short for them. */
+static void to_self(void) {
+    enum { ROWS = 64, ROW = 64, N = ROWS * ROW };
+    MPI_Datatype face, halves, half_face;
+    OK(MPI_Type_vector(ROWS, ROW, ROW + 2, MPI_DOUBLE, &face));
+    OK(MPI_Type_vector(2 * ROWS, ROW / 2, ROW / 2 + 3, MPI_DOUBLE, &halves));
+    OK(MPI_Type_vector(ROWS / 2, ROW, ROW + 2, MPI_DOUBLE, &half_face));
+    OK(MPI_Type_commit(&face));
+    OK(MPI_Type_commit(&halves));
+    OK(MPI_Type_commit(&half_face));
+    double *a = doubles(2 * N, rank);
+    MPI_Request rq[2];
+    MPI_Status st;
+    for (int mode = 0; mode < 3; mode++) {
+        double *b = doubles(2 * N, -1);
+        if (mode < 2) { /* posted first: standard, then synchronous */
+            OK(MPI_Irecv(b, 1, halves, 0, mode, MPI_COMM_SELF, &rq[0]));
+            if (mode == 0)
+                OK(MPI_Isend(a, 1, face, 0, mode, MPI_COMM_SELF, &rq[1]));
+            else
+                OK(MPI_Issend(a, 1, face, 0, mode, MPI_COMM_SELF, &rq[1]));
+        } else { /* the send first */
+            OK(MPI_Isend(a, 1, face, 0, mode, MPI_COMM_SELF, &rq[1]));
+            OK(MPI_Irecv(b, 1, halves, 0, mode, MPI_COMM_SELF, &rq[0]));
+        }
+        OK(MPI_Wait(&rq[0], &st));
+        OK(MPI_Wait(&rq[1], MPI_STATUS_IGNORE));
+        int n;
+        OK(MPI_Get_count(&st, MPI_DOUBLE, &n));
+        CHECK(n == N, "to self (mode %d): count %d", mode, n);
+        for (size_t k = 0; k < N; k++) {
+            size_t at = vec_index(k, ROW / 2, ROW / 2 + 3);
+            CHECK(b[at] == rank * 1e7 + vec_index(k, ROW, ROW + 2),
+                  "to self (mode %d) element %zu: %g", mode, k, b[at]);
+        }
+        CHECK(b[ROW / 2] == -1 && b[ROW / 2 + 2] == -1, "to self (mode %d): gap written", mode);
+        free(b);
+    }
+    double *b = doubles(2 * N, -1);
+    OK(MPI_Irecv(b, 1, half_face, 0, 9, MPI_COMM_SELF, &rq[0]));
+    OK(MPI_Isend(a, 1, face, 0, 9, MPI_COMM_SELF, &rq[1]));
+    EXPECT(MPI_Wait(&rq[0], &st), MPI_ERR_TRUNCATE);
+    OK(MPI_Wait(&rq[1], MPI_STATUS_IGNORE));
+    for (size_t k = 0; k < N / 2; k++) {
+        size_t at = vec_index(k, ROW, ROW + 2);
+        CHECK(b[at] == a[at], "truncated to self element %zu: %g", k, b[at]);
+    }
+    CHECK(b[(ROWS / 2) * (ROW + 2)] == -1, "truncated to self: wrote past the buffer");
+    free(a);
+    free(b);
+    MPI_Type_free(&face);
+    MPI_Type_free(&halves);
+    MPI_Type_free(&half_face);
+}
+
 /* Vectors of blocks large enough to be moved piece by piece rather than
  * packed (on one side or both, depending on block size and transport)
  * against a contiguous buffer, both ways, and against another vector:
@@ -1121,6 +1179,7 @@ int main(int argc, char **argv) {
     bottom();
     large();
     large_blocks();
+    to_self();
     packing();
     collectives();
     large_counts();

@@ -22,6 +22,13 @@ pub struct Message {
     pub(super) body: Arrival,
 }
 
+impl Message {
+    /// The process that sent it.
+    pub fn source(&self) -> u32 {
+        self.source
+    }
+}
+
 /// What a receiver owes the sender of a synchronous message once it
 /// matches: an ACK naming the sender's request `sreq`, as a cell to local
 /// peer `j` or as a message to process `rank` on another node.
@@ -96,11 +103,35 @@ impl Endpoint {
     /// Send request `id` (`len` bytes of `tag`) to this process itself
     /// (local index `me`): it arrives at once, without a ring or a
     /// rendezvous. A posted receive takes it straight from the send
-    /// buffer, one copy; otherwise it waits in the unexpected queue as a
-    /// copy. The send completes now, or, when synchronous, once a receive
-    /// matched it (the ACK comes as a cell to ourselves). Sends to
-    /// ourselves all take this path, so they stay in order.
+    /// buffer, one copy (piece to piece, when either buffer is in
+    /// pieces); otherwise it waits in the unexpected queue as a copy. The
+    /// send completes now, or, when synchronous, once a receive matched
+    /// it (the ACK comes as a cell to ourselves). Sends to ourselves all
+    /// take this path, so they stay in order.
     pub(super) fn send_self(&mut self, me: u32, id: ReqId, tag: u64, len: usize, sync: bool) {
+        if len > self.cfg.eager_max {
+            self.stats.transfer(Protocol::ToSelf, len);
+        }
+        let ack = sync.then_some(Ack::Local { j: me, sreq: id });
+        if self.reqs.pieces(id).len() > 1
+            && let Some(p) = self.matcher.match_arrival(self.rank, tag)
+        {
+            let rid = p.req;
+            self.acknowledge(ack);
+            self.provide(rid, len);
+            let r = self.reqs.get(rid).expect("matched request exists");
+            // SAFETY: the sender's pieces are readable and the receiver's
+            // writable until their requests complete (isend and irecv
+            // contracts, or the receive's own buffer), and a receive
+            // buffer may not overlap a send buffer (MPI contract).
+            unsafe { iov::copy(r.buf.pieces(), self.reqs.pieces(id), len) };
+            let result = truncation(self.rank, tag, len, r.cap);
+            self.reqs.complete(rid, result);
+            if !sync {
+                self.reqs.complete_sent(id);
+            }
+            return;
+        }
         let pieces = self.reqs.pieces(id);
         let gathered;
         let data: &[u8] = match pieces {
@@ -117,10 +148,6 @@ impl Endpoint {
                 &gathered
             }
         };
-        if len > self.cfg.eager_max {
-            self.stats.transfer(Protocol::ToSelf, len);
-        }
-        let ack = sync.then_some(Ack::Local { j: me, sreq: id });
         self.arrive_data(self.rank, tag, data, ack);
         if !sync {
             self.reqs.complete_sent(id);
