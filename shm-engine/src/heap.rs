@@ -26,8 +26,9 @@
 //! system call or a lock (arenas are published once, in order, in a fixed
 //! table). A peer turns it into an address with [`PeerHeaps::resolve`]:
 //! the first time it meets an arena it takes a copy of the descriptor with
-//! `pidfd_open` + `pidfd_getfd` (the kernel asks for `ptrace` permission:
-//! the same policy as cross-memory attach) and maps it shared; later
+//! `pidfd_open` + `pidfd_getfd`, or where the kernel lacks them opens it
+//! through `/proc/PID/fd` (the kernel asks for `ptrace` permission either
+//! way: the same policy as cross-memory attach) and maps it shared; later
 //! resolves are a table look-up. Where the kernel refuses, the error says
 //! so and the engine treats that end as private memory.
 //!
@@ -414,7 +415,8 @@ pub fn locate(ptr: *const u8, len: usize) -> Option<HeapRef> {
     })
 }
 
-/// Map the arena `r` names, afresh: `pidfd_open` + `pidfd_getfd` + `mmap`.
+/// Map the arena `r` names, afresh: a copy of its descriptor
+/// ([`sys::peer_fd`]) and `mmap`.
 /// Allocates nothing.
 fn map_arena(r: &HeapRef) -> Result<Mapping, HeapError> {
     if r.offset >= r.arena_len {
@@ -427,8 +429,7 @@ fn map_arena(r: &HeapRef) -> Result<Mapping, HeapError> {
         reference: *r,
         reason: "arena larger than the address space",
     })?;
-    let pidfd = sys::pidfd_open(r.pid).map_err(HeapError::peer(r.pid, "pidfd_open"))?;
-    let fd = sys::pidfd_getfd(&pidfd, r.fd).map_err(HeapError::peer(r.pid, "pidfd_getfd"))?;
+    let fd = sys::peer_fd(r.pid, r.fd).map_err(HeapError::peer(r.pid, "copying its descriptor"))?;
     let size = sys::file_size(&fd).map_err(HeapError::peer(r.pid, "fstat"))?;
     if size < r.arena_len {
         return Err(HeapError::BadRef {

@@ -127,7 +127,7 @@ pub struct ProcArea {
     pub wake_fd: AtomicU32,
     /// 1 if the process takes part in collectives on flag boards: its
     /// `TESSEL_COLL` allows them and it can map its peers' shared heaps
-    /// (cross-memory attach allowed, `pidfd_getfd` available); 0 if not.
+    /// (cross-memory attach allowed, their descriptors reachable); 0 if not.
     /// Written once at attach, before `placed`.
     pub boards: AtomicU32,
     _pad: [u32; 22],

@@ -345,15 +345,64 @@ pub fn pidfd_getfd(pidfd: &OwnedFd, fd: u32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
 }
 
-/// Whether this process can take copies of a process's descriptors
-/// (`pidfd_open` and `pidfd_getfd`, Linux 5.6 and later): tried on
-/// itself. A kernel, or a tool running the process (valgrind), without
-/// them answers ENOSYS.
+/// A descriptor, in this process, for the file behind descriptor `fd` of
+/// process `pid`: a duplicate taken with `pidfd_open` + `pidfd_getfd`
+/// (Linux 5.6 and later), or, where those answer ENOSYS (older kernels;
+/// valgrind, which does not know them), the file opened afresh, read and
+/// write, through `/proc/PID/fd/FD`. The kernel asks for `ptrace` read
+/// permission on the process either way. The second way reaches files
+/// (a memfd), not anonymous inodes (an eventfd: ENXIO). Allocates
+/// nothing, so a child forked from a multi-threaded process may call it.
+pub fn peer_fd(pid: u32, fd: u32) -> io::Result<OwnedFd> {
+    match pidfd_open(pid).and_then(|pidfd| pidfd_getfd(&pidfd, fd)) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => open_proc_fd(pid, fd),
+        got => got,
+    }
+}
+
+/// Open `/proc/PID/fd/FD` read and write, close-on-exec, with the path
+/// built on the stack.
+fn open_proc_fd(pid: u32, fd: u32) -> io::Result<OwnedFd> {
+    // "/proc/" + 10 digits + "/fd/" + 10 digits, and a NUL: 31 bytes.
+    let mut path = [0u8; 32];
+    let mut at = put(&mut path, 0, b"/proc/");
+    at = put_decimal(&mut path, at, pid);
+    at = put(&mut path, at, b"/fd/");
+    put_decimal(&mut path, at, fd);
+    // SAFETY: `path` ends in NUL (its last byte is never written) and
+    // lives across the call.
+    let raw = check(
+        unsafe { libc::open(path.as_ptr().cast(), libc::O_RDWR | libc::O_CLOEXEC) } as libc::c_long,
+    )?;
+    // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw as RawFd) })
+}
+
+/// Write `bytes` at `at` of `buf`; the position after them.
+fn put(buf: &mut [u8], at: usize, bytes: &[u8]) -> usize {
+    buf[at..at + bytes.len()].copy_from_slice(bytes);
+    at + bytes.len()
+}
+
+/// Write `n` in decimal at `at` of `buf`; the position after it.
+fn put_decimal(buf: &mut [u8], at: usize, n: u32) -> usize {
+    let mut digits = [0u8; 10];
+    let (mut i, mut n) = (digits.len(), n);
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    put(buf, at, &digits[i..])
+}
+
+/// Whether this process can reach files behind another process's
+/// descriptors ([`peer_fd`]): tried on a memory file of its own.
 pub fn takes_descriptors() -> bool {
-    pidfd_open(pid()).is_ok_and(|me| {
-        let fd = me.as_raw_fd() as u32;
-        pidfd_getfd(&me, fd).is_ok()
-    })
+    memfd_sized(c"tessel-probe", 0).is_ok_and(|f| peer_fd(pid(), f.as_raw_fd() as u32).is_ok())
 }
 
 /// A shared read-write mapping of a whole file, unmapped on drop.
@@ -528,5 +577,39 @@ pub fn exit_now(code: i32) -> ! {
     unsafe {
         libc::fflush(std::ptr::null_mut());
         libc::_exit(code)
+    }
+}
+
+#[cfg(all(test, not(tessel_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_descriptor_reopened_through_proc_reaches_the_same_file() {
+        let f = memfd_sized(c"tessel-test", 4096).expect("memfd");
+        let again = open_proc_fd(pid(), f.as_raw_fd() as u32).expect("reopen through /proc");
+        assert_eq!(file_size(&again).expect("fstat"), 4096);
+        let (a, b) = (
+            Mapping::map_shared(&f, 4096).expect("map"),
+            Mapping::map_shared(&again, 4096).expect("map"),
+        );
+        // SAFETY: both mappings are 4096 bytes long and live to the end.
+        unsafe {
+            a.base().add(100).write_volatile(42);
+            assert_eq!(b.base().add(100).read_volatile(), 42);
+        }
+        let err = open_proc_fd(pid(), u32::MAX).expect_err("no such descriptor");
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        assert!(takes_descriptors());
+    }
+
+    #[test]
+    fn decimals_are_written_in_full() {
+        let mut buf = [0u8; 16];
+        let at = put(&mut buf, 0, b"x");
+        let at = put_decimal(&mut buf, at, 4_294_967_295);
+        assert_eq!(&buf[..at], b"x4294967295");
+        assert_eq!(put_decimal(&mut buf, 0, 0), 1);
+        assert_eq!(buf[0], b'0');
     }
 }

@@ -253,9 +253,8 @@ fn collectives_where_one_rank_turns_flag_boards_off() {
 
 /// Programs under valgrind, as a user debugging a program runs them: they
 /// complete (memcheck's reports are not checked). Valgrind 3.19 lacks
-/// `pidfd_open`, so collectives run on messages (flag boards need it to
-/// map peers' heaps; before, every process allowed cross-memory attach
-/// tried, and the first collective failed).
+/// `pidfd_open`, so the library maps peers' heaps through `/proc/PID/fd`,
+/// and collectives run on flag boards there too.
 #[test]
 fn programs_under_valgrind() {
     for name in ["p2p", "coll", "colls", "boards"] {

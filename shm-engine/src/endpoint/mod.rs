@@ -272,8 +272,8 @@ impl Endpoint {
     /// Whether each of processes `ids` runs on this node and takes part
     /// in collectives on flag boards: its `TESSEL_COLL` allows them, and
     /// it can map its peers' shared heaps ([`crate::heap::PeerHeaps`]:
-    /// cross-memory attach allowed, and `pidfd_open`/`pidfd_getfd`, which
-    /// kernels before 5.6 and valgrind lack). Every process of the node
+    /// cross-memory attach allowed, and their descriptors reachable with
+    /// `pidfd_getfd` or through `/proc`). Every process of the node
     /// gets the same answer for the same `ids`, whatever its own
     /// environment: each published its own when it attached, and this
     /// waits for a process still attaching (one that joined the job

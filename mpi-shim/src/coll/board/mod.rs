@@ -17,7 +17,9 @@
 //! needs, never a chain of forwarded messages:
 //! - barrier: post, wait for all (the blocking barrier, where processes
 //!   outnumber cores: member 0 posts last and the others wait for it);
-//! - bcast: the root posts a piece, the others copy it and post;
+//! - bcast: the root posts a piece, the others post, then copy it (BP2
+//!   lets them read it until they post the next step, and the root fills
+//!   its other data buffer meanwhile), in pieces of `algo::bcast_piece`;
 //! - reduce and allreduce, small (up to [`SMALL`] bytes in all): everyone
 //!   posts its vector and reduces all of them in rank order (so
 //!   non-commutative operations keep their order, and every member gets
@@ -44,8 +46,9 @@
 //! A communicator gets a board at its first collective if its members all
 //! run on this node, there are 2 to [`MAX_MEMBERS`] of them, and every one
 //! of them takes part: its `TESSEL_COLL` is not `p2p` and it can map its
-//! peers' heaps (cross-memory attach allowed, and `pidfd_open` and
-//! `pidfd_getfd`, which kernels before 5.6 and valgrind lack). Each
+//! peers' heaps (cross-memory attach allowed, and their descriptors
+//! reachable: `pidfd_getfd`, or `/proc/PID/fd` where the kernel or
+//! valgrind lacks it). Each
 //! process says so in the node segment when it attaches, so every member
 //! decides alike, even where their environments differ. That first
 //! collective first trades the areas' heap references (an allgather of

@@ -215,8 +215,8 @@ impl Shm {
             .store(u64::from(sys::pid()), Ordering::Relaxed);
         let cma = cfg.cma == CmaMode::Auto && seg.probe_cma();
         // A flag board maps its members' heaps, which takes their
-        // descriptors (`crate::heap`): the same permission as cross-memory
-        // attach, and system calls that older kernels and valgrind lack.
+        // descriptors (`crate::heap`, `sys::peer_fd`): the same permission
+        // as cross-memory attach.
         let boards = cfg.coll_board && cma && sys::takes_descriptors();
         seg.publish_place(me, Place::current(), boards);
         if crate::locality::several_numa_nodes() {
