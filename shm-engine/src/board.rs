@@ -202,6 +202,7 @@ impl<'a> Board<'a> {
     /// most [`INLINE`] bytes) of them in the line. Anything for the data
     /// buffer of step `t` ([`Board::data`]) must be written before. The
     /// caller checked [`Board::may_post`].
+    #[inline]
     pub fn post(&self, t: u64, len: u64, inline: &[u8]) {
         let line = self.line(self.me, t);
         debug_assert!(inline.len() <= INLINE);

@@ -43,6 +43,7 @@ impl Arg {
     ///
     /// # Safety
     /// As for [`Arg::buf`], there.
+    #[inline]
     unsafe fn buf_at(&self, displ: isize) -> MpiResult<UserBuf> {
         let count = check_count(self.count)?;
         let dt = self.dt.clone()?;
@@ -301,6 +302,7 @@ fn inter_root(rt: &Runtime, slot: usize, root: Root) -> MpiResult<Option<RootIs>
 
 /// The rank of checked root `root` of intracommunicator `slot`, this
 /// process's, and the size.
+#[inline]
 pub(super) fn root_and_me(
     rt: &Runtime,
     slot: usize,

@@ -127,6 +127,7 @@ impl UserBuf {
     /// # Safety
     /// `buf` addresses `count` elements of `dt` (MPI contract); they are
     /// only written through if the caller is a receive.
+    #[inline]
     pub unsafe fn new(buf: *const c_void, count: usize, dt: TypeRef) -> MpiResult<Self> {
         let (dt, len) = committed_bytes(dt, count)?;
         if buf.is_null()
@@ -149,6 +150,7 @@ impl UserBuf {
     ///
     /// # Safety
     /// The buffer is readable (the promise of [`UserBuf::new`]).
+    #[inline]
     pub unsafe fn data(&self) -> Cow<'_, [u8]> {
         if self.len == 0 {
             Cow::Borrowed(&[])

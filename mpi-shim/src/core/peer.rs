@@ -100,6 +100,7 @@ impl Comm {
     /// Check the root of a collective (MPI-4.1 §6.1, §6.2.2): a rank of
     /// an intracommunicator; `MPI_ROOT`, `MPI_PROC_NULL` or a remote rank
     /// on an intercommunicator.
+    #[inline]
     pub fn check_root(&self, root: Root) -> MpiResult<RootIs> {
         let n = self.peer_size();
         match (root, self.is_inter()) {

@@ -87,6 +87,7 @@ impl Endpoint {
     /// After posting on a board: wake those of the local processes `ids`
     /// that sleep ([`crate::board`], BP3). Costs a fence and a load of each
     /// one's bell; no write unless one sleeps.
+    #[inline]
     pub fn wake_sleepers(&mut self, ids: impl IntoIterator<Item = u32>) {
         board::after_post();
         for id in ids {

@@ -237,6 +237,7 @@ impl Team {
 
     /// Hand out the next step number (every member compiles the same
     /// steps in the same order).
+    #[inline]
     pub fn step(&self) -> u64 {
         take_next(&self.next)
     }
@@ -246,6 +247,7 @@ impl Team {
     /// several nonblocking collectives outstanding on one communicator,
     /// one runs its board steps at a time, in the order they were started
     /// (the same order at every member).
+    #[inline]
     pub fn ticket(&self) -> u64 {
         take_next(&self.tickets)
     }
@@ -262,14 +264,20 @@ impl Team {
 
     /// The collective holding `ticket` ran its last board step (or never
     /// will).
+    #[inline]
     pub fn end_turn(&self, ticket: u64) {
         let now = self.turn.load(Ordering::Relaxed);
         if ticket == now && self.strays.load(Ordering::Relaxed) == 0 {
             self.turn.store(now + 1, Ordering::Relaxed);
             return;
         }
-        // Turns end in order, except when a collective stops on an error:
-        // its ticket waits here until the turns before it end.
+        self.end_turn_out_of_order(ticket, now);
+    }
+
+    /// Turns end in order, except when a collective stops on an error:
+    /// its ticket waits here until the turns before it end.
+    #[cold]
+    fn end_turn_out_of_order(&self, ticket: u64, now: u64) {
         let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
         ended.insert(ticket);
         let mut now = now;
@@ -409,6 +417,7 @@ impl Team {
     /// contribution: inline in the line up to [`INLINE`] bytes, else in
     /// the data buffer. The caller saw every member post the step BP2
     /// names for it (`bp::must_have_posted`).
+    #[inline]
     fn post_data(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, data: &[u8]) {
         if data.len() <= INLINE {
             self.publish(ep, b, t, data.len(), data);
@@ -447,6 +456,7 @@ impl Team {
 
     /// Post step `t` saying `len` bytes, `inline` in the line, and wake the
     /// members that sleep (`board`, BP3).
+    #[inline]
     fn publish(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, len: usize, inline: &[u8]) {
         b.post(t, len as u64, inline);
         let me = self.me;
