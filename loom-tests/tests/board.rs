@@ -4,7 +4,8 @@
 //! `collectives_in_a_row`: two members run an exchange and `LINES`
 //! broadcast steps in a row, posting values in their lines and reading the
 //! other's (under loom an area has 4 lines, so a line is reused within
-//! the model). The steps start just before the sequence numbers wrap, and
+//! the model); the broadcast's reader acknowledges a step before it reads
+//! it, as the library's bcast does. The steps start just before the sequence numbers wrap, and
 //! either member may run ahead (the root of a broadcast does not wait for
 //! its reader, up to `LINES - 1` steps) or arrive late: every read must
 //! see the value posted for that very step, never one `LINES` steps
@@ -61,15 +62,16 @@ fn member(areas: &Arc<[Area; 2]>, me: usize) {
             thread::yield_now();
         }
         if bcast && me == 1 {
-            // Read the root's value first, then post (the reader's
-            // acknowledgement, which lets the root reuse the line).
+            // Acknowledge, then read the root's value, as `direct::bcast`
+            // does (BP2 lets a member read step `t` until it posts
+            // `t + 1`, and the root may run ahead meanwhile).
             while !b.posted(other, t) {
                 thread::yield_now();
             }
+            b.post(t, 0, &[]);
             let mut got = [0; 8];
             assert_eq!(b.read(other, t, &mut got), 8);
             assert_eq!(got, value(other, t), "member {me} reads step {t}");
-            b.post(t, 0, &[]);
             continue;
         }
         b.post(t, 8, &value(me, t));
