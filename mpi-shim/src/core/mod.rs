@@ -45,6 +45,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use shm_engine::lock::{Lock, LockGuard};
 use shm_engine::{Endpoint, bootstrap};
@@ -943,11 +944,21 @@ pub fn try_state() -> Option<StateGuard> {
     STATE.try_lock().map(StateGuard)
 }
 
+/// The runtime of the latest library call ([`in_call`]): of the call that
+/// holds the library lock, while one does. A callback runs inside such a
+/// call, on its thread and under its lock, so no other call replaces it
+/// meanwhile.
+static CALL_RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Callbacks running now ([`run_callback`]), on any thread: while there
+/// are none (almost always), [`callback_runtime`] answers without reading
+/// thread-local storage, which in a shared library costs a call to
+/// `__tls_get_addr`.
+static CALLBACKS: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
-    /// The runtime of this thread's latest library call ([`in_call`]).
-    static CALL_RUNTIME: Cell<*mut Runtime> = const { Cell::new(std::ptr::null_mut()) };
-    /// Whether application code that call runs ([`run_callback`]) is
-    /// running now.
+    /// Whether application code that this thread's call runs
+    /// ([`run_callback`]) is running now.
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -967,13 +978,14 @@ impl<T: Copy + 'static> Drop for Restore<T> {
 /// calls use `rt` ([`callback_runtime`]) instead of taking the lock again,
 /// which this thread holds.
 ///
-/// The gate costs one write to thread-local storage: `CALL_RUNTIME` keeps
-/// the runtime of this thread's latest call, and is read only while a
-/// callback of the call in progress runs (`IN_CALLBACK`, which only
-/// [`run_callback`] sets, inside a call). A call made from a callback
+/// The gate costs one plain store and no access to thread-local storage:
+/// `CALL_RUNTIME` keeps the runtime of the latest call, and is read only
+/// while a callback of the call in progress runs (`IN_CALLBACK`, which
+/// only [`run_callback`] sets, inside a call). A call made from a callback
 /// never gets here: it finds the lent runtime first.
+#[inline]
 pub fn in_call<T>(rt: &mut Runtime, f: impl FnOnce(&mut Runtime) -> T) -> T {
-    CALL_RUNTIME.set(rt);
+    CALL_RUNTIME.store(rt, Ordering::Relaxed);
     f(rt)
 }
 
@@ -1006,8 +1018,20 @@ impl AppFn {
 /// query objects but not communicate (the standard gives reduction
 /// functions no use for communication).
 pub fn run_callback<T>(f: impl FnOnce() -> T) -> T {
+    CALLBACKS.fetch_add(1, Ordering::Relaxed);
+    let _count = Counted(&CALLBACKS);
     let _restore = Restore(&IN_CALLBACK, IN_CALLBACK.replace(true));
     f()
+}
+
+/// Takes one back from a count when dropped, also if the code in between
+/// unwinds.
+struct Counted(&'static AtomicUsize);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The world model's phase, also from inside a callback (where the lock is
@@ -1024,14 +1048,15 @@ pub fn world_phase() -> Phase {
 /// The runtime of the library call whose callback is running on this
 /// thread, if one is. Only this thread's MPI calls may use it, and only
 /// until the callback returns.
+#[inline]
 pub fn callback_runtime() -> Option<*mut Runtime> {
-    // Every call asks, and almost none runs in a callback: one
-    // thread-local read then (in a shared library each costs a call to
-    // `__tls_get_addr`).
-    if !IN_CALLBACK.get() {
+    // Every call asks, and almost none runs in a callback: one load of
+    // the count then. A thread that runs a callback counted it itself, so
+    // it sees the count; other threads' answer is `None` either way.
+    if CALLBACKS.load(Ordering::Relaxed) == 0 || !IN_CALLBACK.get() {
         return None;
     }
-    let rt = CALL_RUNTIME.get();
+    let rt = CALL_RUNTIME.load(Ordering::Relaxed);
     (!rt.is_null()).then_some(rt)
 }
 
