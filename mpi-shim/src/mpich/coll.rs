@@ -261,7 +261,7 @@ pub(super) mod neighbor;
 pub(crate) mod op;
 mod persistent;
 
-use op::reduction;
+use op::reduction_of;
 use persistent::{Kept, array_lengths, persistent, send_side};
 
 /// `n` datatype handles from an argument array.
@@ -317,11 +317,16 @@ fn reduce_args(
     op: MPI_Op,
 ) -> Reduce {
     let in_place = |buf: *const c_void| abi::is_in_place(buf);
+    let dt = super::datatype(rt, datatype);
+    let op = match &dt {
+        Ok(t) => reduction_of(rt, op, datatype, t.clone()),
+        Err(e) => Err(e.clone()),
+    };
     Reduce {
         send: (!in_place(sendbuf)).then_some(sendbuf),
         recv: (!in_place(recvbuf)).then_some(recvbuf),
-        dt: super::datatype(rt, datatype),
-        op: reduction(rt, op, datatype),
+        dt,
+        op,
     }
 }
 

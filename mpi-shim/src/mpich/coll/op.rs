@@ -84,7 +84,16 @@ unsafe fn call_large(f: usize, invec: *mut c_void, inoutvec: *mut c_void, len: u
 
 /// The operation `op` bound to datatype `handle`.
 pub(super) fn reduction(rt: &Runtime, op: MPI_Op, handle: MPI_Datatype) -> MpiResult<Reduction> {
-    let dt = super::datatype(rt, handle)?;
+    reduction_of(rt, op, handle, super::datatype(rt, handle)?)
+}
+
+/// [`reduction`] of a datatype already decoded: `dt` is `handle`'s.
+pub(super) fn reduction_of(
+    rt: &Runtime,
+    op: MPI_Op,
+    handle: MPI_Datatype,
+    dt: TypeRef,
+) -> MpiResult<Reduction> {
     match abi::direct_index(Kind::Op, op) {
         Some(i) => {
             let &op = rt.ops.get(i).ok_or_else(|| invalid_op(op))?;
