@@ -194,6 +194,7 @@ impl UserBuf {
     /// # Safety
     /// For a send the buffer is readable (the promise of
     /// [`UserBuf::new`]).
+    #[inline]
     pub unsafe fn wire(&self, ep: &Endpoint, way: Way) -> Wire {
         if self.len == 0 || self.dt.is_contiguous() {
             return Wire::Direct(Piece::new(self.ptr, self.len));

@@ -129,6 +129,7 @@ impl Comm {
 
     /// The job rank a send to `dest` goes to (`None` for `MPI_PROC_NULL`),
     /// and the engine tag, after checking both.
+    #[inline]
     pub fn send_to(&self, dest: Rank, tag: Tag) -> MpiResult<(Option<u32>, u64)> {
         self.check_rank(dest, "destination", false)?;
         let tag = check_tag(tag, false)?.expect("a checked send tag is a value");
@@ -141,6 +142,7 @@ impl Comm {
 
     /// Whom a receive or probe from `source` with `tag` accepts, after
     /// checking both.
+    #[inline]
     pub fn recv_from(&self, source: Rank, tag: Tag) -> MpiResult<RecvFrom> {
         self.check_rank(source, "source", true)?;
         let tag = check_tag(tag, true)?;

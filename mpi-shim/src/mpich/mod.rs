@@ -478,6 +478,7 @@ pub(crate) fn committed_bytes(
 ///
 /// # Safety
 /// As for [`UserBuf::new`].
+#[inline]
 pub(crate) unsafe fn user_buf(
     rt: &Runtime,
     buf: *const c_void,
