@@ -42,7 +42,7 @@ pub(super) enum Ack {
 #[derive(Debug)]
 pub(super) enum Arrival {
     /// A whole message (a copy of an inline, eager or network-eager one).
-    Data { bytes: Vec<u8>, ack: Option<Ack> },
+    Data { bytes: Copied, ack: Option<Ack> },
     /// A local rendezvous offer.
     Rts(Rts),
     /// A message a local sender wrote into a buffer we granted.
@@ -54,6 +54,55 @@ pub(super) enum Arrival {
         token: u64,
         ack: Option<Ack>,
     },
+}
+
+/// Bytes of a copy kept in place rather than on the heap: an inline
+/// message's worth.
+const IN_PLACE: usize = crate::layout::INLINE_CAPACITY;
+
+/// A copy of a whole message, as the unexpected queue keeps it: in place
+/// up to an inline message's size, so that the small messages a sender
+/// ahead of its receiver leaves cost no allocation when they arrive and
+/// no free when a receive takes them (about 200 instructions of 1,100 for
+/// a receive of an 8-byte message that arrived first); on the heap beyond.
+pub(super) enum Copied {
+    InPlace { len: u8, data: [u8; IN_PLACE] },
+    Heap(Vec<u8>),
+}
+
+const _: () = assert!(IN_PLACE <= u8::MAX as usize);
+
+impl Copied {
+    /// A copy of `data`.
+    pub(super) fn of(data: &[u8]) -> Self {
+        if data.len() <= IN_PLACE {
+            let mut copy = [0; IN_PLACE];
+            copy[..data.len()].copy_from_slice(data);
+            Self::InPlace {
+                len: data.len() as u8,
+                data: copy,
+            }
+        } else {
+            Self::Heap(data.to_vec())
+        }
+    }
+}
+
+impl std::ops::Deref for Copied {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::InPlace { len, data } => &data[..usize::from(*len)],
+            Self::Heap(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Debug for Copied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Copied({} bytes)", self.len())
+    }
 }
 
 impl Arrival {
@@ -93,7 +142,7 @@ impl Endpoint {
                 self.reqs.complete(id, result);
             }
             None => {
-                let bytes = data.to_vec();
+                let bytes = Copied::of(data);
                 self.matcher
                     .push_unexpected(from, tag, Arrival::Data { bytes, ack });
             }
@@ -209,5 +258,24 @@ impl Endpoint {
         // `data` is a distinct allocation or a staging slot.
         unsafe { iov::scatter(pieces, data.as_ptr(), data.len()) };
         truncation(source, tag, data.len(), r.cap)
+    }
+}
+
+#[cfg(all(test, not(tessel_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_gives_back_its_bytes_in_place_or_on_the_heap() {
+        let data: Vec<u8> = (0..200u8).collect();
+        for n in [0, 1, 8, IN_PLACE - 1, IN_PLACE, IN_PLACE + 1, 200] {
+            let c = Copied::of(&data[..n]);
+            assert_eq!(&*c, &data[..n], "{n} bytes");
+            assert_eq!(
+                matches!(c, Copied::InPlace { .. }),
+                n <= IN_PLACE,
+                "{n} bytes"
+            );
+        }
     }
 }
