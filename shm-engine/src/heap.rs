@@ -27,8 +27,8 @@
 //! table). A peer turns it into an address with [`PeerHeaps::resolve`]:
 //! the first time it meets an arena it takes a copy of the descriptor with
 //! `pidfd_open` + `pidfd_getfd`, or where the kernel lacks them opens it
-//! through `/proc/PID/fd` (the kernel asks for `ptrace` permission either
-//! way: the same policy as cross-memory attach) and maps it shared; later
+//! through `/proc/PID/fd` (the kernel asks for `ptrace` permission: to
+//! attach, as for cross-memory attach, or to read) and maps it shared; later
 //! resolves are a table look-up. Where the kernel refuses, the error says
 //! so and the engine treats that end as private memory.
 //!

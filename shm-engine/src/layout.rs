@@ -38,7 +38,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 9;
+pub const LAYOUT_VERSION: u32 = 10;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 72;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -99,7 +99,12 @@ pub struct SegmentHeader {
     pub cma_probe_addr: u64,
     /// 1 once everything above is written (Release); 0 before.
     pub ready: AtomicU32,
-    _pad: u32,
+    /// The machine's online CPUs as the creator found them, written before
+    /// `ready`: one number for every process of the node, for protocols
+    /// they must agree on (each process's own reading may differ: a CPU
+    /// brought on or off line in between, a C library that counts the
+    /// affinity mask).
+    pub online_cpus: u32,
 }
 
 /// The value behind [`SegmentHeader::cma_probe_addr`].
@@ -432,6 +437,7 @@ const _: () = {
     assert!(offset_of!(ProcArea, wake_fd) == 32);
     assert!(offset_of!(ProcArea, boards) == 36);
     assert!(offset_of!(SegmentHeader, ready) == 128);
+    assert!(offset_of!(SegmentHeader, online_cpus) == 132);
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);
     assert!(offset_of!(XferDesc, src) == 40);

@@ -158,6 +158,7 @@ impl NodeSegment {
             (*header).xfer_off = layout.xfer_off;
             (*header).creator_pid = u64::from(sys::pid());
             (*header).cma_probe_addr = &CMA_PROBE as *const u64 as u64;
+            (*header).online_cpus = u32::try_from(sys::online_cpus()).unwrap_or(u32::MAX);
         }
         let seg = Self { map, layout, fd };
         seg.header().ready.store(1, Ordering::Release);

@@ -349,10 +349,12 @@ pub fn pidfd_getfd(pidfd: &OwnedFd, fd: u32) -> io::Result<OwnedFd> {
 /// process `pid`: a duplicate taken with `pidfd_open` + `pidfd_getfd`
 /// (Linux 5.6 and later), or, where those answer ENOSYS (older kernels;
 /// valgrind, which does not know them), the file opened afresh, read and
-/// write, through `/proc/PID/fd/FD`. The kernel asks for `ptrace` read
-/// permission on the process either way. The second way reaches files
-/// (a memfd), not anonymous inodes (an eventfd: ENXIO). Allocates
-/// nothing, so a child forked from a multi-threaded process may call it.
+/// write, through `/proc/PID/fd/FD`. The kernel asks for `ptrace`
+/// permission on the process: to attach for `pidfd_getfd`, to read for
+/// `/proc` (the engine maps peers' heaps only where cross-memory attach,
+/// which asks to attach, works too). The second way reaches files (a
+/// memfd), not anonymous inodes (an eventfd: ENXIO). Allocates nothing,
+/// so a child forked from a multi-threaded process may call it.
 pub fn peer_fd(pid: u32, fd: u32) -> io::Result<OwnedFd> {
     match pidfd_open(pid).and_then(|pidfd| pidfd_getfd(&pidfd, fd)) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => open_proc_fd(pid, fd),

@@ -96,15 +96,6 @@ pub struct Topology {
     pub pus: Vec<usize>,
 }
 
-/// The machine's online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`, read once:
-/// glibc reads a file in `/sys` for it): the same at every process of a
-/// node, so a protocol they must agree on may depend on it (whether a job
-/// is oversubscribed may not: that counts one job's processes).
-pub fn online_cpus() -> usize {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CPUS.get_or_init(crate::sys::online_cpus)
-}
-
 fn pus_of(obj: &TopologyObject) -> Vec<usize> {
     obj.cpuset()
         .map(|set| set.iter_set().map(usize::from).collect())

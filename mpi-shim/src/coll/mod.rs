@@ -130,7 +130,7 @@ fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
         .iter()
         .position(|&r| r == me)
         .expect("a node holds its caller");
-    let team = board::Team::new(ids, mine);
+    let team = board::Team::new(ids, mine, rt.ep.node_cpus());
     if locals.len() == nodes.len() {
         Boards::Whole(team)
     } else {

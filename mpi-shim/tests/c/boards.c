@@ -119,8 +119,10 @@ static void mixed(MPI_Op l) {
         free(b);
     }
     /* A strided buffer (every other int) in one piece (a blocking member
-     * unpacks it straight off the board) and in several (a schedule at
-     * every member). */
+     * unpacks it straight off the board) and in several (gathered packed,
+     * unpacked once): 12,000 bytes are two 8 KiB pieces where members are
+     * no more than the CPUs, one piece otherwise; 160,000 are several
+     * everywhere. */
     const int strided[] = {1000, 3000, 40000};
     for (int k = 0; k < 3; k++) {
         int n = strided[k], root = (k + 1) % size;

@@ -193,6 +193,15 @@ impl Endpoint {
         self.oversubscribed
     }
 
+    /// The machine's online CPUs as the node's first process found them
+    /// (`SegmentHeader::online_cpus`): the same number at every process
+    /// of the node, so a protocol they must agree on may depend on it
+    /// (whether a job is oversubscribed may not: that counts one job's
+    /// processes).
+    pub fn node_cpus(&self) -> usize {
+        self.shm.node_cpus()
+    }
+
     /// This process's id: its rank in the bootstrap, plus its job's
     /// [`base`](crate::bootstrap::Universe::base) in the universe.
     pub fn rank(&self) -> u32 {

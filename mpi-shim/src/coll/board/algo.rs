@@ -37,26 +37,23 @@ pub(super) fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, us
     split(len, (DATA / unit.max(1)).max(1) * unit.max(1))
 }
 
-/// Bytes a step of a bcast carries when every member has a core of its
-/// own (board members no more than online CPUs): the root places a piece
-/// in one data buffer while the readers copy the previous one out of the
-/// other, and pieces this small stay in the caches nearest the cores. At
-/// 2 processes, 8 KiB pieces took a 1 MiB bcast 0.80 and a 64 KiB one
-/// 0.65 of the time of 128 KiB pieces; 4 KiB was no better, 16 and 32 KiB
-/// little better than 128. Where members share cores, each hand-off may wait for a
-/// reader to get a core back, and pieces stay [`DATA`] bytes.
+/// Bytes a step of a bcast carries when the board's members are no more
+/// than the machine's online CPUs: the root places a piece in one data
+/// buffer while the readers copy the previous one out of the other, and
+/// pieces this small stay in the caches nearest the cores. At 2
+/// processes, 8 KiB pieces took a 1 MiB bcast 0.80 and a 64 KiB one 0.65
+/// of the time of 128 KiB pieces; 4 KiB was no better, 16 and 32 KiB
+/// little better than 128. Where members outnumber the CPUs, each hand-off
+/// may wait for a reader to get a core back, and pieces stay [`DATA`]
+/// bytes. (The CPUs counted are online ones, not those a process's
+/// affinity or a container's quota leaves it.)
 const BCAST_PIECE: usize = 8 << 10;
 
-/// Bytes per step of a bcast among `n` members: every member computes
-/// the same, since the machine's online CPUs are the same at every member
-/// of a node (whether a job counts as oversubscribed is not: it counts
-/// one job's processes).
-pub(super) fn bcast_piece(n: usize) -> usize {
-    if n <= shm_engine::topo::online_cpus() {
-        BCAST_PIECE
-    } else {
-        DATA
-    }
+/// Bytes per step of a bcast among `n` members on a node of `cpus` online
+/// CPUs ([`shm_engine::Endpoint::node_cpus`], one number for the whole
+/// node, so that every member takes the same steps).
+pub(super) fn bcast_piece(n: usize, cpus: usize) -> usize {
+    if n <= cpus { BCAST_PIECE } else { DATA }
 }
 
 /// Bytes of each member's block a step of scatter or all-to-all carries:
@@ -79,7 +76,7 @@ pub fn barrier(b: &mut Builder) {
 /// `MPI_Bcast` of `data` from `root`.
 pub fn bcast(b: &mut Builder, data: Span, root: usize) {
     let team = team(b);
-    for (off, len) in split(data.len, bcast_piece(b.size)) {
+    for (off, len) in split(data.len, team.bcast_piece()) {
         let t = team.step();
         let piece = data.sub(off, len);
         // Neither the root nor a reader waits for everyone's post: both

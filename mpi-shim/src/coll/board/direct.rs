@@ -4,8 +4,9 @@
 //! a schedule would pack the input into its own buffer first and unpack
 //! the result at the end, two more copies of every byte. Large data goes
 //! in pieces; reductions and the blocks of allgather and alltoall must be
-//! contiguous (others compile the schedule), and a broadcast of more than
-//! one piece too. They take exactly the steps the board algorithms
+//! contiguous (others compile the schedule); a broadcast's non-contiguous
+//! buffer is packed at the root and, in several pieces, gathered packed at
+//! a reader and unpacked once. They take exactly the steps the board algorithms
 //! ([`super::algo`]) compile, from the same step counter, so one member
 //! may run a collective here while another runs it as a schedule.
 //!
@@ -20,12 +21,12 @@ use std::sync::Arc;
 
 use shm_engine::board::{self as bp, Board};
 
-use super::algo::{bcast_piece, pieces, share, slice, split};
+use super::algo::{pieces, share, slice, split};
 use super::{DATA, INLINE, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
-use crate::core::{MpiError, MpiResult, Runtime, threads};
+use crate::core::{MpiError, MpiResult, Runtime, pool, threads};
 use crate::ops::Reduction;
 
 /// Looks at the flags a wait needs before it starts progressing the rest
@@ -212,20 +213,16 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
     })())
 }
 
-/// `MPI_Bcast`, in pieces of at most [`DATA`] bytes; a buffer of more
-/// than one piece must be contiguous.
+/// `MPI_Bcast`, in pieces of [`Team::bcast_piece`] bytes.
 ///
 /// # Safety
 /// As for `calls::bcast`.
 pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Option<MpiResult<()>> {
     let team = ready(rt, slot)?;
-    let (root, me, n) = root_and_me(rt, slot, root).ok()?;
+    let (root, me, _) = root_and_me(rt, slot, root).ok()?;
     // SAFETY: the caller's promise.
     let ub = unsafe { buf.buf() }.ok()?;
-    let piece = bcast_piece(n);
-    if ub.len > piece && !ub.dt.is_contiguous() {
-        return None;
-    }
+    let piece = team.bcast_piece();
     Some((|| {
         let mut run = Run::start(rt, slot, team)?;
         if me == root {
@@ -239,6 +236,10 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
             return Ok(());
         }
         let mut bad = None;
+        // A non-contiguous buffer of several pieces is gathered packed and
+        // unpacked once at the end; of one piece, unpacked off the board.
+        let mut packed = (!ub.dt.is_contiguous() && ub.len > piece).then(|| pool::take(ub.len));
+        let mut received = 0;
         for (off, len) in split(ub.len, piece) {
             run.next();
             run.wait_posted(rt, Some(root), run.t)?;
@@ -247,13 +248,16 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
             // piece in its other buffer while this one is copied out.
             run.post_ahead(rt, &[])?;
             let got = read(&run.board(), root, run.t, len, 0, len, |x| {
+                received += x.len();
                 if ub.dt.is_contiguous() {
                     // SAFETY: bytes `off..off + len` of the contiguous
                     // buffer, writable elsewhere (MPI contract).
                     unsafe { std::ptr::copy_nonoverlapping(x.as_ptr(), ub.ptr.add(off), x.len()) }
+                } else if let Some(p) = packed.as_mut() {
+                    p[off..off + x.len()].copy_from_slice(x);
                 } else {
-                    // SAFETY: one piece in all (checked above); the buffer
-                    // is writable (MPI contract).
+                    // SAFETY: one piece in all (`packed` is for several);
+                    // the buffer is writable (MPI contract).
                     unsafe { ub.unpack(x) }
                 }
             });
@@ -262,6 +266,12 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
             }
         }
         run.end();
+        if let Some(p) = packed {
+            // SAFETY: the buffer is writable (MPI contract); `received`
+            // bytes arrived (fewer only from an erroneous sender).
+            unsafe { ub.unpack(&p[..received.min(p.len())]) };
+            pool::give(p);
+        }
         bad.map_or(Ok(()), |e| Err(e.on(slot)))
     })())
 }

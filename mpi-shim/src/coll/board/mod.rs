@@ -19,7 +19,7 @@
 //!   outnumber cores: member 0 posts last and the others wait for it);
 //! - bcast: the root posts a piece, the others post, then copy it (BP2
 //!   lets them read it until they post the next step, and the root fills
-//!   its other data buffer meanwhile), in pieces of `algo::bcast_piece`;
+//!   its other data buffer meanwhile), in pieces of [`Team::bcast_piece`];
 //! - reduce and allreduce, small (up to [`SMALL`] bytes in all): everyone
 //!   posts its vector and reduces all of them in rank order (so
 //!   non-commutative operations keep their order, and every member gets
@@ -189,6 +189,8 @@ pub struct Team {
     ended: Mutex<std::collections::BTreeSet<u64>>,
     /// Tickets in `ended`.
     strays: AtomicU64,
+    /// Bytes per step of a bcast ([`algo::bcast_piece`]).
+    bcast_piece: usize,
 }
 
 /// Take the next number from a team's counter. A team's counters change
@@ -213,15 +215,17 @@ unsafe impl Send for OwnArea {}
 unsafe impl Sync for OwnArea {}
 
 impl Team {
-    /// A board for member `me` of the processes `ids`, with its area
-    /// (reused or new).
-    pub fn new(ids: Vec<u32>, me: usize) -> Arc<Self> {
+    /// A board for member `me` of the processes `ids`, on a node of `cpus`
+    /// online CPUs ([`Endpoint::node_cpus`]), with its area (reused or
+    /// new).
+    pub fn new(ids: Vec<u32>, me: usize, cpus: usize) -> Arc<Self> {
         let own = retired::take().or_else(|| heap::alloc(AREA).ok().map(OwnArea));
         if let Some(own) = &own {
             // SAFETY: a fresh or retired area that nobody reads any more
             // (retired::take's check); zero lines mean "nothing posted".
             unsafe { own.0.as_ptr().write_bytes(0, bp::DATA_OFF) };
         }
+        let bcast_piece = algo::bcast_piece(ids.len(), cpus);
         Arc::new(Self {
             ids,
             me,
@@ -232,6 +236,7 @@ impl Team {
             turn: AtomicU64::new(0),
             ended: Mutex::default(),
             strays: AtomicU64::new(0),
+            bcast_piece,
         })
     }
 
@@ -290,6 +295,11 @@ impl Team {
 
     pub fn size(&self) -> usize {
         self.ids.len()
+    }
+
+    /// Bytes per step of a bcast on this board: the same at every member.
+    pub fn bcast_piece(&self) -> usize {
+        self.bcast_piece
     }
 
     pub fn me(&self) -> usize {

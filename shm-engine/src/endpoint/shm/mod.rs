@@ -322,6 +322,11 @@ impl Shm {
         self.seg.takes_boards(j)
     }
 
+    /// The machine's online CPUs as the segment's creator found them.
+    pub(super) fn node_cpus(&self) -> usize {
+        self.seg.header().online_cpus as usize
+    }
+
     /// Whether work is left that only progress finishes: a backlog, or
     /// transfers whose chunks others may still copy. A waiting loop must
     /// not sleep on the futex then: neither rings a doorbell.
