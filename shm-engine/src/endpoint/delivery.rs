@@ -88,6 +88,17 @@ impl Copied {
     }
 }
 
+impl Copied {
+    /// `data` itself as the copy (in place when small enough).
+    pub(super) fn from_vec(data: Vec<u8>) -> Self {
+        if data.len() <= IN_PLACE {
+            Self::of(&data)
+        } else {
+            Self::Heap(data)
+        }
+    }
+}
+
 impl std::ops::Deref for Copied {
     type Target = [u8];
 
@@ -181,23 +192,29 @@ impl Endpoint {
             }
             return;
         }
-        let pieces = self.reqs.pieces(id);
-        let gathered;
-        let data: &[u8] = match pieces {
-            _ if len == 0 => &[],
-            // SAFETY: the sender's buffer is readable, `len` bytes in all
-            // (isend contract), and stays so until the request completes
-            // below; a receive buffer may not overlap it (MPI contract).
-            [p] => unsafe { std::slice::from_raw_parts(p.ptr, len) },
+        match self.reqs.pieces(id) {
+            _ if len == 0 => self.arrive_data(self.rank, tag, &[], ack),
+            [p] => {
+                // SAFETY: the sender's buffer is readable, `len` bytes in
+                // all (isend contract), and stays so until the request
+                // completes below; a receive buffer may not overlap it
+                // (MPI contract).
+                let data = unsafe { std::slice::from_raw_parts(p.ptr, len) };
+                self.arrive_data(self.rank, tag, data, ack);
+            }
             many => {
+                // No posted receive matched (above): the gathered bytes
+                // are the copy the unexpected queue keeps.
                 let mut v = vec![0; len];
                 // SAFETY: as above; `v` holds `len` bytes.
                 unsafe { Cursor::start(many).gather(many, v.as_mut_ptr(), len) };
-                gathered = v;
-                &gathered
+                let body = Arrival::Data {
+                    bytes: Copied::from_vec(v),
+                    ack,
+                };
+                self.matcher.push_unexpected(self.rank, tag, body);
             }
-        };
-        self.arrive_data(self.rank, tag, data, ack);
+        }
         if !sync {
             self.reqs.complete_sent(id);
         }
@@ -269,13 +286,11 @@ mod tests {
     fn a_copy_gives_back_its_bytes_in_place_or_on_the_heap() {
         let data: Vec<u8> = (0..200u8).collect();
         for n in [0, 1, 8, IN_PLACE - 1, IN_PLACE, IN_PLACE + 1, 200] {
-            let c = Copied::of(&data[..n]);
-            assert_eq!(&*c, &data[..n], "{n} bytes");
-            assert_eq!(
-                matches!(c, Copied::InPlace { .. }),
-                n <= IN_PLACE,
-                "{n} bytes"
-            );
+            for c in [Copied::of(&data[..n]), Copied::from_vec(data[..n].to_vec())] {
+                assert_eq!(&*c, &data[..n], "{n} bytes");
+                let in_place = matches!(c, Copied::InPlace { .. });
+                assert_eq!(in_place, n <= IN_PLACE, "{n} bytes");
+            }
         }
     }
 }
