@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::ffi::c_void;
 
-use shm_engine::{Endpoint, Piece};
+use shm_engine::{Endpoint, Piece, Source};
 
 use super::datatype::TypeRef;
 use super::{Class, MpiError, MpiResult};
@@ -100,12 +100,11 @@ impl Wire {
 }
 
 /// Which way a buffer moves, and the process at the other end (engine
-/// ids) as far as it is known: a send's destination, a receive's source
-/// (`None`: any).
+/// ids): a send's destination, the senders a receive accepts.
 #[derive(Clone, Copy, Debug)]
 pub enum Way {
     Send(u32),
-    Recv(Option<u32>),
+    Recv(Source),
 }
 
 /// `count` elements of a datatype at `ptr`: a message buffer as the
@@ -174,7 +173,7 @@ impl UserBuf {
         let to_self = ep.config().self_direct
             && match way {
                 Way::Send(to) => to == ep.rank(),
-                Way::Recv(from) => from == Some(ep.rank()),
+                Way::Recv(from) => from == Source::Rank(ep.rank()),
             };
         let min_avg = if to_self || !ep.uses_cma() || self.len <= ep.config().eager_max {
             MIN_AVG_PIECE

@@ -90,12 +90,8 @@ impl Runtime {
         let Some((src, matcher)) = from else {
             return Ok(Req::Done(Status::proc_null()));
         };
-        let from = match src {
-            Source::Rank(r) => Some(r),
-            Source::Any => None,
-        };
         // SAFETY: a receive's wire is not read.
-        let wire = unsafe { ub.wire(&self.ep, Way::Recv(from)) };
+        let wire = unsafe { ub.wire(&self.ep, Way::Recv(src)) };
         // A whole message that arrived before its receive (a copy in the
         // unexpected queue) is received at once, without an engine request
         // (into the user's memory: a datatype received packed is unpacked
@@ -122,7 +118,7 @@ impl Runtime {
     /// As for [`Runtime::start_recv`].
     pub unsafe fn imrecv(&mut self, msg: Message, comm: usize, ub: &UserBuf) -> MpiResult<Req> {
         // SAFETY: a receive's wire is not read.
-        let wire = unsafe { ub.wire(&self.ep, Way::Recv(Some(msg.source()))) };
+        let wire = unsafe { ub.wire(&self.ep, Way::Recv(Source::Rank(msg.source()))) };
         self.recv_into(ub, wire, comm, |ep, pieces| {
             // SAFETY: the pieces stay writable until completion (the
             // caller's promise, or the request's packed buffer).

@@ -318,10 +318,7 @@ fn reduce_args(
 ) -> Reduce {
     let in_place = |buf: *const c_void| abi::is_in_place(buf);
     let dt = super::datatype(rt, datatype);
-    let op = match &dt {
-        Ok(t) => reduction_of(rt, op, datatype, t.clone()),
-        Err(e) => Err(e.clone()),
-    };
+    let op = dt.clone().and_then(|t| reduction_of(rt, op, datatype, t));
     Reduce {
         send: (!in_place(sendbuf)).then_some(sendbuf),
         recv: (!in_place(recvbuf)).then_some(recvbuf),

@@ -86,9 +86,7 @@ impl Copied {
             Self::Heap(data.to_vec())
         }
     }
-}
 
-impl Copied {
     /// `data` itself as the copy (in place when small enough).
     pub(super) fn from_vec(data: Vec<u8>) -> Self {
         if data.len() <= IN_PLACE {
