@@ -251,6 +251,41 @@ fn collectives_where_one_rank_turns_flag_boards_off() {
     }
 }
 
+/// A flag board whose setup fails at one member (`boardfail.c`: rank 1
+/// has no file descriptor left when the first collective sets the board
+/// up; with `noarea` it cannot even make the heap for its own area). Every
+/// member runs that communicator's collectives on messages, with the right
+/// results, on one node and on virtual nodes where only one node's board
+/// fails, and the member that failed says why, once. Before, that member
+/// alone returned an error and the others waited for it on the board.
+#[test]
+fn collectives_where_a_board_cannot_be_set_up() {
+    let exe = build(&ours(), "boardfail", "tessel");
+    for (arg, cause) in [
+        (None, "cannot map a peer's shared memory"),
+        (
+            Some("noarea"),
+            "could not place its area in its shared heap",
+        ),
+    ] {
+        for (ppn, n) in [(8, 2), (8, 3), (2, 4), (3, 5)] {
+            let (ppn, np) = (ppn.to_string(), n.to_string());
+            let mut cmd = mpiexec(&["--ppn", &ppn, "-n", &np]);
+            cmd.arg(&exe).args(arg);
+            let label = format!("boardfail-{}-{ppn}-{n}", arg.unwrap_or("map"));
+            let run = launch(&label, cmd).wait_for(WATCHDOG);
+            assert_ok(&run, "boardfail", n);
+            let notes = run.stderr.matches("collectives run on messages").count();
+            assert_eq!(
+                notes, 1,
+                "{label}: one member should say why\n{}",
+                run.stderr
+            );
+            assert!(run.stderr.contains(cause), "{label}: {}", run.stderr);
+        }
+    }
+}
+
 /// Programs under valgrind, as a user debugging a program runs them: they
 /// complete (memcheck's reports are not checked). Valgrind 3.19 lacks
 /// `pidfd_open`, so the library maps peers' heaps through `/proc/PID/fd`,

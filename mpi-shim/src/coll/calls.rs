@@ -355,7 +355,7 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> MpiResult<Schedule> {
         return inter::barrier(rt, slot);
     }
     let mut b = builder(rt, slot)?;
-    algo::barrier(&mut b);
+    b.either(algo::barrier);
     Ok(b.finish())
 }
 
@@ -380,7 +380,7 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Mpi
     };
     let mut b = builder(rt, slot)?;
     let data = b.input(data);
-    algo::bcast(&mut b, data, root);
+    b.either(|b| algo::bcast(b, data, root));
     let out = (me != root).then(|| sink(&ub));
     Ok(unpack_into(b, data, out))
 }
@@ -416,7 +416,7 @@ pub unsafe fn reduce(
     b.set_op(red);
     b.set_elem(elem);
     let acc = b.input(input);
-    algo::reduce(&mut b, acc, root);
+    b.either(|b| algo::reduce(b, acc, root));
     Ok(unpack_into(b, acc, out))
 }
 
@@ -442,7 +442,7 @@ pub unsafe fn allreduce(
     let mut b = builder(rt, slot)?;
     b.set_op(red);
     let acc = b.input(input);
-    algo::allreduce(&mut b, acc, elem);
+    b.either(|b| algo::allreduce(b, acc, elem));
     Ok(unpack_into(b, acc, Some(out)))
 }
 
@@ -482,20 +482,23 @@ pub unsafe fn gather(
     let mut b = builder(rt, slot)?;
     let blk = outs.first().map_or(own.len(), |u| u.len);
     let own = b.input(own);
-    let parts = if regular {
-        algo::gather(&mut b, root, own, blk)
-    } else {
-        let parts = blocks_for(&mut b, &outs);
-        algo::gatherv(&mut b, root, own, &parts);
-        parts
-    };
-    for (r, ub) in outs.iter().enumerate() {
-        if r == me && in_place {
-            continue;
+    // The blocks land where the variant puts them: unpacked within it.
+    b.either(|b| {
+        let parts = if regular {
+            algo::gather(b, root, own, blk)
+        } else {
+            let parts = blocks_for(b, &outs);
+            algo::gatherv(b, root, own, &parts);
+            parts
+        };
+        for (r, ub) in outs.iter().enumerate() {
+            if r == me && in_place {
+                continue;
+            }
+            let k = b.sink(sink(ub));
+            b.unpack(if r == me { own } else { parts[r] }, k);
         }
-        let k = b.sink(sink(ub));
-        b.unpack(if r == me { own } else { parts[r] }, k);
-    }
+    });
     Ok(b.finish())
 }
 
@@ -541,19 +544,26 @@ pub unsafe fn scatter(
     let all = b.input(data);
     let parts = all.split(lens);
     let own_len = out.as_ref().map_or(0, |u| u.len);
-    let own = if regular {
-        let blk = ins.iter().map(|u| u.len).max().unwrap_or(own_len);
-        algo::scatter(&mut b, root, &parts, blk)
-    } else {
-        let own = if me == root {
-            parts[me]
+    // This block lands where the variant puts it: unpacked within it.
+    b.either(|b| {
+        let own = if regular {
+            let blk = ins.iter().map(|u| u.len).max().unwrap_or(own_len);
+            algo::scatter(b, root, &parts, blk)
         } else {
-            b.buf(own_len)
+            let own = if me == root {
+                parts[me]
+            } else {
+                b.buf(own_len)
+            };
+            algo::scatterv(b, root, own, &parts);
+            own
         };
-        algo::scatterv(&mut b, root, own, &parts);
-        own
-    };
-    Ok(unpack_into(b, own, out.as_ref().map(sink)))
+        if let Some(u) = &out {
+            let k = b.sink(sink(u));
+            b.unpack(own, k);
+        }
+    });
+    Ok(b.finish())
 }
 
 /// `MPI_Allgather` and `MPI_Allgatherv` (§6.7): `send` is `None` for
@@ -593,7 +603,7 @@ pub unsafe fn allgather(
     let parts = blocks_for(&mut b, &outs);
     let mine = b.input(own);
     b.copy(mine, parts[me]);
-    algo::allgatherv(&mut b, &parts);
+    b.either(|b| algo::allgatherv(b, &parts));
     unpack_all(&mut b, &parts, &outs, in_place.then_some(me));
     Ok(b.finish())
 }
@@ -631,11 +641,13 @@ pub unsafe fn alltoall(
     let sends = sent.split(ins.iter().map(|u| u.len));
     let recvs = blocks_for(&mut b, &outs);
     let blk = recvs.first().map_or(0, |s| s.len);
-    if regular && b.team().is_some() {
-        super::board::algo::alltoall(&mut b, &sends, &recvs, blk);
-    } else {
-        algo::alltoallv(&mut b, &sends, &recvs);
-    }
+    b.either(|b| {
+        if regular && b.team().is_some() {
+            super::board::algo::alltoall(b, &sends, &recvs, blk);
+        } else {
+            algo::alltoallv(b, &sends, &recvs);
+        }
+    });
     unpack_all(&mut b, &recvs, &outs, None);
     Ok(b.finish())
 }
@@ -661,15 +673,20 @@ pub unsafe fn reduce_scatter(
     // SAFETY: forwarded from the caller: `all` elements of input.
     let (red, input) = unsafe { args.input(all, true, true)? };
     // SAFETY: the receive buffer holds this rank's count.
-    let out = sink(&unsafe { args.output(counts[me])? });
+    let out = unsafe { args.output(counts[me])? };
     let size = args.elem_size()?;
     let mut b = builder(rt, slot)?;
     b.set_op(red);
     b.set_elem(size);
     let acc = b.input(input);
     let bytes: Vec<usize> = counts.iter().map(|&c| c as usize * size).collect();
-    let own = algo::reduce_scatter(&mut b, acc, &bytes);
-    Ok(unpack_into(b, own, Some(out)))
+    // This block lands where the variant puts it: unpacked within it.
+    b.either(|b| {
+        let own = algo::reduce_scatter(b, acc, &bytes);
+        let k = b.sink(sink(&out));
+        b.unpack(own, k);
+    });
+    Ok(b.finish())
 }
 
 /// `MPI_Scan` (§6.11.1) or, `exclusive`, `MPI_Exscan` (§6.11.2).
@@ -698,7 +715,7 @@ pub unsafe fn scan(
     let len = input.len();
     let partial = b.input(input);
     let result = b.buf(len);
-    algo::scan(&mut b, partial, result, exclusive);
+    b.either(|b| algo::scan(b, partial, result, exclusive));
     // The exclusive scan leaves rank 0's receive buffer undefined.
     let out = (!(exclusive && me == 0)).then_some(out);
     Ok(unpack_into(b, result, out))

@@ -65,7 +65,8 @@ pub const TUNING: Tuning = Tuning {
 /// flag board, or its node's, if it has one ([`board`]). The first
 /// collective of a communicator decides which boards it gets (every
 /// member of a node decides alike) and, if any, starts with the board's
-/// setup.
+/// setup. The algorithm goes in through [`Builder::either`], which
+/// compiles it on messages too while the setup may still fail.
 pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
     let c = rt.comm(slot)?;
     let decided = c.board.clone();
@@ -89,6 +90,8 @@ pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
         b.set_nodes(nodes);
     }
     match boards {
+        // A board whose setup failed: messages, at every member alike.
+        Boards::Whole(team) | Boards::Node { team, .. } if team.settled_ok() == Some(false) => {}
         Boards::None => {}
         Boards::Whole(team) => {
             b.set_team(team.clone());
@@ -167,7 +170,7 @@ pub fn ctx_agreement(rt: &mut Runtime, slot: usize, next: u32, new: usize) -> Mp
     let acc = b.input(next.to_ne_bytes().to_vec());
     match local {
         Some(local) => inter::allreduce_both(&mut b, local, acc, 4),
-        None => algo::allreduce(&mut b, acc, 4),
+        None => b.either(|b| algo::allreduce(b, acc, 4)),
     }
     let mut s = b.finish();
     s.set_activation(new, acc);
@@ -182,7 +185,7 @@ pub fn allreduce_max_u32(rt: &mut Runtime, slot: usize, v: &mut [u8; 4]) -> MpiR
     let mut b = builder(rt, slot)?;
     b.set_op(op);
     let acc = b.input(v.to_vec());
-    algo::allreduce(&mut b, acc, 4);
+    b.either(|b| algo::allreduce(b, acc, 4));
     let sink = b.sink(Sink {
         dst: v.as_mut_ptr(),
         count: 1,

@@ -117,6 +117,17 @@ pub enum Step {
     /// A step on the communicator's flag board, or its node's
     /// ([`super::board`]).
     Board(BoardStep),
+    /// Where a collective was compiled before its board's setup ended
+    /// ([`Builder::either`]): wait until the setup settled, then go on
+    /// (the board's variant) or continue at step `p2p` (the variant on
+    /// messages).
+    Choose {
+        p2p: usize,
+    },
+    /// Continue at step `to` (the end of the board's variant).
+    Jump {
+        to: usize,
+    },
 }
 
 /// Records a schedule for one process of a communicator.
@@ -134,6 +145,9 @@ pub struct Builder {
     /// the whole communicator's, the node's ranks for a node's board
     /// ([`Builder::set_node_team`]).
     team_group: Option<Arc<[usize]>>,
+    /// Compiling the variant on messages ([`Builder::either`]): the
+    /// algorithms see no board.
+    board_off: bool,
     phase: u16,
     round: Vec<Xfer>,
     elem: Option<usize>,
@@ -148,7 +162,37 @@ impl Builder {
         self.s
             .team
             .as_ref()
-            .filter(|_| self.map.as_deref() == self.team_group.as_deref())
+            .filter(|_| !self.board_off && self.map.as_deref() == self.team_group.as_deref())
+    }
+
+    /// Compile the collective `f`. Where it has a board whose setup has
+    /// not settled here yet (a setup fails alike at every member of a
+    /// node, [`Team::settle`], but a member learns it at run time), `f`
+    /// is compiled twice: on the board, and on messages, and the schedule
+    /// takes the one the setup's outcome names. Both variants start with
+    /// the same message phase, so a member that knew the outcome when it
+    /// compiled sends what the others' chosen variant expects.
+    pub fn either<R>(&mut self, mut f: impl FnMut(&mut Self) -> R) -> R {
+        if self.s.team.as_ref().is_none_or(|t| t.settled()) {
+            return f(self);
+        }
+        self.end_round();
+        let choose = self.s.steps.len();
+        self.s.steps.push(Step::Choose { p2p: 0 });
+        let phase = self.phase;
+        let on_board = f(self);
+        self.end_round();
+        let jump = self.s.steps.len();
+        self.s.steps.push(Step::Jump { to: 0 });
+        (self.phase, self.board_off) = (phase, true);
+        f(self);
+        self.end_round();
+        self.board_off = false;
+        self.s.steps[choose] = Step::Choose { p2p: jump + 1 };
+        self.s.steps[jump] = Step::Jump {
+            to: self.s.steps.len(),
+        };
+        on_board
     }
 
     /// Use `team`'s board for this collective.
@@ -166,6 +210,7 @@ impl Builder {
     /// A step on the board. The schedule's first takes its turn on the
     /// board ([`Team::ticket`]).
     pub fn board(&mut self, st: BoardStep) {
+        debug_assert!(!self.board_off, "a board step on the variant without one");
         self.end_round();
         if self.s.ticket.is_none() {
             let team = self.s.team.as_ref().expect("a board step without a board");
@@ -194,6 +239,7 @@ impl Builder {
             map: None,
             nodes: None,
             team_group: None,
+            board_off: false,
             phase: 0,
             round: Vec::new(),
             elem: None,
@@ -561,6 +607,22 @@ impl Schedule {
                 }
                 self.next += 1;
             }
+            Step::Choose { p2p } => {
+                let team = self.team.clone().expect("a choice without a board");
+                match team.settled_ok() {
+                    None => return Ok(false),
+                    Some(true) => self.next += 1,
+                    Some(false) => {
+                        // The board's variant will not run: neither will
+                        // its board steps.
+                        if let Some(ticket) = self.ticket.take() {
+                            team.end_turn(ticket);
+                        }
+                        self.next = p2p;
+                    }
+                }
+            }
+            Step::Jump { to } => self.next = to,
         }
         Ok(true)
     }
@@ -656,7 +718,15 @@ pub(crate) mod sim {
                 while s.next < s.steps.len() {
                     match s.steps[s.next].clone() {
                         Step::Local(l) => s.run_local(l),
-                        Step::Board(_) => unreachable!("the simulator has no boards"),
+                        // No boards here: a board's setup never succeeds,
+                        // and a choice takes the variant on messages.
+                        Step::Choose { p2p } => {
+                            s.next = p2p;
+                            continue;
+                        }
+                        Step::Board(_) | Step::Jump { .. } => {
+                            unreachable!("the simulator has no boards")
+                        }
                         Step::Round(xfers) => {
                             if !posted[me] {
                                 for x in &xfers {

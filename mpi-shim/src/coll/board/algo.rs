@@ -6,9 +6,9 @@ use std::sync::Arc;
 use super::super::sched::{Builder, Span};
 use super::{BoardStep, DATA, PLACED, REF_LEN, SMALL, Team};
 
-/// The first collective of a board: trade the areas' references and map
-/// them. A member without an area sends zeros, and then the setup (and
-/// every later collective on the board) fails alike at every member.
+/// The first collective of a board: trade the areas' references, map
+/// them, and trade whether that worked ([`Team::settle`]). A member
+/// without an area sends zeros, which no member can map.
 pub fn setup(b: &mut Builder, team: &Team) {
     let own = team.own_ref();
     let n = b.size;
@@ -17,7 +17,14 @@ pub fn setup(b: &mut Builder, team: &Team) {
     let mine = b.input(own.to_vec());
     b.copy(mine, parts[b.rank]);
     super::super::algo::allgatherv_p2p(b, &parts);
-    b.board(BoardStep::Attach { refs: all });
+    let oks = b.buf(n);
+    let each = oks.split(std::iter::repeat_n(1, n));
+    b.board(BoardStep::Attach {
+        refs: all,
+        ok: each[b.rank],
+    });
+    super::super::algo::allgatherv_p2p(b, &each);
+    b.board(BoardStep::Settle { oks });
 }
 
 fn team(b: &Builder) -> Arc<Team> {

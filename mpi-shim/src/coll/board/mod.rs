@@ -52,14 +52,20 @@
 //! process says so in the node segment when it attaches, so every member
 //! decides alike, even where their environments differ. That first
 //! collective first trades the areas' heap references (an allgather of
-//! messages) and maps them. A communicator that spans nodes gets, on the
-//! same terms, a board for its ranks on each node ([`Boards::Node`]; the
-//! members of a node decide alike), which the intra-node phases of its
-//! node-aware collectives use ([`super::hier`]). If one node's setup
-//! fails (no room in a shared heap, a peer's heap not mappable), that
-//! node's members fail the collective alike, but the other nodes' leaders
-//! then wait for its leader: a failure that a single-node board reports
-//! everywhere hangs a communicator that spans nodes.
+//! messages), maps them, and trades whether that worked (a second
+//! allgather). A communicator that spans nodes gets, on the same terms, a
+//! board for its ranks on each node ([`Boards::Node`]; the members of a
+//! node decide alike), which the intra-node phases of its node-aware
+//! collectives use ([`super::hier`]).
+//!
+//! A setup can fail at one member: no room for its area in its shared
+//! heap, or a peer's heap it cannot map (no file descriptor left, say).
+//! The second allgather tells every member of the board, and then they
+//! all run the communicator's collectives on messages (the member that
+//! failed says why on standard error); on other nodes, boards stay in
+//! use. Collectives compiled before the setup ended at a member hold
+//! both variants ([`super::Builder::either`]) and take the one the
+//! outcome names, so every member takes the same steps.
 //!
 //! An area outlives its communicator: when the board is dropped its
 //! owner posts one more step, "done with this board", and the area is
@@ -97,8 +103,13 @@ const REF_LEN: usize = 24;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BoardStep {
     /// Map every member's area from the references in `refs` (one of
-    /// [`REF_LEN`] bytes per member, from the setup's allgather).
-    Attach { refs: Span },
+    /// [`REF_LEN`] bytes per member, from the setup's allgather), and
+    /// write whether that worked (1) or not (0) to the byte `ok`.
+    Attach { refs: Span, ok: Span },
+    /// End the setup with every member's `ok` byte (from an allgather):
+    /// the board is used if all are 1, else the communicator's
+    /// collectives run on messages, at every member alike.
+    Settle { oks: Span },
     /// Post step `t`, with `src` (at most [`DATA`] bytes) as this
     /// member's contribution. `ahead`: the member does not then wait for
     /// everyone's post of `t` (a bcast's root and readers, the non-roots
@@ -173,11 +184,16 @@ pub struct Team {
     /// Process ids of the members (to wake them after a post).
     ids: Vec<u32>,
     me: usize,
-    /// This member's area, in its shared heap (`None`: the heap had no
-    /// room; the setup then fails at every member).
+    /// This member's area, in its shared heap (`None`: the setup then
+    /// fails at every member).
     own: Option<OwnArea>,
-    /// Every member's area, once the setup mapped them (or why it could
-    /// not).
+    /// Why this member has no area.
+    lacks: Option<String>,
+    /// What this member's `Attach` mapped, until `Settle` (`Err(None)`:
+    /// another member had no area to map).
+    mapped: Mutex<Option<Result<Areas, Option<String>>>>,
+    /// Every member's area, once the setup settled (or why some member
+    /// could not map them: then no board step runs).
     areas: OnceLock<Result<Areas, MpiError>>,
     /// The next step number to hand out.
     next: AtomicU64,
@@ -219,7 +235,13 @@ impl Team {
     /// online CPUs ([`Endpoint::node_cpus`]), with its area (reused or
     /// new).
     pub fn new(ids: Vec<u32>, me: usize, cpus: usize) -> Arc<Self> {
-        let own = retired::take().or_else(|| heap::alloc(AREA).ok().map(OwnArea));
+        let (own, lacks) = match retired::take().map_or_else(|| heap::alloc(AREA), |o| Ok(o.0)) {
+            Ok(p) => (Some(OwnArea(p)), None),
+            Err(e) => (
+                None,
+                Some(format!("could not place its area in its shared heap: {e}")),
+            ),
+        };
         if let Some(own) = &own {
             // SAFETY: a fresh or retired area that nobody reads any more
             // (retired::take's check); zero lines mean "nothing posted".
@@ -230,6 +252,8 @@ impl Team {
             ids,
             me,
             own,
+            lacks,
+            mapped: Mutex::default(),
             areas: OnceLock::new(),
             next: AtomicU64::new(1),
             tickets: AtomicU64::new(0),
@@ -306,6 +330,19 @@ impl Team {
         self.me
     }
 
+    /// Whether the board's setup settled here ([`BoardStep::Settle`]).
+    #[inline]
+    pub fn settled(&self) -> bool {
+        self.areas.get().is_some()
+    }
+
+    /// Whether the setup settled with the board in use (`None`: not
+    /// settled yet).
+    #[inline]
+    pub fn settled_ok(&self) -> Option<bool> {
+        self.areas.get().map(Result::is_ok)
+    }
+
     /// This member's area as the setup trades it (zeros: none).
     fn own_ref(&self) -> [u8; REF_LEN] {
         let mut b = [0; REF_LEN];
@@ -332,9 +369,18 @@ impl Team {
         bufs: &mut [Vec<u8>],
         op: Option<&Reduction>,
     ) -> MpiResult<Ran> {
-        if let BoardStep::Attach { refs } = st {
-            self.attach(&bufs[refs.buf][refs.off..refs.off + refs.len])?;
-            return Ok(Ran::Done);
+        match *st {
+            BoardStep::Attach { refs, ok } => {
+                let mapped = self.map_areas(&bufs[refs.buf][refs.off..refs.off + refs.len]);
+                bufs[ok.buf][ok.off] = u8::from(mapped.is_ok());
+                *self.mapped.lock().unwrap_or_else(PoisonError::into_inner) = Some(mapped);
+                return Ok(Ran::Done);
+            }
+            BoardStep::Settle { oks } => {
+                self.settle(&bufs[oks.buf][oks.off..oks.off + oks.len]);
+                return Ok(Ran::Done);
+            }
+            _ => {}
         }
         let areas = match self.areas.get() {
             // An earlier collective's setup has not mapped the areas yet.
@@ -344,7 +390,7 @@ impl Team {
         };
         let b = Board::new(&areas.0, self.me);
         match *st {
-            BoardStep::Attach { .. } => unreachable!("handled above"),
+            BoardStep::Attach { .. } | BoardStep::Settle { .. } => unreachable!("handled above"),
             BoardStep::Place { t, src, at } => {
                 if !self.may_post(ep, &b, t, false) {
                     return Ok(Ran::Waiting);
@@ -474,53 +520,83 @@ impl Team {
         ep.wake_sleepers(others.map(|(_, &id)| id));
     }
 
-    /// Map the areas named by `refs`. On failure every later step on the
-    /// board fails too.
-    fn attach(&self, refs: &[u8]) -> MpiResult<()> {
-        let got = self.map_areas(refs);
-        let answer = got.as_ref().map(drop).map_err(Clone::clone);
+    /// End the setup, given every member's answer to its `Attach` (1: it
+    /// mapped every area). The board is used only if all did: a member
+    /// that could not map an area (no room in a heap, no descriptor left,
+    /// a peer's heap refused) tells the others so, and they all run the
+    /// communicator's collectives on messages instead.
+    /// The member that failed says why, on standard error.
+    fn settle(&self, oks: &[u8]) {
+        let mapped = self
+            .mapped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let outcome = match mapped {
+            Some(Ok(areas)) if oks.iter().all(|&o| o == 1) => Ok(areas),
+            mapped => {
+                if let Some(Err(Some(why))) = mapped {
+                    // One write, so that lines of several processes do
+                    // not interleave.
+                    let line = format!(
+                        "Tessel (pid {}): a communicator's collectives run on messages, \
+                         not on shared memory: {why}\n",
+                        std::process::id()
+                    );
+                    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+                }
+                let m = oks.iter().position(|&o| o != 1).unwrap_or(self.me);
+                Err(MpiError::new(
+                    Class::Other,
+                    format!("member {m} of a flag board could not set up its shared memory"),
+                ))
+            }
+        };
         // A second setup cannot happen: only a board's first collective
         // compiles one.
-        let _ = self.areas.set(got);
-        answer
+        let _ = self.areas.set(outcome);
     }
 
-    fn map_areas(&self, refs: &[u8]) -> MpiResult<Areas> {
-        let fail = |e: String| {
-            MpiError::new(
-                Class::Other,
-                format!("a collective could not map a peer's shared memory: {e}"),
-            )
-        };
+    /// Map every member's area; `Err(None)` if another member has none
+    /// (that member says why), else `Err` with why this one failed.
+    fn map_areas(&self, refs: &[u8]) -> Result<Areas, Option<String>> {
+        let refs: Vec<HeapRef> = refs
+            .chunks_exact(REF_LEN)
+            .map(|r| {
+                let w4 = |a: usize| u32::from_ne_bytes(r[a..a + 4].try_into().expect("sized"));
+                let w8 = |a: usize| u64::from_ne_bytes(r[a..a + 8].try_into().expect("sized"));
+                HeapRef {
+                    pid: w4(0),
+                    fd: w4(4),
+                    arena_len: w8(8),
+                    offset: w8(16),
+                }
+            })
+            .collect();
+        if refs.len() != self.ids.len() {
+            return Err(Some("a member sent no reference".into()));
+        }
+        if let Some(why) = &self.lacks {
+            return Err(Some(why.clone()));
+        }
+        if refs.iter().any(|r| r.arena_len == 0) {
+            return Err(None);
+        }
         let mut heaps = peer_heaps().lock().unwrap_or_else(PoisonError::into_inner);
         let heaps = heaps.get_or_insert_with(PeerHeaps::new);
         let mut areas = Vec::with_capacity(self.ids.len());
-        for r in refs.chunks_exact(REF_LEN) {
-            let w4 = |a: usize| u32::from_ne_bytes(r[a..a + 4].try_into().expect("sized"));
-            let w8 = |a: usize| u64::from_ne_bytes(r[a..a + 8].try_into().expect("sized"));
-            let r = HeapRef {
-                pid: w4(0),
-                fd: w4(4),
-                arena_len: w8(8),
-                offset: w8(16),
-            };
-            if r.arena_len == 0 {
-                return Err(fail(
-                    "a member found no room in its shared heap for its area".into(),
-                ));
-            }
+        for r in refs {
             if r.offset.saturating_add(AREA as u64) > r.arena_len {
-                return Err(fail(format!("{r:?} does not hold an area")));
+                return Err(Some(format!("{r:?} does not hold an area")));
             }
-            let p = heaps.resolve(&r).map_err(|e| fail(e.to_string()))?;
+            let p = heaps
+                .resolve(&r)
+                .map_err(|e| format!("cannot map a peer's shared memory: {e}"))?;
             // SAFETY: the area lies in an arena mapped until this process
             // ends (PeerHeaps keeps its mappings; the cache is never
             // dropped), starts 64-aligned (heap blocks are) and holds an
             // `Area` (zeroed or written by its owner as one).
             areas.push(unsafe { &*p.cast::<Area>() });
-        }
-        if areas.len() != self.ids.len() {
-            return Err(fail("a member sent no reference".into()));
         }
         Ok(Areas(areas))
     }
