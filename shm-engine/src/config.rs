@@ -97,8 +97,10 @@ pub struct Config {
     /// at once (no RTS, no CTS). 0 turns this off. Default 4194304.
     pub grant_max: usize,
     /// `TESSEL_STATS`: `1` prints, when the endpoint finalizes, the
-    /// transfers per protocol and size class and the bytes each helper
-    /// copied (one `tessel-stats:` line each, on stderr). Default off.
+    /// transfers per protocol and size class, the bytes each helper
+    /// copied, and the CPUs the job's processes on the node may run on
+    /// with whether they are oversubscribed (one `tessel-stats:` line
+    /// each, on stderr). Default off.
     pub stats: bool,
     /// `TESSEL_COLL`: `board` (default): collectives of a communicator
     /// whose members share one node, and the phases within a node of one

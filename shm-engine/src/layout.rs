@@ -11,7 +11,7 @@
 //! +----------------+  procs_off
 //! | process x N    |  per process: bell (futex word) and doorbell mask words
 //! |                |  on one line, then its ProcArea (pid, place, wake-up
-//! |                |  fd, whether it takes part in flag boards)
+//! |                |  fd, whether it takes part in flag boards, CPU mask)
 //! +----------------+  rings_off
 //! | Ring x N*N     |  ring (i -> j) at rings_off + (i*N + j) * ring_stride:
 //! |                |  RingHeader (tail line + polled word, head line) +
@@ -38,7 +38,7 @@ use crossbeam_utils::CachePadded;
 /// `b"TESSEL\0\x01"` read as a little-endian word.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TESSEL\0\x01");
 /// Bumped whenever a type in this module changes shape or meaning.
-pub const LAYOUT_VERSION: u32 = 10;
+pub const LAYOUT_VERSION: u32 = 11;
 /// Bytes of payload carried inside a control cell (the inline protocol).
 pub const INLINE_CAPACITY: usize = 72;
 /// Alignment of every region: a 4 KiB page, so regions never share pages.
@@ -99,12 +99,7 @@ pub struct SegmentHeader {
     pub cma_probe_addr: u64,
     /// 1 once everything above is written (Release); 0 before.
     pub ready: AtomicU32,
-    /// The machine's online CPUs as the creator found them, written before
-    /// `ready`: one number for every process of the node, for protocols
-    /// they must agree on (each process's own reading may differ: a CPU
-    /// brought on or off line in between, a C library that counts the
-    /// affinity mask).
-    pub online_cpus: u32,
+    _pad: u32,
 }
 
 /// The value behind [`SegmentHeader::cma_probe_addr`].
@@ -136,7 +131,19 @@ pub struct ProcArea {
     /// Written once at attach, before `placed`.
     pub boards: AtomicU32,
     _pad: [u32; 22],
+    /// The CPUs the process may run on, its affinity mask at attach
+    /// ([`CpuMask`](crate::locality::CpuMask) words). Written once at
+    /// attach, before `placed`.
+    pub cpus: [AtomicU64; CPU_WORDS],
 }
+
+/// Words of a process's CPU mask ([`ProcArea::cpus`]): CPUs 0 to 1023,
+/// as many as a `cpu_set_t` holds.
+pub const CPU_WORDS: usize = 16;
+
+/// Bytes of a [`ProcArea`] (the last of each process's part of the
+/// process region).
+const PROC_AREA_LEN: u64 = 256;
 
 /// Bytes from a process's bell to its first doorbell mask word. The bell
 /// (the futex word, [`crate::doorbell`] bits `RUNG` and `SLEEPING`) and
@@ -430,14 +437,14 @@ const _: () = {
     assert!(offset_of!(RingHeader, polled) == 8);
     assert!(offset_of!(RingHeader, head) == 128);
     assert!(size_of::<StagingHeader>() == 128);
-    assert!(size_of::<ProcArea>() == 128);
+    assert!(size_of::<ProcArea>() as u64 == PROC_AREA_LEN);
     assert!(offset_of!(ProcArea, pid) == 0);
     assert!(offset_of!(ProcArea, place) == 8);
     assert!(offset_of!(ProcArea, placed) == 28);
     assert!(offset_of!(ProcArea, wake_fd) == 32);
     assert!(offset_of!(ProcArea, boards) == 36);
+    assert!(offset_of!(ProcArea, cpus) == 128);
     assert!(offset_of!(SegmentHeader, ready) == 128);
-    assert!(offset_of!(SegmentHeader, online_cpus) == 132);
     assert!(size_of::<SegmentHeader>() == 136);
     assert!(size_of::<XferDesc>() == 128);
     assert!(offset_of!(XferDesc, src) == 40);
@@ -519,7 +526,7 @@ impl SegmentLayout {
         let n = u64::from(g.nlocal);
         let procs_off = REGION_ALIGN;
         let mask_words = n.div_ceil(64);
-        let proc_stride = align_up(MASKS_AFTER_BELL + 8 * mask_words, 128) + 128;
+        let proc_stride = align_up(MASKS_AFTER_BELL + 8 * mask_words, 128) + PROC_AREA_LEN;
         let rings_off = align_up(procs_off + n * proc_stride, REGION_ALIGN);
         let ring_stride = align_up(256 + 128 * u64::from(g.ring_cells), REGION_ALIGN);
         let staging_off = rings_off + n * n * ring_stride;
@@ -600,7 +607,7 @@ impl SegmentLayout {
 
     /// Offset of process `p`'s [`ProcArea`], after its mask words.
     pub fn proc_area(&self, p: u32) -> u64 {
-        self.bell(p) + self.proc_stride - 128
+        self.bell(p) + self.proc_stride - PROC_AREA_LEN
     }
 
     /// Number of mask words per process.

@@ -33,10 +33,50 @@
 
 use std::path::Path;
 
+use crate::layout::CPU_WORDS;
 use crate::topo::{Distance, Topology};
 
 /// The id of an object the process is not bound within, or that is unknown.
 pub const UNKNOWN: u32 = u32::MAX;
+
+/// A set of CPUs: bit `c % 64` of word `c / 64` for CPU `c`, up to
+/// CPU 1023 (a `cpu_set_t`'s worth). Each process publishes the CPUs it
+/// may run on with its place; how many CPUs a group of processes shares
+/// is the size of the union of theirs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuMask(pub [u64; CPU_WORDS]);
+
+impl CpuMask {
+    /// The CPUs of `cpus` (numbers from 1024 up are left out).
+    pub fn of(cpus: &[usize]) -> Self {
+        let mut m = Self::default();
+        for &c in cpus.iter().filter(|&&c| c < 64 * CPU_WORDS) {
+            m.0[c / 64] |= 1 << (c % 64);
+        }
+        m
+    }
+
+    /// The CPUs the calling process may run on: its affinity mask (which
+    /// `taskset`, a launcher's binding or a batch system's cpuset
+    /// narrows), or every online CPU where the kernel does not say.
+    pub fn current() -> Self {
+        match crate::sys::affinity() {
+            Ok(cpus) if !cpus.is_empty() => Self::of(&cpus),
+            _ => Self::of(&(0..crate::sys::online_cpus()).collect::<Vec<_>>()),
+        }
+    }
+
+    /// The CPUs of either.
+    #[must_use]
+    pub fn union(self, other: Self) -> Self {
+        Self(std::array::from_fn(|w| self.0[w] | other.0[w]))
+    }
+
+    /// How many CPUs it holds.
+    pub fn count(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
 
 /// The environment variable through which a launcher that bound the
 /// process tells it its place (see [`Place::to_env`]).
@@ -430,5 +470,16 @@ mod tests {
             Place::from_sysfs(Path::new(SYSFS_CPU), Path::new(SYSFS_NODE), &[]),
             Place::UNKNOWN
         );
+    }
+
+    #[test]
+    fn cpu_masks_count_their_union() {
+        let a = CpuMask::of(&[0, 1, 63, 64, 1023, 1024, 5000]);
+        assert_eq!(a.count(), 5, "CPUs from 1024 up are left out");
+        let b = CpuMask::of(&[1, 2, 64]);
+        assert_eq!(a.union(b).count(), 6);
+        assert_eq!(CpuMask::default().union(b), b);
+        // This process runs somewhere.
+        assert!(CpuMask::current().count() >= 1);
     }
 }

@@ -21,7 +21,7 @@ use crate::layout::{
     CMA_PROBE_VALUE, Geometry, LAYOUT_VERSION, MAGIC, MAX_CHUNKS, ProcArea, RingHeader, RingSlot,
     STEAL_SLOTS, SegmentHeader, SegmentLayout, StagingHeader, StealHeader, XferDesc,
 };
-use crate::locality::Place;
+use crate::locality::{CpuMask, Place};
 use crate::queue::spmc::{QueueView, TaskSlot};
 use crate::queue::spsc::RingView;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -158,7 +158,6 @@ impl NodeSegment {
             (*header).xfer_off = layout.xfer_off;
             (*header).creator_pid = u64::from(sys::pid());
             (*header).cma_probe_addr = &CMA_PROBE as *const u64 as u64;
-            (*header).online_cpus = u32::try_from(sys::online_cpus()).unwrap_or(u32::MAX);
         }
         let seg = Self { map, layout, fd };
         seg.header().ready.store(1, Ordering::Release);
@@ -245,12 +244,15 @@ impl NodeSegment {
         unsafe { self.at::<ProcArea>(self.layout.proc_area(p)).as_ref() }
     }
 
-    /// Publish `place` as local process `p`'s, and whether `p` takes part
-    /// in flag boards: called once, by `p`, when it attaches.
-    pub fn publish_place(&self, p: u32, place: Place, boards: bool) {
+    /// Publish `place` and `cpus` as local process `p`'s, and whether `p`
+    /// takes part in flag boards: called once, by `p`, when it attaches.
+    pub fn publish_place(&self, p: u32, place: Place, cpus: &CpuMask, boards: bool) {
         let area = self.proc_area(p);
         for (word, id) in area.place.iter().zip(place.ids()) {
             word.store(id, Ordering::Relaxed);
+        }
+        for (word, &bits) in area.cpus.iter().zip(&cpus.0) {
+            word.store(bits, Ordering::Relaxed);
         }
         area.boards.store(u32::from(boards), Ordering::Relaxed);
         // SYNC POINT: Release pairs with the Acquire in `placed`, so a
@@ -275,6 +277,16 @@ impl NodeSegment {
     pub fn takes_boards(&self, p: u32) -> bool {
         self.wait_place(p);
         self.proc_area(p).boards.load(Ordering::Relaxed) == 1
+    }
+
+    /// The CPUs local process `p` may run on, as it published them with
+    /// its place: waits for that as [`wait_place`](Self::wait_place) does.
+    pub fn cpus(&self, p: u32) -> CpuMask {
+        self.wait_place(p);
+        let area = self.proc_area(p);
+        CpuMask(std::array::from_fn(|w| {
+            area.cpus[w].load(Ordering::Relaxed)
+        }))
     }
 
     /// Whether local process `p` has published its place (Acquire: its
@@ -549,14 +561,17 @@ mod tests {
         let seg = segment(3);
         assert_eq!(seg.place(1), None);
         let p = Place::new([4, 4, 0, 0, u32::MAX]);
-        seg.publish_place(1, p, true);
+        let cpus = CpuMask::of(&[4, 5, 70, 1023]);
+        seg.publish_place(1, p, &cpus, true);
         assert_eq!(seg.place(1), Some(p));
         assert!(seg.takes_boards(1));
+        assert_eq!(seg.cpus(1), cpus);
         assert_eq!(seg.wait_place(1), p);
         assert_eq!(seg.place(0), None);
         assert_eq!(seg.place(2), None);
-        seg.publish_place(2, p, false);
+        seg.publish_place(2, p, &CpuMask::of(&[5, 6]), false);
         assert!(!seg.takes_boards(2));
+        assert_eq!(seg.cpus(1).union(seg.cpus(2)).count(), 5);
     }
 
     #[test]

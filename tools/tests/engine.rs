@@ -90,6 +90,42 @@ fn large_messages_in_every_rendezvous_protocol_with_idle_helpers() {
     stealing("adaptive", 3, Cma::Off);
 }
 
+/// A job confined to fewer CPUs than it has processes on the node
+/// (`taskset -c 0`, as a batch system's cpuset would confine it) waits as
+/// an oversubscribed one, yielding at once rather than spinning on the
+/// core its peer needs, whatever the machine has; on two CPUs it does
+/// not. Its processes count the CPUs their affinity masks allow them.
+#[test]
+fn a_job_confined_to_fewer_cpus_than_processes_waits_oversubscribed() {
+    let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+    for (cpus, want) in [
+        ("0", "cpus=1 oversubscribed=1"),
+        ("0,1", "cpus=2 oversubscribed=0"),
+    ] {
+        if cpus == "0,1" && !two {
+            continue;
+        }
+        let name = format!("confined-{cpus}");
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", cpus])
+            .arg(mpiexec(&[]).get_program())
+            .args(["-n", "2"])
+            .arg(example("engine_check"))
+            .arg("ordering")
+            .env("TESSEL_STATS", "1");
+        let run = launch(&name, cmd).wait_for(WATCHDOG);
+        assert_all_ok(&run, "ordering", 2);
+        for r in 0..2 {
+            let line = format!("tessel-stats: rank {r} {want}");
+            assert!(
+                run.stderr.contains(&line),
+                "{name}: no {line:?}\n{}",
+                run.stderr
+            );
+        }
+    }
+}
+
 #[test]
 fn wildcards_masks_and_non_overtaking_order() {
     for cma in [Cma::Auto, Cma::Off] {

@@ -133,7 +133,8 @@ fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
         .iter()
         .position(|&r| r == me)
         .expect("a node holds its caller");
-    let team = board::Team::new(ids, mine, rt.ep.node_cpus());
+    let cpus = rt.ep.cpus_of(&ids);
+    let team = board::Team::new(ids, mine, cpus);
     if locals.len() == nodes.len() {
         Boards::Whole(team)
     } else {

@@ -92,10 +92,12 @@ pub struct Endpoint {
     /// Board flags the next back-off step watches ([`Endpoint::watch`]).
     watched: Vec<crate::board::Watch>,
     /// This job's processes on this node (on this machine, when its nodes
-    /// are virtual ones) outnumber its online CPUs: a waiting process
-    /// yields at its first idle poll, since the peer it waits for may need
-    /// its core.
+    /// are virtual ones) outnumber its online CPUs, or those they may run
+    /// on (`cpus`): a waiting process yields at its first idle poll, since
+    /// the peer it waits for may need its core.
     oversubscribed: bool,
+    /// CPUs this job's processes on this node may run on between them.
+    cpus: usize,
     boot: Box<dyn Bootstrap>,
 }
 
@@ -158,13 +160,17 @@ impl Endpoint {
         };
         let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me, net.is_some(), join)?;
         // Virtual nodes share this machine's cores: then all of the job's
-        // processes count, not only those of this node.
+        // processes count, not only those of this node. And a job confined
+        // to fewer CPUs than it has processes here (`taskset`, a batch
+        // system's cpuset) is oversubscribed whatever the machine has.
         let here = if boot.one_machine() {
             boot.size()
         } else {
             join.present
         };
-        let oversubscribed = here as usize > sys::online_cpus();
+        let ours = (0..locals.len() as u32).filter(|&j| world.contains(&locals[j as usize]));
+        let cpus = shm.cpus_among(ours);
+        let oversubscribed = here as usize > sys::online_cpus() || join.present as usize > cpus;
         Ok(Self {
             reqs: Requests::default(),
             matcher: Matcher::default(),
@@ -182,24 +188,27 @@ impl Endpoint {
             incoming: Vec::new(),
             watched: Vec::new(),
             oversubscribed,
+            cpus,
             boot,
         })
     }
 
     /// Whether this job's processes on this node (on this machine, when
-    /// its nodes are virtual ones) outnumber its online CPUs (waiting
-    /// processes then yield their core almost at once).
+    /// its nodes are virtual ones) outnumber its online CPUs, or the CPUs
+    /// their affinity masks allow them (waiting processes then yield
+    /// their core almost at once).
     pub fn oversubscribed(&self) -> bool {
         self.oversubscribed
     }
 
-    /// The machine's online CPUs as the node's first process found them
-    /// (`SegmentHeader::online_cpus`): the same number at every process
-    /// of the node, so a protocol they must agree on may depend on it
-    /// (whether a job is oversubscribed may not: that counts one job's
-    /// processes).
-    pub fn node_cpus(&self) -> usize {
-        self.shm.node_cpus()
+    /// How many CPUs the local processes `ids` may run on between them:
+    /// the union of the affinity masks they published when they attached.
+    /// Each publishes its mask once, so every process computes the same
+    /// number for the same `ids`, and a protocol they must agree on may
+    /// depend on it. Ids of other nodes are left out.
+    pub fn cpus_of(&self, ids: &[u32]) -> usize {
+        self.shm
+            .cpus_among(ids.iter().filter_map(|&id| self.router.local(id)))
     }
 
     /// This process's id: its rank in the bootstrap, plus its job's
@@ -314,7 +323,14 @@ impl Endpoint {
 
     /// The statistics `TESSEL_STATS=1` prints at finalize, as lines.
     pub fn stats_lines(&self) -> Vec<String> {
-        self.stats.lines(self.rank)
+        let mut lines = self.stats.lines(self.rank);
+        lines.push(format!(
+            "tessel-stats: rank {} cpus={} oversubscribed={}",
+            self.rank,
+            self.cpus,
+            u8::from(self.oversubscribed)
+        ));
+        lines
     }
 
     /// Transfers received with protocol `p` so far (all size classes).

@@ -52,13 +52,14 @@ pub(super) fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, us
 /// of the time of 128 KiB pieces; 4 KiB was no better, 16 and 32 KiB
 /// little better than 128. Where members outnumber the CPUs, each hand-off
 /// may wait for a reader to get a core back, and pieces stay [`DATA`]
-/// bytes. (The CPUs counted are online ones, not those a process's
-/// affinity or a container's quota leaves it.)
+/// bytes. (The CPUs counted are those the members' affinity masks allow
+/// them, so `taskset` and a batch system's cpuset count; a container's
+/// CPU quota does not.)
 const BCAST_PIECE: usize = 8 << 10;
 
-/// Bytes per step of a bcast among `n` members on a node of `cpus` online
-/// CPUs ([`shm_engine::Endpoint::node_cpus`], one number for the whole
-/// node, so that every member takes the same steps).
+/// Bytes per step of a bcast among `n` members that may run on `cpus`
+/// CPUs between them ([`shm_engine::Endpoint::cpus_of`]: every member
+/// counts the same, so every member takes the same steps).
 pub(super) fn bcast_piece(n: usize, cpus: usize) -> usize {
     if n <= cpus { BCAST_PIECE } else { DATA }
 }

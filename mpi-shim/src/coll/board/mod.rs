@@ -231,9 +231,9 @@ unsafe impl Send for OwnArea {}
 unsafe impl Sync for OwnArea {}
 
 impl Team {
-    /// A board for member `me` of the processes `ids`, on a node of `cpus`
-    /// online CPUs ([`Endpoint::node_cpus`]), with its area (reused or
-    /// new).
+    /// A board for member `me` of the processes `ids`, which may run on
+    /// `cpus` CPUs between them ([`Endpoint::cpus_of`]), with its area
+    /// (reused or new).
     pub fn new(ids: Vec<u32>, me: usize, cpus: usize) -> Arc<Self> {
         let (own, lacks) = match retired::take().map_or_else(|| heap::alloc(AREA), |o| Ok(o.0)) {
             Ok(p) => (Some(OwnArea(p)), None),

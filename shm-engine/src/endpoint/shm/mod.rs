@@ -59,7 +59,7 @@ use crate::config::{CmaMode, Config};
 use crate::error::InitError;
 use crate::heap::PeerHeaps;
 use crate::layout::{Geometry, XFER_SLOTS};
-use crate::locality::Place;
+use crate::locality::{CpuMask, Place};
 use crate::queue::spmc::{Owner, Stealer};
 use crate::queue::spsc::{Consumer, Producer};
 use crate::rndv::Adapt;
@@ -218,7 +218,7 @@ impl Shm {
         // descriptors (`crate::heap`, `sys::peer_fd`): the same permission
         // as cross-memory attach.
         let boards = cfg.coll_board && cma && sys::takes_descriptors();
-        seg.publish_place(me, Place::current(), boards);
+        seg.publish_place(me, Place::current(), &CpuMask::current(), boards);
         if crate::locality::several_numa_nodes() {
             seg.first_touch(me); // our rings and staging on our NUMA node
         }
@@ -322,9 +322,13 @@ impl Shm {
         self.seg.takes_boards(j)
     }
 
-    /// The machine's online CPUs as the segment's creator found them.
-    pub(super) fn node_cpus(&self) -> usize {
-        self.seg.header().online_cpus as usize
+    /// How many CPUs the local processes `ps` may run on between them
+    /// (the union of the masks they published; waits for those as
+    /// [`Shm::place`] does).
+    pub(super) fn cpus_among(&self, ps: impl IntoIterator<Item = u32>) -> usize {
+        ps.into_iter()
+            .fold(CpuMask::default(), |all, p| all.union(self.seg.cpus(p)))
+            .count()
     }
 
     /// Whether work is left that only progress finishes: a backlog, or
