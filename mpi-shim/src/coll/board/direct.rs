@@ -171,8 +171,13 @@ impl Run {
     }
 
     /// Wait until member `who` (all: `None`) posted step `t`.
+    #[inline]
     fn wait_posted(&self, rt: &mut Runtime, who: Option<usize>, t: u64) -> MpiResult<()> {
-        self.wait(rt, |b| missing(b, who, t).map(|m| (m, t)))
+        match who {
+            Some(m) => self.wait(rt, |b| missing(b, Some(m), t).map(|m| (m, t))),
+            None if self.team.known_posted(t) => Ok(()),
+            None => self.wait(rt, |b| self.team.missing_any(b, t).map(|m| (m, t))),
+        }
     }
 
     fn end(self) {

@@ -197,6 +197,11 @@ pub struct Team {
     areas: OnceLock<Result<Areas, MpiError>>,
     /// The next step number to hand out.
     next: AtomicU64,
+    /// A step every member is known to have posted (posts only grow, so
+    /// that stays true): a wait for everyone's post of it, or of an
+    /// earlier step, needs no look at the lines. Changes only under the
+    /// library lock, as `next` does.
+    all_posted: AtomicU64,
     /// Turns: the next ticket to hand out, and the tickets whose turn is
     /// over (turns end in order except when a collective stops on an
     /// error: those wait here until the turns before them end).
@@ -256,6 +261,7 @@ impl Team {
             mapped: Mutex::default(),
             areas: OnceLock::new(),
             next: AtomicU64::new(1),
+            all_posted: AtomicU64::new(0),
             tickets: AtomicU64::new(0),
             turn: AtomicU64::new(0),
             ended: Mutex::default(),
@@ -328,6 +334,27 @@ impl Team {
 
     pub fn me(&self) -> usize {
         self.me
+    }
+
+    /// Whether an earlier look saw every member post step `t` or later.
+    #[inline]
+    pub(super) fn known_posted(&self, t: u64) -> bool {
+        bp::reached(self.all_posted.load(Ordering::Relaxed), t)
+    }
+
+    /// The first member that has not posted step `t` (`None`: all have).
+    /// The lines are looked at only when no earlier look saw every member
+    /// post `t` or a later step.
+    #[inline]
+    pub(super) fn missing_any(&self, b: &Board<'_>, t: u64) -> Option<usize> {
+        if self.known_posted(t) {
+            return None;
+        }
+        let m = missing(b, None, t);
+        if m.is_none() {
+            self.all_posted.store(t, Ordering::Relaxed);
+        }
+        m
     }
 
     /// Whether the board's setup settled here ([`BoardStep::Settle`]).
@@ -407,13 +434,15 @@ impl Team {
                 self.post_data(ep, &b, t, data);
                 Ok(Ran::Done)
             }
-            BoardStep::Wait { t, who } => match missing(&b, who, t) {
-                Some(m) => {
-                    watch(ep, &b, m, t);
-                    Ok(Ran::Waiting)
+            BoardStep::Wait { t, who } => {
+                match who.map_or_else(|| self.missing_any(&b, t), |m| missing(&b, Some(m), t)) {
+                    Some(m) => {
+                        watch(ep, &b, m, t);
+                        Ok(Ran::Waiting)
+                    }
+                    None => Ok(Ran::Done),
                 }
-                None => Ok(Ran::Done),
-            },
+            }
             BoardStep::Fetch {
                 m,
                 t,
@@ -448,7 +477,7 @@ impl Team {
     /// missing flag is watched.
     fn may_post(&self, ep: &mut Endpoint, b: &Board<'_>, t: u64, ahead: bool) -> bool {
         let need = bp::must_have_posted(t, !ahead);
-        match missing(b, None, need) {
+        match self.missing_any(b, need) {
             Some(m) => {
                 watch(ep, b, m, need);
                 false
