@@ -1053,7 +1053,19 @@ pub fn callback_runtime() -> Option<*mut Runtime> {
     // Every call asks, and almost none runs in a callback: one load of
     // the count then. A thread that runs a callback counted it itself, so
     // it sees the count; other threads' answer is `None` either way.
-    if CALLBACKS.load(Ordering::Relaxed) == 0 || !IN_CALLBACK.get() {
+    if CALLBACKS.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    callback_runtime_here()
+}
+
+/// [`callback_runtime`] while some thread runs a callback. Not inlined:
+/// the compiler would compute the thread-local's address (a call to
+/// `__tls_get_addr`) before the count's test, at every MPI call.
+#[cold]
+#[inline(never)]
+fn callback_runtime_here() -> Option<*mut Runtime> {
+    if !IN_CALLBACK.get() {
         return None;
     }
     let rt = CALL_RUNTIME.load(Ordering::Relaxed);
