@@ -330,9 +330,20 @@ pub(crate) fn call_unlocked(
 
 /// The runtime, or the end of the process with a message saying why
 /// there is none.
+#[inline]
 pub(crate) fn running<'a>(state: &'a mut Library, name: &str) -> &'a mut Runtime {
     match state {
         Library::Running(rt) => rt,
+        _ => not_running(state, name),
+    }
+}
+
+/// End the process: `state` has no runtime for call `name`.
+#[cold]
+#[inline(never)]
+fn not_running(state: &Library, name: &str) -> ! {
+    match state {
+        Library::Running(_) => unreachable!("called only without a runtime"),
         Library::Before => {
             core::report(&format!(
                 "{name} called before MPI_Init or MPI_Session_init"
