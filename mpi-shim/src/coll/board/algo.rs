@@ -45,7 +45,7 @@ pub(super) fn pieces(len: usize, unit: usize) -> impl Iterator<Item = (usize, us
 }
 
 /// Bytes a step of a bcast carries when the board's members are no more
-/// than the machine's online CPUs: the root places a piece in one data
+/// than the CPUs they may run on: the root places a piece in one data
 /// buffer while the readers copy the previous one out of the other, and
 /// pieces this small stay in the caches nearest the cores. At 2
 /// processes, 8 KiB pieces took a 1 MiB bcast 0.80 and a 64 KiB one 0.65
