@@ -2,11 +2,14 @@
 //! environment variable that sets it. The README's "Configuration" table
 //! lists the same variables; `Config::from_env` is what reads them.
 //!
-//! One more variable is set by the launcher, not by users:
+//! Two more variables are set by the launcher, not by users:
 //! `TESSEL_PLACE` (`CORE,L2,L3,NUMA,PACKAGE`, `-` for unknown) tells a
 //! process that `mpiexec --bind` bound the core, caches, NUMA node and
 //! package it runs on ([`crate::locality`]), so that it need not load hwloc
 //! at start-up; without it a process reads its place from sysfs.
+//! `TESSEL_JOB_CPUS` tells it how many CPUs `mpiexec`'s own affinity mask
+//! holds: all the job's processes run within them, on every virtual node
+//! ([`crate::locality::job_cpus`]).
 
 use std::time::Duration;
 

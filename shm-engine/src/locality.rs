@@ -60,10 +60,11 @@ impl CpuMask {
     /// `taskset`, a launcher's binding or a batch system's cpuset
     /// narrows), or every online CPU where the kernel does not say.
     pub fn current() -> Self {
-        match crate::sys::affinity() {
-            Ok(cpus) if !cpus.is_empty() => Self::of(&cpus),
-            _ => Self::of(&(0..crate::sys::online_cpus()).collect::<Vec<_>>()),
+        let mask = crate::sys::affinity().map_or_else(|_| Self::default(), |cpus| Self::of(&cpus));
+        if mask.count() > 0 {
+            return mask;
         }
+        Self::of(&(0..crate::sys::online_cpus()).collect::<Vec<_>>())
     }
 
     /// The CPUs of either.
@@ -81,6 +82,23 @@ impl CpuMask {
 /// The environment variable through which a launcher that bound the
 /// process tells it its place (see [`Place::to_env`]).
 pub const PLACE_VAR: &str = "TESSEL_PLACE";
+
+/// The environment variable through which Tessel's `mpiexec` tells its
+/// processes how many CPUs its own affinity mask holds ([`job_cpus`]).
+pub const JOB_CPUS_VAR: &str = "TESSEL_JOB_CPUS";
+
+/// How many CPUs the launcher may run this job's processes on, where it
+/// said ([`JOB_CPUS_VAR`]): Tessel's `mpiexec` starts every process on its
+/// own machine, within its own affinity mask, virtual nodes included, so
+/// this counts the CPUs the whole job shares.
+pub fn job_cpus() -> Option<usize> {
+    std::env::var(JOB_CPUS_VAR)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
+}
 
 /// Where a process runs: ids of its core, L2, L3, NUMA node and package
 /// (see the module docs for what an id is; [`UNKNOWN`] = not bound within

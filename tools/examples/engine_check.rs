@@ -627,7 +627,7 @@ fn die(ep: &mut Endpoint) -> Res {
 }
 
 /// Print whether the engine counts this job as oversubscribed (more of
-/// its processes where this one runs than online CPUs).
+/// its processes where this one runs than CPUs they may use).
 fn oversubscribed(ep: &mut Endpoint) -> Res {
     println!(
         "engine_check: rank {} oversubscribed={}",

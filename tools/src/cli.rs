@@ -19,6 +19,8 @@ and the -x settings):
   TESSEL_NODE        virtual node of the process (rank / P with --ppn P, else 0)
   TESSEL_LOCAL_RANK  rank of the process among those of its virtual node
   TESSEL_LOCAL_SIZE  number of processes on its virtual node
+  TESSEL_JOB_CPUS    CPUs mpiexec's affinity mask holds, which the job's
+                     processes share, on every virtual node
   TESSEL_UNIVERSE    BASE SIZE ID: the process's job is ids BASE.. of a
                      universe of SIZE (see --universe-size) named ID
 Each process runs in a process group of its own. Rank 0 reads mpiexec's
@@ -415,6 +417,7 @@ mod tests {
             "TESSEL_NODE",
             "TESSEL_LOCAL_RANK",
             "TESSEL_LOCAL_SIZE",
+            "TESSEL_JOB_CPUS",
             "TESSEL_UNIVERSE",
             "--universe-size",
             "--max-procs",

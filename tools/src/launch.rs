@@ -38,7 +38,7 @@ use crate::pmi_server::Stage;
 use crate::pmi_server::{DynresRequest, PmiServer, SpawnRequest};
 use crate::sys::{self, CpuSet};
 use shm_engine::bootstrap::abort_status;
-use shm_engine::locality::PLACE_VAR;
+use shm_engine::locality::{CpuMask, JOB_CPUS_VAR, PLACE_VAR};
 
 /// How long poll(2) waits before the children are checked again.
 const POLL_INTERVAL_MS: i32 = 20;
@@ -229,6 +229,7 @@ fn start_process(spec: &JobSpec, start: &Start, places: &[Binding]) -> io::Resul
         .env("TESSEL_NODE", start.node.to_string())
         .env("TESSEL_LOCAL_RANK", start.local_rank.to_string())
         .env("TESSEL_LOCAL_SIZE", start.local_size.to_string())
+        .env(JOB_CPUS_VAR, CpuMask::current().count().to_string())
         .env(
             shm_engine::bootstrap::pmi::UNIVERSE_VAR,
             format!("{} {} {}", start.base, spec.universe, std::process::id()),

@@ -90,36 +90,70 @@ fn large_messages_in_every_rendezvous_protocol_with_idle_helpers() {
     stealing("adaptive", 3, Cma::Off);
 }
 
-/// A job confined to fewer CPUs than it has processes on the node
-/// (`taskset -c 0`, as a batch system's cpuset would confine it) waits as
-/// an oversubscribed one, yielding at once rather than spinning on the
-/// core its peer needs, whatever the machine has; on two CPUs it does
-/// not. Its processes count the CPUs their affinity masks allow them.
+/// The CPUs this test may run on (its affinity mask), increasing.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer and size describe `set`, which the kernel writes.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    assert_eq!(rc, 0, "sched_getaffinity");
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: every index is below CPU_SETSIZE, inside the set.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// A job confined to fewer CPUs than it has processes (`taskset`, as a
+/// batch system's cpuset would confine it) waits as an oversubscribed
+/// one, yielding at once rather than spinning on the core its peer needs,
+/// whatever the machine has; on as many CPUs as processes it does not.
+/// Processes count the CPUs their affinity masks allow them; on virtual
+/// nodes, all of the job's processes count against the CPUs `mpiexec`
+/// may use (`TESSEL_JOB_CPUS`).
 #[test]
 fn a_job_confined_to_fewer_cpus_than_processes_waits_oversubscribed() {
-    let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-    for (cpus, want) in [
-        ("0", "cpus=1 oversubscribed=1"),
-        ("0,1", "cpus=2 oversubscribed=0"),
-    ] {
-        if cpus == "0,1" && !two {
-            continue;
-        }
-        let name = format!("confined-{cpus}");
+    let cpus = allowed_cpus();
+    let one = cpus[0].to_string();
+    let mut cases = vec![
+        // (CPUs, processes per virtual node, processes, oversubscribed)
+        (one.clone(), None, 2, true),
+        (one, Some(1), 2, true),
+    ];
+    if let [a, b, ..] = cpus[..] {
+        cases.push((format!("{a},{b}"), None, 2, false));
+        cases.push((format!("{a},{b}"), Some(1), 2, false));
+    }
+    for (set, ppn, n, want) in cases {
+        let name = format!("confined-{set}-{ppn:?}-{n}");
+        let np = n.to_string();
         let mut cmd = Command::new("taskset");
-        cmd.args(["-c", cpus])
-            .arg(mpiexec(&[]).get_program())
-            .args(["-n", "2"])
+        cmd.args(["-c", &set]).arg(mpiexec(&[]).get_program());
+        if let Some(p) = ppn {
+            cmd.args(["--ppn", &p.to_string()])
+                .env("TESSEL_NET", "none");
+        }
+        cmd.args(["-n", &np])
             .arg(example("engine_check"))
-            .arg("ordering")
+            .arg("oversubscribed")
             .env("TESSEL_STATS", "1");
         let run = launch(&name, cmd).wait_for(WATCHDOG);
-        assert_all_ok(&run, "ordering", 2);
-        for r in 0..2 {
-            let line = format!("tessel-stats: rank {r} {want}");
+        assert_code(&run, 0);
+        let line = format!("rank 0 oversubscribed={want}");
+        assert!(
+            run.stdout.contains(&line),
+            "{name}: no {line:?}\n{}",
+            run.stdout
+        );
+        // Without virtual nodes, the CPUs counted are the masks' union.
+        if ppn.is_none() {
+            let cpus = set.split(',').count();
+            let stats = format!(
+                "tessel-stats: rank 0 cpus={cpus} oversubscribed={}",
+                u8::from(want)
+            );
             assert!(
-                run.stderr.contains(&line),
-                "{name}: no {line:?}\n{}",
+                run.stderr.contains(&stats),
+                "{name}: no {stats:?}\n{}",
                 run.stderr
             );
         }

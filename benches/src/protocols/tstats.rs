@@ -8,12 +8,18 @@
 //!
 //! The first: rank R received N large messages of size class 2^K (B bytes
 //! in all) with that protocol; the second: helper rank H copied B bytes
-//! of rank R's receives.
+//! of rank R's receives. The other lines (`copied-for-others`, and
+//! `cpus=C oversubscribed=0|1`) are skipped.
 
 use serde::Serialize;
 
 /// Marks a statistics line, wherever the launcher put it in its output.
 const MARK: &str = "tessel-stats:";
+
+/// Words of the statistics lines that say nothing about protocols (bytes
+/// a process copied for others; its CPUs and whether it is
+/// oversubscribed): skipped, not reported as lines that do not read.
+const OTHER_LINES: &[&str] = &["copied-for-others", "oversubscribed="];
 
 /// What one statistics line says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -39,7 +45,11 @@ pub fn parse(text: &str) -> (Vec<Stat>, Vec<String>) {
     let mut bad = Vec::new();
     for line in text.lines() {
         let Some(at) = line.find(MARK) else { continue };
-        match parse_one(&line[at + MARK.len()..]) {
+        let rest = &line[at + MARK.len()..];
+        if OTHER_LINES.iter().any(|w| rest.contains(w)) {
+            continue;
+        }
+        match parse_one(rest) {
             Some(s) => stats.push(s),
             None => bad.push(line.trim().to_string()),
         }
@@ -87,6 +97,8 @@ mod tests {
         let text = "mpiexec: starting\n\
             tessel-stats: rank 1 proto=steal class=2^20 transfers=12 bytes=12582912\n\
             [1] tessel-stats: rank 1 helper=3 bytes=4096\n\
+            tessel-stats: rank 1 copied-for-others bytes=0\n\
+            tessel-stats: rank 1 cpus=2 oversubscribed=0\n\
             result bench=x\n";
         let (stats, bad) = parse(text);
         assert!(bad.is_empty());

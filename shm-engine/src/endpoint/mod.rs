@@ -160,17 +160,19 @@ impl Endpoint {
         };
         let shm = Shm::attach(&mut *boot, &mut cfg, node, &locals, me, net.is_some(), join)?;
         // Virtual nodes share this machine's cores: then all of the job's
-        // processes count, not only those of this node. And a job confined
-        // to fewer CPUs than it has processes here (`taskset`, a batch
-        // system's cpuset) is oversubscribed whatever the machine has.
-        let here = if boot.one_machine() {
-            boot.size()
+        // processes count, not only those of this node, against the CPUs
+        // the launcher may use. And a job confined to fewer CPUs than it
+        // has processes here (`taskset`, a batch system's cpuset) is
+        // oversubscribed whatever the machine has.
+        let (here, machine) = if boot.one_machine() {
+            let launcher = crate::locality::job_cpus().unwrap_or(usize::MAX);
+            (boot.size(), sys::online_cpus().min(launcher))
         } else {
-            join.present
+            (join.present, sys::online_cpus())
         };
         let ours = (0..locals.len() as u32).filter(|&j| world.contains(&locals[j as usize]));
         let cpus = shm.cpus_among(ours);
-        let oversubscribed = here as usize > sys::online_cpus() || join.present as usize > cpus;
+        let oversubscribed = here as usize > machine || join.present as usize > cpus;
         Ok(Self {
             reqs: Requests::default(),
             matcher: Matcher::default(),
@@ -193,10 +195,11 @@ impl Endpoint {
         })
     }
 
-    /// Whether this job's processes on this node (on this machine, when
-    /// its nodes are virtual ones) outnumber its online CPUs, or the CPUs
-    /// their affinity masks allow them (waiting processes then yield
-    /// their core almost at once).
+    /// Whether this job's processes on this node outnumber its online
+    /// CPUs, or the CPUs their affinity masks allow them; when its nodes
+    /// are virtual ones, whether all of its processes outnumber the CPUs
+    /// of the machine that `mpiexec` may use. Waiting processes then yield
+    /// their core almost at once.
     pub fn oversubscribed(&self) -> bool {
         self.oversubscribed
     }
