@@ -255,9 +255,10 @@ fn collectives_where_one_rank_turns_flag_boards_off() {
 /// has no file descriptor left when the first collective sets the board
 /// up; with `noarea` it cannot even make the heap for its own area). Every
 /// member runs that communicator's collectives on messages, with the right
-/// results, on one node and on virtual nodes where only one node's board
-/// fails, and the member that failed says why, once. Before, that member
-/// alone returned an error and the others waited for it on the board.
+/// results, on one node and on virtual nodes (where only one node's board
+/// fails), and the member that failed says why, once. Before, that
+/// member's collective failed with `MPI_ERR_OTHER` (the job aborted; under
+/// `MPI_ERRORS_RETURN` the others would have waited for it on the board).
 #[test]
 fn collectives_where_a_board_cannot_be_set_up() {
     let exe = build(&ours(), "boardfail", "tessel");

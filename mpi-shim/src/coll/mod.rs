@@ -90,6 +90,9 @@ pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
         b.set_nodes(nodes);
     }
     match boards {
+        Boards::Whole(team) | Boards::Node { team, .. } if team.abandoned() => {
+            return Err(board::abandoned());
+        }
         // A board whose setup failed: messages, at every member alike.
         Boards::Whole(team) | Boards::Node { team, .. } if team.settled_ok() == Some(false) => {}
         Boards::None => {}

@@ -167,21 +167,26 @@ impl Builder {
 
     /// Compile the collective `f`. Where it has a board whose setup has
     /// not settled here yet (a setup fails alike at every member of a
-    /// node, [`Team::settle`], but a member learns it at run time), `f`
-    /// is compiled twice: on the board, and on messages, and the schedule
+    /// node, `Team::settle`, but a member learns it at run time), `f` is
+    /// compiled twice: on the board, and on messages, and the schedule
     /// takes the one the setup's outcome names. Both variants start with
     /// the same message phase, so a member that knew the outcome when it
-    /// compiled sends what the others' chosen variant expects.
-    pub fn either<R>(&mut self, mut f: impl FnMut(&mut Self) -> R) -> R {
+    /// compiled sends what the others' chosen variant expects. Where a
+    /// variant puts its result is its own business: what reads it (an
+    /// unpack into the application's memory) belongs inside `f`, unless
+    /// both variants fill one buffer given to `f`.
+    pub fn either(&mut self, mut f: impl FnMut(&mut Self)) {
         if self.s.team.as_ref().is_none_or(|t| t.settled()) {
-            return f(self);
+            f(self);
+            return;
         }
         self.end_round();
         let choose = self.s.steps.len();
         self.s.steps.push(Step::Choose { p2p: 0 });
         let phase = self.phase;
-        let on_board = f(self);
+        f(self);
         self.end_round();
+        let after = self.phase;
         let jump = self.s.steps.len();
         self.s.steps.push(Step::Jump { to: 0 });
         (self.phase, self.board_off) = (phase, true);
@@ -192,7 +197,9 @@ impl Builder {
         self.s.steps[jump] = Step::Jump {
             to: self.s.steps.len(),
         };
-        on_board
+        // The phase after the board's variant (the algorithms set theirs
+        // anyway).
+        self.phase = after;
     }
 
     /// Use `team`'s board for this collective.
@@ -564,12 +571,20 @@ impl Schedule {
     }
 
     fn fail(&mut self, e: MpiError, stop: bool) {
-        self.error.get_or_insert(e);
         self.stopped |= stop;
-        if stop && let (Some(team), Some(ticket)) = (&self.team, self.ticket.take()) {
-            // Its remaining board steps will not run: let the next one's.
-            team.end_turn(ticket);
+        if stop && let Some(team) = &self.team {
+            if let Some(ticket) = self.ticket.take() {
+                // Its remaining board steps will not run: let the next one's.
+                team.end_turn(ticket);
+            }
+            let setup = |s: &Step| matches!(s, Step::Board(BoardStep::Settle { .. }));
+            if !team.settled() && self.steps[self.next..].iter().any(setup) {
+                // The board's setup will not end: the collectives waiting
+                // for its outcome must not wait forever.
+                team.abandon(&e);
+            }
         }
+        self.error.get_or_insert(e);
     }
 
     /// Post the round at `next`, or run the local or board step there
@@ -611,6 +626,7 @@ impl Schedule {
                 let team = self.team.clone().expect("a choice without a board");
                 match team.settled_ok() {
                     None => return Ok(false),
+                    Some(_) if team.abandoned() => return Err(super::board::abandoned()),
                     Some(true) => self.next += 1,
                     Some(false) => {
                         // The board's variant will not run: neither will

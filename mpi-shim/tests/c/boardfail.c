@@ -10,10 +10,11 @@
  * board is one node's: the other nodes keep theirs. */
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "check.h"
 
-enum { MAX_FDS = 1 << 16, BIG = 20000 };
+enum { MAX_FDS = 4096, BIG = 20000 };
 static int fds[MAX_FDS];
 
 /* Every collective the board runs, with checked results. */
@@ -77,11 +78,12 @@ int main(int argc, char **argv) {
      * rank 1 still has descriptors. */
     enum { WARM = 1 << 20 };
     char *out = calloc(WARM, 1), *in = calloc(WARM, 1);
+    const int lens[] = {8, WARM};
     for (int d = 1; d < size; d++) {
         int to = (rank + d) % size, from = (rank + size - d) % size;
-        for (int len = 8; len <= WARM; len *= 512)
-            MPI_Sendrecv(out, len, MPI_CHAR, to, d, in, len, MPI_CHAR, from, d, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
+        for (int k = 0; k < 2; k++)
+            MPI_Sendrecv(out, lens[k], MPI_CHAR, to, d, in, lens[k], MPI_CHAR, from, d,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
     free(out);
     free(in);
@@ -94,6 +96,11 @@ int main(int argc, char **argv) {
 
     int n = 0, err = 0;
     if (rank == 1) {
+        /* At most MAX_FDS descriptors in all, whatever the host allows. */
+        struct rlimit lim;
+        CHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0, "getrlimit");
+        if (lim.rlim_cur > MAX_FDS) lim.rlim_cur = MAX_FDS;
+        CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0, "setrlimit");
         int fd;
         while (n < MAX_FDS && (fd = dup(2)) >= 0) fds[n++] = fd;
         err = errno;

@@ -73,7 +73,7 @@
 //! that step, so a slow member still copying out of it never sees it
 //! overwritten.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use shm_engine::Endpoint;
@@ -189,6 +189,8 @@ pub struct Team {
     own: Option<OwnArea>,
     /// Why this member has no area.
     lacks: Option<String>,
+    /// The setup stopped on an error before it settled ([`Team::abandon`]).
+    abandoned: AtomicBool,
     /// What this member's `Attach` mapped, until `Settle` (`Err(None)`:
     /// another member had no area to map).
     mapped: Mutex<Option<Result<Areas, Option<String>>>>,
@@ -258,6 +260,7 @@ impl Team {
             me,
             own,
             lacks,
+            abandoned: AtomicBool::new(false),
             mapped: Mutex::default(),
             areas: OnceLock::new(),
             next: AtomicU64::new(1),
@@ -363,6 +366,21 @@ impl Team {
         self.areas.get().is_some()
     }
 
+    /// The collective that sets the board up stopped on error `e` before
+    /// the setup settled (a message of its exchange failed): the members
+    /// may never agree on an outcome, so this member's later collectives
+    /// on the communicator fail ([`abandoned`]) rather than wait for one.
+    pub fn abandon(&self, e: &MpiError) {
+        if self.areas.set(Err(e.clone())).is_ok() {
+            self.abandoned.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the setup was abandoned ([`Team::abandon`]).
+    pub fn abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Relaxed)
+    }
+
     /// Whether the setup settled with the board in use (`None`: not
     /// settled yet).
     #[inline]
@@ -410,7 +428,9 @@ impl Team {
             _ => {}
         }
         let areas = match self.areas.get() {
-            // An earlier collective's setup has not mapped the areas yet.
+            // Not reached: board steps run after the setup's, or after a
+            // choice that waited for its outcome. Were it reached, waiting
+            // for the setup would be the answer.
             None => return Ok(Ran::Waiting),
             Some(Err(e)) => return Err(e.clone()),
             Some(Ok(areas)) => areas,
@@ -605,8 +625,12 @@ impl Team {
         if refs.len() != self.ids.len() {
             return Err(Some("a member sent no reference".into()));
         }
-        if let Some(why) = &self.lacks {
-            return Err(Some(why.clone()));
+        if refs[self.me].arena_len == 0 {
+            let why = self
+                .lacks
+                .as_deref()
+                .unwrap_or("its area is not in its shared heap");
+            return Err(Some(why.into()));
         }
         if refs.iter().any(|r| r.arena_len == 0) {
             return Err(None);
@@ -649,6 +673,16 @@ impl Drop for Team {
             _ => retired::put(own, Vec::new(), 0),
         }
     }
+}
+
+/// The error of a collective on a communicator whose board's setup was
+/// abandoned ([`Team::abandon`]).
+pub fn abandoned() -> MpiError {
+    MpiError::new(
+        Class::Other,
+        "an earlier collective on this communicator failed while it set up the \
+         communicator's shared-memory board, so its collectives cannot run",
+    )
 }
 
 /// The process's cache of its peers' heap arenas, shared by all boards.
