@@ -256,7 +256,7 @@ impl NodeSegment {
         }
         area.boards.store(u32::from(boards), Ordering::Relaxed);
         // SYNC POINT: Release pairs with the Acquire in `placed`, so a
-        // reader that sees 1 sees every id and `boards`.
+        // reader that sees 1 sees every id, the CPU mask and `boards`.
         area.placed.store(1, Ordering::Release);
     }
 
