@@ -32,7 +32,7 @@ use std::sync::Arc;
 use crate::core::datatype::Datatype;
 use crate::core::{MpiResult, Runtime};
 use crate::ops::{Elem, Op, Reduction};
-use board::Boards;
+use board::{Boards, Setup};
 
 /// Where the algorithm families switch, in bytes of one process's data.
 ///
@@ -89,12 +89,14 @@ pub fn builder(rt: &mut Runtime, slot: usize) -> MpiResult<Builder> {
     if let Some(nodes) = nodes {
         b.set_nodes(nodes);
     }
+    let setup = match &boards {
+        Boards::Whole(team) | Boards::Node { team, .. } => team.setup(),
+        Boards::None => Setup::Messages,
+    };
     match boards {
-        Boards::Whole(team) | Boards::Node { team, .. } if team.abandoned() => {
-            return Err(board::abandoned());
-        }
+        _ if setup == Setup::Abandoned => return Err(board::abandoned()),
         // A board whose setup failed: messages, at every member alike.
-        Boards::Whole(team) | Boards::Node { team, .. } if team.settled_ok() == Some(false) => {}
+        _ if setup == Setup::Messages => {}
         Boards::None => {}
         Boards::Whole(team) => {
             b.set_team(team.clone());

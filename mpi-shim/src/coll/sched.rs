@@ -30,7 +30,7 @@ use crate::core::datatype::TypeRef;
 use crate::core::{Comm, MpiError, MpiResult};
 use crate::ops::Reduction;
 
-use super::board::{BoardStep, Ran, Team};
+use super::board::{BoardStep, Ran, Setup, Team};
 
 /// Bits of the engine tag holding the algorithm's phase.
 pub const PHASE_BITS: u32 = 12;
@@ -145,9 +145,10 @@ pub struct Builder {
     /// the whole communicator's, the node's ranks for a node's board
     /// ([`Builder::set_node_team`]).
     team_group: Option<Arc<[usize]>>,
-    /// Compiling the variant on messages ([`Builder::either`]): the
-    /// algorithms see no board.
-    board_off: bool,
+    /// Inside [`Builder::either`]: whether the variant being compiled is
+    /// the board's (`Some(true)`) or the one on messages (`Some(false)`,
+    /// where the algorithms see no board).
+    variant: Option<bool>,
     phase: u16,
     round: Vec<Xfer>,
     elem: Option<usize>,
@@ -159,10 +160,9 @@ impl Builder {
     /// have one: the communicator's (outside any group), or its node's
     /// (inside the group of the node's ranks, [`Builder::in_group`]).
     pub fn team(&self) -> Option<&Arc<Team>> {
-        self.s
-            .team
-            .as_ref()
-            .filter(|_| !self.board_off && self.map.as_deref() == self.team_group.as_deref())
+        self.s.team.as_ref().filter(|_| {
+            self.variant != Some(false) && self.map.as_deref() == self.team_group.as_deref()
+        })
     }
 
     /// Compile the collective `f`. Where it has a board whose setup has
@@ -176,7 +176,12 @@ impl Builder {
     /// unpack into the application's memory) belongs inside `f`, unless
     /// both variants fill one buffer given to `f`.
     pub fn either(&mut self, mut f: impl FnMut(&mut Self)) {
-        if self.s.team.as_ref().is_none_or(|t| t.settled()) {
+        if self
+            .s
+            .team
+            .as_ref()
+            .is_none_or(|t| t.setup() != Setup::Pending)
+        {
             f(self);
             return;
         }
@@ -184,15 +189,16 @@ impl Builder {
         let choose = self.s.steps.len();
         self.s.steps.push(Step::Choose { p2p: 0 });
         let phase = self.phase;
+        self.variant = Some(true);
         f(self);
         self.end_round();
         let after = self.phase;
         let jump = self.s.steps.len();
         self.s.steps.push(Step::Jump { to: 0 });
-        (self.phase, self.board_off) = (phase, true);
+        (self.phase, self.variant) = (phase, Some(false));
         f(self);
         self.end_round();
-        self.board_off = false;
+        self.variant = None;
         self.s.steps[choose] = Step::Choose { p2p: jump + 1 };
         self.s.steps[jump] = Step::Jump {
             to: self.s.steps.len(),
@@ -217,12 +223,20 @@ impl Builder {
     /// A step on the board. The schedule's first takes its turn on the
     /// board ([`Team::ticket`]).
     pub fn board(&mut self, st: BoardStep) {
-        debug_assert!(!self.board_off, "a board step on the variant without one");
+        let team = self.s.team.as_ref().expect("a board step without a board");
+        debug_assert!(
+            self.variant != Some(false),
+            "a board step on the variant without one"
+        );
+        debug_assert!(
+            self.variant.is_some()
+                || team.setup() == Setup::Board
+                || matches!(st, BoardStep::Attach { .. } | BoardStep::Settle { .. }),
+            "a collective compiled outside Builder::either before its board's setup settled"
+        );
+        let ticket = self.s.ticket.unwrap_or_else(|| team.ticket());
         self.end_round();
-        if self.s.ticket.is_none() {
-            let team = self.s.team.as_ref().expect("a board step without a board");
-            self.s.ticket = Some(team.ticket());
-        }
+        self.s.ticket = Some(ticket);
         self.s.steps.push(Step::Board(st));
         self.s.last_board = self.s.steps.len() - 1;
     }
@@ -246,7 +260,7 @@ impl Builder {
             map: None,
             nodes: None,
             team_group: None,
-            board_off: false,
+            variant: None,
             phase: 0,
             round: Vec::new(),
             elem: None,
@@ -577,11 +591,11 @@ impl Schedule {
                 // Its remaining board steps will not run: let the next one's.
                 team.end_turn(ticket);
             }
-            let setup = |s: &Step| matches!(s, Step::Board(BoardStep::Settle { .. }));
-            if !team.settled() && self.steps[self.next..].iter().any(setup) {
+            let settles = |s: &Step| matches!(s, Step::Board(BoardStep::Settle { .. }));
+            if team.setup() == Setup::Pending && self.steps[self.next..].iter().any(settles) {
                 // The board's setup will not end: the collectives waiting
                 // for its outcome must not wait forever.
-                team.abandon(&e);
+                team.abandon();
             }
         }
         self.error.get_or_insert(e);
@@ -624,11 +638,11 @@ impl Schedule {
             }
             Step::Choose { p2p } => {
                 let team = self.team.clone().expect("a choice without a board");
-                match team.settled_ok() {
-                    None => return Ok(false),
-                    Some(_) if team.abandoned() => return Err(super::board::abandoned()),
-                    Some(true) => self.next += 1,
-                    Some(false) => {
+                match team.setup() {
+                    Setup::Pending => return Ok(false),
+                    Setup::Abandoned => return Err(super::board::abandoned()),
+                    Setup::Board => self.next += 1,
+                    Setup::Messages => {
                         // The board's variant will not run: neither will
                         // its board steps.
                         if let Some(ticket) = self.ticket.take() {

@@ -42,7 +42,7 @@ fn ready(rt: &Runtime, slot: usize) -> Option<Arc<Team>> {
         return None;
     };
     let team = team.clone();
-    (matches!(team.areas.get(), Some(Ok(_))) && team.idle()).then_some(team)
+    (team.setup() == super::Setup::Board && team.idle()).then_some(team)
 }
 
 /// One collective's run on the board: its turn taken, the
@@ -68,9 +68,7 @@ impl Run {
     }
 
     fn board(&self) -> Board<'_> {
-        let Some(Ok(areas)) = self.team.areas.get() else {
-            unreachable!("checked by `ready`")
-        };
+        let areas = self.team.areas().expect("checked by `ready`");
         Board::new(&areas.0, self.team.me)
     }
 

@@ -73,7 +73,7 @@
 //! that step, so a slow member still copying out of it never sees it
 //! overwritten.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use shm_engine::Endpoint;
@@ -178,25 +178,43 @@ pub enum Ran {
 #[derive(Debug)]
 struct Areas(Vec<&'static Area>);
 
+/// How a board's setup ended, at this member.
+#[derive(Debug)]
+enum Outcome {
+    /// Every member mapped every area: collectives run on the board.
+    Board(Areas),
+    /// Some member could not: collectives run on messages, at every
+    /// member alike.
+    Messages,
+    /// The setup stopped on an error before it settled ([`Team::abandon`]).
+    Abandoned,
+}
+
+/// What a collective on the board's communicator does now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setup {
+    /// Nothing yet: the setup has not settled here.
+    Pending,
+    Board,
+    Messages,
+    /// Fail ([`abandoned`]).
+    Abandoned,
+}
+
 /// A communicator's board, as one member sees it.
 #[derive(Debug)]
 pub struct Team {
     /// Process ids of the members (to wake them after a post).
     ids: Vec<u32>,
     me: usize,
-    /// This member's area, in its shared heap (`None`: the setup then
-    /// fails at every member).
-    own: Option<OwnArea>,
-    /// Why this member has no area.
-    lacks: Option<String>,
-    /// The setup stopped on an error before it settled ([`Team::abandon`]).
-    abandoned: AtomicBool,
+    /// This member's area, in its shared heap, or why it has none (the
+    /// setup then fails at every member).
+    own: Result<OwnArea, String>,
     /// What this member's `Attach` mapped, until `Settle` (`Err(None)`:
     /// another member had no area to map).
     mapped: Mutex<Option<Result<Areas, Option<String>>>>,
-    /// Every member's area, once the setup settled (or why some member
-    /// could not map them: then no board step runs).
-    areas: OnceLock<Result<Areas, MpiError>>,
+    /// How the setup ended, once it did.
+    outcome: OnceLock<Outcome>,
     /// The next step number to hand out.
     next: AtomicU64,
     /// A step every member is known to have posted (posts only grow, so
@@ -242,14 +260,9 @@ impl Team {
     /// `cpus` CPUs between them ([`Endpoint::cpus_of`]), with its area
     /// (reused or new).
     pub fn new(ids: Vec<u32>, me: usize, cpus: usize) -> Arc<Self> {
-        let (own, lacks) = match retired::take().map_or_else(|| heap::alloc(AREA), |o| Ok(o.0)) {
-            Ok(p) => (Some(OwnArea(p)), None),
-            Err(e) => (
-                None,
-                Some(format!("could not place its area in its shared heap: {e}")),
-            ),
-        };
-        if let Some(own) = &own {
+        let own = retired::take().map_or_else(|| heap::alloc(AREA).map(OwnArea), Ok);
+        let own = own.map_err(|e| format!("could not place its area in its shared heap: {e}"));
+        if let Ok(own) = &own {
             // SAFETY: a fresh or retired area that nobody reads any more
             // (retired::take's check); zero lines mean "nothing posted".
             unsafe { own.0.as_ptr().write_bytes(0, bp::DATA_OFF) };
@@ -259,10 +272,8 @@ impl Team {
             ids,
             me,
             own,
-            lacks,
-            abandoned: AtomicBool::new(false),
             mapped: Mutex::default(),
-            areas: OnceLock::new(),
+            outcome: OnceLock::new(),
             next: AtomicU64::new(1),
             all_posted: AtomicU64::new(0),
             tickets: AtomicU64::new(0),
@@ -360,32 +371,32 @@ impl Team {
         m
     }
 
-    /// Whether the board's setup settled here ([`BoardStep::Settle`]).
+    /// Where the board's setup stands here ([`BoardStep::Settle`]).
     #[inline]
-    pub fn settled(&self) -> bool {
-        self.areas.get().is_some()
-    }
-
-    /// The collective that sets the board up stopped on error `e` before
-    /// the setup settled (a message of its exchange failed): the members
-    /// may never agree on an outcome, so this member's later collectives
-    /// on the communicator fail ([`abandoned`]) rather than wait for one.
-    pub fn abandon(&self, e: &MpiError) {
-        if self.areas.set(Err(e.clone())).is_ok() {
-            self.abandoned.store(true, Ordering::Relaxed);
+    pub fn setup(&self) -> Setup {
+        match self.outcome.get() {
+            None => Setup::Pending,
+            Some(Outcome::Board(_)) => Setup::Board,
+            Some(Outcome::Messages) => Setup::Messages,
+            Some(Outcome::Abandoned) => Setup::Abandoned,
         }
     }
 
-    /// Whether the setup was abandoned ([`Team::abandon`]).
-    pub fn abandoned(&self) -> bool {
-        self.abandoned.load(Ordering::Relaxed)
+    /// Every member's area, once the setup settled with the board in use.
+    #[inline]
+    fn areas(&self) -> Option<&Areas> {
+        match self.outcome.get() {
+            Some(Outcome::Board(areas)) => Some(areas),
+            _ => None,
+        }
     }
 
-    /// Whether the setup settled with the board in use (`None`: not
-    /// settled yet).
-    #[inline]
-    pub fn settled_ok(&self) -> Option<bool> {
-        self.areas.get().map(Result::is_ok)
+    /// The collective that sets the board up stopped on an error before
+    /// the setup settled (a message of its exchange failed): the members
+    /// may never agree on an outcome, so this member's later collectives
+    /// on the communicator fail ([`abandoned`]) rather than wait for one.
+    pub fn abandon(&self) {
+        let _ = self.outcome.set(Outcome::Abandoned);
     }
 
     /// This member's area as the setup trades it (zeros: none).
@@ -394,6 +405,7 @@ impl Team {
         let Some(r) = self
             .own
             .as_ref()
+            .ok()
             .and_then(|o| heap::locate(o.0.as_ptr(), AREA))
         else {
             return b;
@@ -427,14 +439,9 @@ impl Team {
             }
             _ => {}
         }
-        let areas = match self.areas.get() {
-            // Not reached: board steps run after the setup's, or after a
-            // choice that waited for its outcome. Were it reached, waiting
-            // for the setup would be the answer.
-            None => return Ok(Ran::Waiting),
-            Some(Err(e)) => return Err(e.clone()),
-            Some(Ok(areas)) => areas,
-        };
+        // Board steps run after the setup's, or after a choice that saw
+        // the board in use.
+        let areas = self.areas().expect("a board step on a board not in use");
         let b = Board::new(&areas.0, self.me);
         match *st {
             BoardStep::Attach { .. } | BoardStep::Settle { .. } => unreachable!("handled above"),
@@ -582,7 +589,7 @@ impl Team {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let outcome = match mapped {
-            Some(Ok(areas)) if oks.iter().all(|&o| o == 1) => Ok(areas),
+            Some(Ok(areas)) if oks.iter().all(|&o| o == 1) => Outcome::Board(areas),
             mapped => {
                 if let Some(Err(Some(why))) = mapped {
                     // One write, so that lines of several processes do
@@ -594,16 +601,12 @@ impl Team {
                     );
                     let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
                 }
-                let m = oks.iter().position(|&o| o != 1).unwrap_or(self.me);
-                Err(MpiError::new(
-                    Class::Other,
-                    format!("member {m} of a flag board could not set up its shared memory"),
-                ))
+                Outcome::Messages
             }
         };
         // A second setup cannot happen: only a board's first collective
         // compiles one.
-        let _ = self.areas.set(outcome);
+        let _ = self.outcome.set(outcome);
     }
 
     /// Map every member's area; `Err(None)` if another member has none
@@ -627,9 +630,10 @@ impl Team {
         }
         if refs[self.me].arena_len == 0 {
             let why = self
-                .lacks
-                .as_deref()
-                .unwrap_or("its area is not in its shared heap");
+                .own
+                .as_ref()
+                .err()
+                .map_or("its area is not in its shared heap", String::as_str);
             return Err(Some(why.into()));
         }
         if refs.iter().any(|r| r.arena_len == 0) {
@@ -657,11 +661,11 @@ impl Team {
 
 impl Drop for Team {
     fn drop(&mut self) {
-        let Some(own) = self.own.take() else {
+        let Ok(own) = std::mem::replace(&mut self.own, Err(String::new())) else {
             return;
         };
-        match self.areas.take() {
-            Some(Ok(areas)) => {
+        match self.outcome.take() {
+            Some(Outcome::Board(areas)) => {
                 // Mark the step after the last one: "done with this
                 // board". Our area is free once everyone has.
                 let last = *self.next.get_mut();
