@@ -277,10 +277,15 @@ pub(super) fn blocks_for(b: &mut Builder, outs: &[UserBuf]) -> Vec<Span> {
 pub(super) fn unpack_all(b: &mut Builder, parts: &[Span], outs: &[UserBuf], skip: Option<usize>) {
     for (r, ub) in outs.iter().enumerate() {
         if Some(r) != skip {
-            let k = b.sink(sink(ub));
-            b.unpack(parts[r], k);
+            unpack_to(b, parts[r], sink(ub));
         }
     }
+}
+
+/// Unpack `src` into `out` at the end.
+fn unpack_to(b: &mut Builder, src: Span, out: Sink) {
+    let k = b.sink(out);
+    b.unpack(src, k);
 }
 
 /// This process's rank in communicator `slot`, and the size.
@@ -342,9 +347,8 @@ pub(super) fn total(counts: &[i64]) -> MpiResult<i64> {
 
 /// Finish a schedule whose result `acc` goes to `out`.
 pub(super) fn unpack_into(mut b: Builder, acc: super::Span, out: Option<Sink>) -> Schedule {
-    if let Some(k) = out {
-        let k = b.sink(k);
-        b.unpack(acc, k);
+    if let Some(out) = out {
+        unpack_to(&mut b, acc, out);
     }
     b.finish()
 }
@@ -495,8 +499,7 @@ pub unsafe fn gather(
             if r == me && in_place {
                 continue;
             }
-            let k = b.sink(sink(ub));
-            b.unpack(if r == me { own } else { parts[r] }, k);
+            unpack_to(b, if r == me { own } else { parts[r] }, sink(ub));
         }
     });
     Ok(b.finish())
@@ -559,8 +562,7 @@ pub unsafe fn scatter(
             own
         };
         if let Some(u) = &out {
-            let k = b.sink(sink(u));
-            b.unpack(own, k);
+            unpack_to(b, own, sink(u));
         }
     });
     Ok(b.finish())
@@ -683,8 +685,7 @@ pub unsafe fn reduce_scatter(
     // This block lands where the variant puts it: unpacked within it.
     b.either(|b| {
         let own = algo::reduce_scatter(b, acc, &bytes);
-        let k = b.sink(sink(&out));
-        b.unpack(own, k);
+        unpack_to(b, own, sink(&out));
     });
     Ok(b.finish())
 }
@@ -827,8 +828,7 @@ fn exchange(
     algo::neighbor_exchange(&mut b, &sends, &recvs);
     for (&(from, _, span), ub) in recvs.iter().zip(ins) {
         if from.is_some() {
-            let k = b.sink(sink(ub));
-            b.unpack(span, k);
+            unpack_to(&mut b, span, sink(ub));
         }
     }
     Ok(b.finish())
