@@ -48,9 +48,9 @@ pub struct CpuMask(pub [u64; CPU_WORDS]);
 
 impl CpuMask {
     /// The CPUs of `cpus` (numbers from 1024 up are left out).
-    pub fn of(cpus: &[usize]) -> Self {
+    pub fn of(cpus: impl IntoIterator<Item = usize>) -> Self {
         let mut m = Self::default();
-        for &c in cpus.iter().filter(|&&c| c < 64 * CPU_WORDS) {
+        for c in cpus.into_iter().filter(|&c| c < 64 * CPU_WORDS) {
             m.0[c / 64] |= 1 << (c % 64);
         }
         m
@@ -60,11 +60,11 @@ impl CpuMask {
     /// `taskset`, a launcher's binding or a batch system's cpuset
     /// narrows), or every online CPU where the kernel does not say.
     pub fn current() -> Self {
-        let mask = crate::sys::affinity().map_or_else(|_| Self::default(), |cpus| Self::of(&cpus));
+        let mask = crate::sys::affinity().map_or_else(|_| Self::default(), Self::of);
         if mask.count() > 0 {
             return mask;
         }
-        Self::of(&(0..crate::sys::online_cpus()).collect::<Vec<_>>())
+        Self::of(0..crate::sys::online_cpus())
     }
 
     /// The CPUs of either.
@@ -492,9 +492,9 @@ mod tests {
 
     #[test]
     fn cpu_masks_count_their_union() {
-        let a = CpuMask::of(&[0, 1, 63, 64, 1023, 1024, 5000]);
+        let a = CpuMask::of([0, 1, 63, 64, 1023, 1024, 5000]);
         assert_eq!(a.count(), 5, "CPUs from 1024 up are left out");
-        let b = CpuMask::of(&[1, 2, 64]);
+        let b = CpuMask::of([1, 2, 64]);
         assert_eq!(a.union(b).count(), 6);
         assert_eq!(CpuMask::default().union(b), b);
         // This process runs somewhere.

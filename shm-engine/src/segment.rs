@@ -561,7 +561,7 @@ mod tests {
         let seg = segment(3);
         assert_eq!(seg.place(1), None);
         let p = Place::new([4, 4, 0, 0, u32::MAX]);
-        let cpus = CpuMask::of(&[4, 5, 70, 1023]);
+        let cpus = CpuMask::of([4, 5, 70, 1023]);
         seg.publish_place(1, p, &cpus, true);
         assert_eq!(seg.place(1), Some(p));
         assert!(seg.takes_boards(1));
@@ -569,7 +569,7 @@ mod tests {
         assert_eq!(seg.wait_place(1), p);
         assert_eq!(seg.place(0), None);
         assert_eq!(seg.place(2), None);
-        seg.publish_place(2, p, &CpuMask::of(&[5, 6]), false);
+        seg.publish_place(2, p, &CpuMask::of([5, 6]), false);
         assert!(!seg.takes_boards(2));
         assert_eq!(seg.cpus(1).union(seg.cpus(2)).count(), 5);
     }
