@@ -261,7 +261,7 @@ pub(super) mod neighbor;
 pub(crate) mod op;
 mod persistent;
 
-use op::reduction_of;
+use op::{predefined_op, reduction_of};
 use persistent::{Kept, array_lengths, persistent, send_side};
 
 /// `n` datatype handles from an argument array.
@@ -325,6 +325,40 @@ fn reduce_args(
         dt,
         op,
     }
+}
+
+/// A reduction of a predefined datatype by a predefined operation, as
+/// plain bytes, if its arguments are valid at this member (`receives`:
+/// it reads the result, so the receive buffer is significant); `None`
+/// leaves the call, and any error, to [`reduce_args`].
+fn flat_reduction(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    receives: bool,
+) -> Option<board::direct::Flat> {
+    let dt = types::predefined(datatype)?;
+    let kernel = crate::ops::check(predefined_op(op)?, dt.elem?).ok()?;
+    let len = dt.bytes(usize::try_from(count).ok()?)?;
+    if len == 0 || !dt.is_contiguous() {
+        return None;
+    }
+    let send = (!abi::is_in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
+    let recv = recvbuf.cast::<u8>();
+    let valid = send.is_none_or(|s| !s.is_null())
+        && (!receives
+            || (!recv.is_null()
+                && !abi::is_in_place(recv.cast_const().cast())
+                && send != Some(recv.cast_const())));
+    valid.then_some(board::direct::Flat {
+        send,
+        recv,
+        len,
+        elem: dt.size,
+        kernel,
+    })
 }
 
 /// The counts and displacements of a `v` collective's `n` blocks.
@@ -448,6 +482,10 @@ unsafe fn allreduce_direct<C: Count>(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let slot = comm_slot(comm).ok()?;
+    if let Some(f) = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op, true) {
+        // SAFETY: forwarded from the caller; `f` names its buffers.
+        return unsafe { board::direct::reduce_flat(rt, slot, None, f) };
+    }
     let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
     unsafe { board::direct::reduce(rt, slot, None, &args, count.get()) }

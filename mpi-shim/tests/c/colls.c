@@ -653,6 +653,11 @@ static void test_errors(void) {
           "in place");
     CHECK(class_of(MPI_Alltoall(&x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD)) == MPI_ERR_BUFFER,
           "in place");
+    CHECK(class_of(MPI_Allreduce(&x, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_BUFFER, "alias");
+    CHECK(class_of(MPI_Allreduce(NULL, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_BUFFER, "null");
+    CHECK(class_of(MPI_Allreduce(&x, NULL, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_BUFFER, "null");
+    CHECK(class_of(MPI_Allreduce(MPI_IN_PLACE, NULL, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_BUFFER,
+          "null");
     /* Signatures that differ: the processes that receive from the root
      * learn of the truncation, and nobody waits forever. */
     for (int root = 0; root < size; root++) {

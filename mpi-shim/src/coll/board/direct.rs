@@ -27,7 +27,7 @@ use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
 use crate::core::{MpiError, MpiResult, Runtime, pool, threads};
-use crate::ops::Reduction;
+use crate::ops::{Kernel, Reduction};
 
 /// Looks at the flags a wait needs before it starts progressing the rest
 /// of the library and backing off.
@@ -295,14 +295,7 @@ pub unsafe fn reduce(
     count: i64,
 ) -> Option<MpiResult<()>> {
     let team = ready(rt, slot)?;
-    let (root, me, n) = match root {
-        Some(r) => {
-            let (root, me, n) = root_and_me(rt, slot, r).ok()?;
-            (Some(root), me, n)
-        }
-        None => (None, team.me, team.size()),
-    };
-    let reads = root.is_none_or(|r| r == me);
+    let (reads, n) = reads(rt, slot, &team, root)?;
     // SAFETY: forwarded from the caller (as calls::reduce/allreduce ask).
     let (red, src) = unsafe { args.source(count, reads, reads) }.ok()?;
     let len = src.len;
@@ -337,36 +330,118 @@ pub unsafe fn reduce(
         // SAFETY: as above.
         unsafe { src.data() }
     };
-    Some((|| {
-        let mut run = Run::start(rt, slot, team)?;
-        run.next();
-        if out.is_some() {
-            run.post(rt, &own)?;
-        } else {
-            run.post_ahead(rt, &own)?;
+    let Some(out) = out else {
+        return Some(small(rt, slot, team, &red, &own, None));
+    };
+    if out.dt.is_contiguous() {
+        // SAFETY: `len` contiguous writable bytes, not the send buffer
+        // (`own` is a copy when they are one).
+        let acc = unsafe { std::slice::from_raw_parts_mut(out.ptr, len) };
+        return Some(small(rt, slot, team, &red, &own, Some(acc)));
+    }
+    let mut scratch = vec![0; len];
+    let done = small(rt, slot, team, &red, &own, Some(&mut scratch));
+    if done.is_ok() {
+        // SAFETY: the receive buffer is writable (MPI contract).
+        unsafe { out.unpack(&scratch) };
+    }
+    Some(done)
+}
+
+/// A reduction's buffers as plain bytes, for a predefined datatype and
+/// operation: what an entry layer that knows both decodes without
+/// building a [`Reduce`] (a third of an 8 B allreduce's instructions).
+/// It builds one only for valid arguments; any other call takes the
+/// general path, which reports the error.
+#[derive(Clone, Copy, Debug)]
+pub struct Flat {
+    /// The contribution: `len` readable bytes, or `None` for
+    /// `MPI_IN_PLACE` (the contribution is in `recv`).
+    pub send: Option<*const u8>,
+    /// The result: `len` writable bytes, not the send buffer's (read at
+    /// a member that receives the result only).
+    pub recv: *mut u8,
+    pub len: usize,
+    /// Bytes of one element (pieces of large vectors split between
+    /// elements).
+    pub elem: usize,
+    pub kernel: Kernel,
+}
+
+/// [`reduce`] of a [`Flat`] reduction: the same steps, from the
+/// application's buffers.
+///
+/// # Safety
+/// The buffers are as [`Flat`] describes them (MPI contract).
+pub unsafe fn reduce_flat(
+    rt: &mut Runtime,
+    slot: usize,
+    root: Option<Root>,
+    f: Flat,
+) -> Option<MpiResult<()>> {
+    let team = ready(rt, slot)?;
+    let (reads, n) = reads(rt, slot, &team, root)?;
+    if f.send.is_none() && !reads {
+        return None; // MPI_IN_PLACE at a reduce's non-root: an error
+    }
+    let red = Reduction::Predefined(f.kernel);
+    let src = f.send.unwrap_or(f.recv.cast_const());
+    let out = reads.then_some(f.recv);
+    if f.len * n > SMALL {
+        // SAFETY: the caller's promise; the two may be one (in place).
+        return Some(unsafe { reduce_pieces(rt, slot, team, &red, (src, f.len), out, f.elem) });
+    }
+    // With MPI_IN_PLACE the contribution is copied first: the result is
+    // reduced into the buffer that holds it.
+    let copy;
+    let own: &[u8] = if f.send.is_none() {
+        // SAFETY: `len` readable bytes (the caller's promise).
+        copy = unsafe { std::slice::from_raw_parts(src, f.len) }.to_vec();
+        &copy
+    } else {
+        // SAFETY: as above; not the receive buffer (the caller's promise).
+        unsafe { std::slice::from_raw_parts(src, f.len) }
+    };
+    // SAFETY: `len` writable bytes at a member that reads the result.
+    let acc = out.map(|p| unsafe { std::slice::from_raw_parts_mut(p, f.len) });
+    Some(small(rt, slot, team, &red, own, acc))
+}
+
+/// Whether this member reads a reduction's result (every member for
+/// allreduce, `root: None`; the root for reduce), and the members.
+fn reads(rt: &Runtime, slot: usize, team: &Team, root: Option<Root>) -> Option<(bool, usize)> {
+    match root {
+        Some(r) => {
+            let (root, me, n) = root_and_me(rt, slot, r).ok()?;
+            Some((root == me, n))
         }
-        let Some(out) = out else {
-            run.end();
-            return Ok(());
-        };
-        run.wait_posted(rt, None, run.t)?;
-        let mut scratch = Vec::new();
-        let acc: &mut [u8] = if out.dt.is_contiguous() {
-            // SAFETY: `len` contiguous writable bytes, not the send
-            // buffer (`own` is a copy when they are one).
-            unsafe { std::slice::from_raw_parts_mut(out.ptr, len) }
-        } else {
-            scratch.resize(len, 0);
-            &mut scratch
-        };
-        let bad = fold(&run.board(), run.t, len, 0, &own, acc, &red);
+        None => Some((true, team.size())),
+    }
+}
+
+/// A reduction of at most [`SMALL`] bytes in all, in one step: every
+/// member posts its contribution `own`, and the members that read the
+/// result (`acc`) fold everyone's posts into it in rank order.
+fn small(
+    rt: &mut Runtime,
+    slot: usize,
+    team: Arc<Team>,
+    red: &Reduction,
+    own: &[u8],
+    acc: Option<&mut [u8]>,
+) -> MpiResult<()> {
+    let mut run = Run::start(rt, slot, team)?;
+    run.next();
+    let Some(acc) = acc else {
+        run.post_ahead(rt, own)?;
         run.end();
-        if !out.dt.is_contiguous() {
-            // SAFETY: the receive buffer is writable (MPI contract).
-            unsafe { out.unpack(&scratch) };
-        }
-        bad.map_or(Ok(()), |e| Err(e.on(slot)))
-    })())
+        return Ok(());
+    };
+    run.post(rt, own)?;
+    run.wait_posted(rt, None, run.t)?;
+    let bad = fold(&run.board(), run.t, own.len(), 0, own, acc, red);
+    run.end();
+    bad.map_or(Ok(()), |e| Err(e.on(slot)))
 }
 
 /// `acc = x_0 op (x_1 op (... op x_{n-1}))`, where `x_j` is bytes
