@@ -328,8 +328,8 @@ fn reduce_args(
 }
 
 /// A reduction of a predefined datatype by a predefined operation, as
-/// plain bytes, if its arguments are valid at this member (`receives`:
-/// it reads the result, so the receive buffer is significant); `None`
+/// plain bytes, if its arguments are valid; its receive buffer only if
+/// that is valid too (it matters only where the result is read). `None`
 /// leaves the call, and any error, to [`reduce_args`].
 fn flat_reduction(
     sendbuf: *const c_void,
@@ -337,24 +337,21 @@ fn flat_reduction(
     count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
-    receives: bool,
 ) -> Option<board::direct::Flat> {
     let dt = types::predefined(datatype)?;
     let kernel = crate::ops::check(predefined_op(op)?, dt.elem?).ok()?;
     let len = dt.bytes(usize::try_from(count).ok()?)?;
-    if len == 0 || !dt.is_contiguous() {
+    if len == 0 || !dt.is_contiguous() || sendbuf.is_null() {
         return None;
     }
     let send = (!abi::is_in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
     let recv = recvbuf.cast::<u8>();
-    let valid = send.is_none_or(|s| !s.is_null())
-        && (!receives
-            || (!recv.is_null()
-                && !abi::is_in_place(recv.cast_const().cast())
-                && send != Some(recv.cast_const())));
-    valid.then_some(board::direct::Flat {
+    let recv_ok = !recv.is_null()
+        && !abi::is_in_place(recvbuf.cast_const())
+        && send != Some(recv.cast_const());
+    Some(board::direct::Flat {
         send,
-        recv,
+        recv: recv_ok.then_some(recv),
         len,
         elem: dt.size,
         kernel,
@@ -451,6 +448,10 @@ unsafe fn reduce_direct<C: Count>(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let slot = comm_slot(comm).ok()?;
+    if let Some(f) = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op) {
+        // SAFETY: forwarded from the caller; `f` names its buffers.
+        return unsafe { board::direct::reduce_flat(rt, slot, Some(root_arg(root)), f) };
+    }
     let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
     // SAFETY: forwarded from the caller.
     unsafe { board::direct::reduce(rt, slot, Some(root_arg(root)), &args, count.get()) }
@@ -482,7 +483,7 @@ unsafe fn allreduce_direct<C: Count>(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let slot = comm_slot(comm).ok()?;
-    if let Some(f) = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op, true) {
+    if let Some(f) = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op) {
         // SAFETY: forwarded from the caller; `f` names its buffers.
         return unsafe { board::direct::reduce_flat(rt, slot, None, f) };
     }

@@ -62,6 +62,16 @@ static void test_reduce(void) {
                 for (int i = 0; i < n; i++) CHECK(b[i] == sum_of(i), "reduce n %d root %d", n, root);
         }
     }
+    /* The receive buffer is significant at the root only: NULL elsewhere,
+     * or the send buffer itself. */
+    for (int root = 0; root < size; root++) {
+        int v = rank + 1, acc = rank == root ? v : -1;
+        int *recv = rank == root ? &acc : rank % 2 ? NULL : &v;
+        CHECK(MPI_Reduce(rank == root ? MPI_IN_PLACE : &v, recv, 1, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS,
+              "reduce, receive buffer insignificant");
+        CHECK(rank != root || acc == size * (size + 1) / 2, "reduce in place root %d: %d", root, acc);
+    }
 }
 
 static void test_allreduce(void) {

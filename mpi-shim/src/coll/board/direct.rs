@@ -358,9 +358,11 @@ pub struct Flat {
     /// The contribution: `len` readable bytes, or `None` for
     /// `MPI_IN_PLACE` (the contribution is in `recv`).
     pub send: Option<*const u8>,
-    /// The result: `len` writable bytes, not the send buffer's (read at
-    /// a member that receives the result only).
-    pub recv: *mut u8,
+    /// The receive buffer's `len` bytes: with `MPI_IN_PLACE` the
+    /// contribution, and the result at a member that reads it. `None`
+    /// where it is not a valid buffer, or the send buffer's: fine where
+    /// it is not significant (a reduce's non-roots).
+    pub recv: Option<*mut u8>,
     pub len: usize,
     /// Bytes of one element (pieces of large vectors split between
     /// elements).
@@ -381,27 +383,33 @@ pub unsafe fn reduce_flat(
 ) -> Option<MpiResult<()>> {
     let team = ready(rt, slot)?;
     let (reads, n) = reads(rt, slot, &team, root)?;
-    if f.send.is_none() && !reads {
-        return None; // MPI_IN_PLACE at a reduce's non-root: an error
-    }
+    // MPI_IN_PLACE at a reduce's non-root, or no valid receive buffer
+    // where it is significant: the general path reports the error.
+    let out = if reads { Some(f.recv?) } else { None };
+    let src = match f.send {
+        Some(s) => s,
+        None => out?.cast_const(),
+    };
     let red = Reduction::Predefined(f.kernel);
-    let src = f.send.unwrap_or(f.recv.cast_const());
-    let out = reads.then_some(f.recv);
     if f.len * n > SMALL {
         // SAFETY: the caller's promise; the two may be one (in place).
         return Some(unsafe { reduce_pieces(rt, slot, team, &red, (src, f.len), out, f.elem) });
     }
+    // SAFETY: `len` readable bytes (the caller's promise).
+    let mut own = unsafe { std::slice::from_raw_parts(src, f.len) };
     // With MPI_IN_PLACE the contribution is copied first: the result is
     // reduced into the buffer that holds it.
-    let copy;
-    let own: &[u8] = if f.send.is_none() {
-        // SAFETY: `len` readable bytes (the caller's promise).
-        copy = unsafe { std::slice::from_raw_parts(src, f.len) }.to_vec();
-        &copy
-    } else {
-        // SAFETY: as above; not the receive buffer (the caller's promise).
-        unsafe { std::slice::from_raw_parts(src, f.len) }
-    };
+    let (mut line, copy);
+    if f.send.is_none() {
+        if f.len <= INLINE {
+            line = [0; INLINE];
+            line[..f.len].copy_from_slice(own);
+            own = &line[..f.len];
+        } else {
+            copy = own.to_vec();
+            own = &copy;
+        }
+    }
     // SAFETY: `len` writable bytes at a member that reads the result.
     let acc = out.map(|p| unsafe { std::slice::from_raw_parts_mut(p, f.len) });
     Some(small(rt, slot, team, &red, own, acc))
