@@ -413,6 +413,15 @@ unsafe fn bcast_direct<C: Count>(
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
     let slot = comm_slot(comm).ok()?;
+    // A predefined datatype's contiguous bytes, decoded here; anything
+    // else (and any error) through an `Arg`.
+    let flat = types::predefined(datatype)
+        .filter(|t| t.is_contiguous() && !buffer.is_null() && !abi::is_in_place(buffer))
+        .and_then(|t| t.bytes(usize::try_from(count.get()).ok()?));
+    if let Some(len) = flat {
+        // SAFETY: forwarded from the caller: `len` bytes at `buffer`.
+        return unsafe { board::direct::bcast_flat(rt, slot, root_arg(root), buffer.cast(), len) };
+    }
     let buf = arg(rt, buffer, count.get(), datatype);
     // SAFETY: forwarded from the caller.
     unsafe { board::direct::bcast(rt, slot, root_arg(root), &buf) }

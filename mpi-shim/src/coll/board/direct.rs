@@ -17,6 +17,7 @@
 //! valid. Otherwise the answer is `None` and the caller compiles the
 //! schedule, which also reports any error.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use shm_engine::board::{self as bp, Board};
@@ -24,6 +25,7 @@ use shm_engine::board::{self as bp, Board};
 use super::algo::{pieces, share, slice, split};
 use super::{DATA, INLINE, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
+use crate::core::buffer::UserBuf;
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
 use crate::core::{MpiError, MpiResult, Runtime, pool, threads};
@@ -225,58 +227,113 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
     let (root, me, _) = root_and_me(rt, slot, root).ok()?;
     // SAFETY: the caller's promise.
     let ub = unsafe { buf.buf() }.ok()?;
+    let layout = (!ub.dt.is_contiguous()).then_some(&ub);
+    // SAFETY: the buffer as `ub` describes it (the caller's promise).
+    Some(unsafe { bcast_run(rt, slot, team, root == me, root, (ub.ptr, ub.len), layout) })
+}
+
+/// [`bcast`] of `len` contiguous bytes at `ptr`, which an entry layer
+/// decoded from a predefined datatype (what building an [`Arg`] and its
+/// buffer would cost an 8 B bcast: an eighth of its instructions). `None`
+/// where the collective does not run here, or `root` is not valid.
+///
+/// # Safety
+/// `len` bytes at `ptr`, readable at the root and writable elsewhere
+/// (MPI contract).
+pub unsafe fn bcast_flat(
+    rt: &mut Runtime,
+    slot: usize,
+    root: Root,
+    ptr: *mut u8,
+    len: usize,
+) -> Option<MpiResult<()>> {
+    let team = ready(rt, slot)?;
+    let (root, me, _) = root_and_me(rt, slot, root).ok()?;
+    // SAFETY: the caller's promise.
+    Some(unsafe { bcast_run(rt, slot, team, root == me, root, (ptr, len), None) })
+}
+
+/// The steps of a bcast of the buffer `at` (address, bytes packed) from
+/// member `root`; `layout` is the buffer's where it is not contiguous.
+///
+/// # Safety
+/// As for [`bcast_flat`], or as `layout` describes the buffer.
+unsafe fn bcast_run(
+    rt: &mut Runtime,
+    slot: usize,
+    team: Arc<Team>,
+    is_root: bool,
+    root: usize,
+    at: (*mut u8, usize),
+    layout: Option<&UserBuf>,
+) -> MpiResult<()> {
+    let (ptr, total) = at;
     let piece = team.bcast_piece();
-    Some((|| {
-        let mut run = Run::start(rt, slot, team)?;
-        if me == root {
-            // SAFETY: the root's buffer is readable.
-            let data = unsafe { ub.data() };
-            for (off, len) in split(ub.len, piece) {
-                run.next();
-                run.post_ahead(rt, &data[off..off + len])?;
-            }
-            run.end();
-            return Ok(());
-        }
-        let mut bad = None;
-        // A non-contiguous buffer of several pieces is gathered packed and
-        // unpacked once at the end; of one piece, unpacked off the board.
-        let mut packed = (!ub.dt.is_contiguous() && ub.len > piece).then(|| pool::take(ub.len));
-        let mut received = 0;
-        for (off, len) in split(ub.len, piece) {
+    let mut run = Run::start(rt, slot, team)?;
+    if is_root {
+        let data = match layout {
+            // SAFETY: the root's buffer is readable (MPI contract).
+            Some(ub) => unsafe { ub.data() },
+            // SAFETY: as above; `total` contiguous bytes.
+            None => Cow::Borrowed(unsafe { slice_at(ptr, total) }),
+        };
+        for (off, len) in split(total, piece) {
             run.next();
-            run.wait_posted(rt, Some(root), run.t)?;
-            // Acknowledge before copying: BP2 lets a member read step `t`
-            // until it posts `t + 1`, so the root may place the next
-            // piece in its other buffer while this one is copied out.
-            run.post_ahead(rt, &[])?;
-            let got = read(&run.board(), root, run.t, len, 0, len, |x| {
-                received += x.len();
-                if ub.dt.is_contiguous() {
-                    // SAFETY: bytes `off..off + len` of the contiguous
-                    // buffer, writable elsewhere (MPI contract).
-                    unsafe { std::ptr::copy_nonoverlapping(x.as_ptr(), ub.ptr.add(off), x.len()) }
-                } else if let Some(p) = packed.as_mut() {
-                    p[off..off + x.len()].copy_from_slice(x);
-                } else {
-                    // SAFETY: one piece in all (`packed` is for several);
-                    // the buffer is writable (MPI contract).
-                    unsafe { ub.unpack(x) }
-                }
-            });
-            if let Ran::Truncated(e) = got {
-                bad.get_or_insert(e);
-            }
+            run.post_ahead(rt, &data[off..off + len])?;
         }
         run.end();
-        if let Some(p) = packed {
-            // SAFETY: the buffer is writable (MPI contract); `received`
-            // bytes arrived (fewer only from an erroneous sender).
-            unsafe { ub.unpack(&p[..received.min(p.len())]) };
-            pool::give(p);
+        return Ok(());
+    }
+    let mut bad = None;
+    // A non-contiguous buffer of several pieces is gathered packed and
+    // unpacked once at the end; of one piece, unpacked off the board.
+    let mut packed = layout.filter(|_| total > piece).map(|_| pool::take(total));
+    let mut received = 0;
+    for (off, len) in split(total, piece) {
+        run.next();
+        run.wait_posted(rt, Some(root), run.t)?;
+        // Acknowledge before copying: BP2 lets a member read step `t`
+        // until it posts `t + 1`, so the root may place the next
+        // piece in its other buffer while this one is copied out.
+        run.post_ahead(rt, &[])?;
+        let got = read(&run.board(), root, run.t, len, 0, len, |x| {
+            received += x.len();
+            match (layout, packed.as_mut()) {
+                // SAFETY: bytes `off..off + len` of the contiguous
+                // buffer, writable elsewhere (MPI contract).
+                (None, _) => unsafe {
+                    std::ptr::copy_nonoverlapping(x.as_ptr(), ptr.add(off), x.len())
+                },
+                (Some(_), Some(p)) => p[off..off + x.len()].copy_from_slice(x),
+                // SAFETY: one piece in all (`packed` is for several);
+                // the buffer is writable (MPI contract).
+                (Some(ub), None) => unsafe { ub.unpack(x) },
+            }
+        });
+        if let Ran::Truncated(e) = got {
+            bad.get_or_insert(e);
         }
-        bad.map_or(Ok(()), |e| Err(e.on(slot)))
-    })())
+    }
+    run.end();
+    if let (Some(ub), Some(p)) = (layout, packed) {
+        // SAFETY: the buffer is writable (MPI contract); `received`
+        // bytes arrived (fewer only from an erroneous sender).
+        unsafe { ub.unpack(&p[..received.min(p.len())]) };
+        pool::give(p);
+    }
+    bad.map_or(Ok(()), |e| Err(e.on(slot)))
+}
+
+/// `len` bytes at `ptr`.
+///
+/// # Safety
+/// They are readable, and not written during the borrow.
+unsafe fn slice_at<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's promise; not null where bytes are read.
+    unsafe { std::slice::from_raw_parts(ptr, len) }
 }
 
 /// `MPI_Allreduce` (`root: None`) or `MPI_Reduce`. Up to [`SMALL`] bytes
