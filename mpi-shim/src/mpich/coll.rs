@@ -25,6 +25,7 @@ use super::*;
 use crate::abi::MPI_Count;
 use crate::coll::Schedule;
 use crate::coll::board;
+use crate::coll::board::direct::Access;
 use crate::coll::calls::{self, Arg, Blocks, Reduce, TypeArg, packed};
 use crate::ops::{Op, Reduction, UserOp};
 
@@ -139,24 +140,33 @@ pub(super) const PROTOTYPES: &[&str] = &[
 // ---------------------------------------------------------------------
 // Shared by every collective.
 
-/// Run a blocking collective: compile it, then run its schedule (as a
+/// Run a blocking collective: straight on the communicator's board
+/// (`direct`) where it can, else compile it and run its schedule (as a
 /// request, waited for with the library lock released between turns,
 /// under `MPI_THREAD_MULTIPLE`).
 fn blocking(
     name: &str,
     comm: MPI_Comm,
-    direct: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>,
+    direct: impl FnOnce(&mut Access<'_>) -> Option<MpiResult<()>>,
     build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
 ) -> c_int {
-    if !core::threads::multiple() {
+    // Straight on the communicator's flag board, where it can.
+    if !core::threads::multiple() || core::callback_runtime().is_some() {
         return call(name, comm, |rt| {
-            // Straight on the communicator's flag board, where it can.
-            if let Some(done) = direct(rt) {
+            if let Some(done) = direct(&mut Access::Held(rt)) {
                 return done;
             }
             let s = build(rt)?;
             crate::coll::run(rt, s)
         });
+    }
+    // Threads call at once: the lock is taken for each step of the
+    // collective and released while it waits.
+    let enter = |f: &mut dyn FnMut(&mut Runtime)| gate(name, f);
+    match direct(&mut Access::Released(&enter)) {
+        Some(Ok(())) => return abi::MPI_SUCCESS,
+        Some(Err(e)) => return call(name, comm, |_| Err(e)),
+        None => {}
     }
     call_waiting(
         name,
@@ -248,11 +258,11 @@ macro_rules! collective {
         }
     };
     (@direct [] ($($arg:ident),*) $comm:ident) => {
-        |_: &mut Runtime| -> Option<MpiResult<()>> { None }
+        |_: &mut Access<'_>| -> Option<MpiResult<()>> { None }
     };
     (@direct [$direct:ident] ($($arg:ident),*) $comm:ident) => {
         // SAFETY: the caller's buffers, as the standard describes them.
-        |rt: &mut Runtime| -> Option<MpiResult<()>> { unsafe { $direct(rt, $($arg,)* $comm) } }
+        |cx: &mut Access<'_>| -> Option<MpiResult<()>> { unsafe { $direct(cx, $($arg,)* $comm) } }
     };
 }
 
@@ -385,8 +395,8 @@ unsafe fn barrier(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Schedule> {
 }
 collective!(MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init: barrier() direct barrier_direct);
 
-unsafe fn barrier_direct(rt: &mut Runtime, comm: MPI_Comm) -> Option<MpiResult<()>> {
-    board::direct::barrier(rt, comm_slot(comm).ok()?)
+unsafe fn barrier_direct(cx: &mut Access<'_>, comm: MPI_Comm) -> Option<MpiResult<()>> {
+    board::direct::barrier(cx, comm_slot(comm).ok()?)
 }
 
 unsafe fn bcast<C: Count>(
@@ -405,7 +415,7 @@ unsafe fn bcast<C: Count>(
 collective!(MPI_Bcast / MPI_Bcast_c, MPI_Ibcast / MPI_Ibcast_c, MPI_Bcast_init / MPI_Bcast_init_c: bcast(buffer: *mut c_void, count: C, datatype: MPI_Datatype, root: c_int) direct bcast_direct);
 
 unsafe fn bcast_direct<C: Count>(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     buffer: *mut c_void,
     count: C,
     datatype: MPI_Datatype,
@@ -420,11 +430,11 @@ unsafe fn bcast_direct<C: Count>(
         .and_then(|t| t.bytes(usize::try_from(count.get()).ok()?));
     if let Some(len) = flat {
         // SAFETY: forwarded from the caller: `len` bytes at `buffer`.
-        return unsafe { board::direct::bcast_flat(rt, slot, root_arg(root), buffer.cast(), len) };
+        return unsafe { board::direct::bcast_flat(cx, slot, root_arg(root), buffer.cast(), len) };
     }
-    let buf = arg(rt, buffer, count.get(), datatype);
+    let buf = cx.with(|rt| arg(rt, buffer, count.get(), datatype));
     // SAFETY: forwarded from the caller.
-    unsafe { board::direct::bcast(rt, slot, root_arg(root), &buf) }
+    unsafe { board::direct::bcast(cx, slot, root_arg(root), &buf) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -447,7 +457,7 @@ collective!(MPI_Reduce / MPI_Reduce_c, MPI_Ireduce / MPI_Ireduce_c, MPI_Reduce_i
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduce_direct<C: Count>(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -459,11 +469,11 @@ unsafe fn reduce_direct<C: Count>(
     let slot = comm_slot(comm).ok()?;
     if let Some(f) = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op) {
         // SAFETY: forwarded from the caller; `f` names its buffers.
-        return unsafe { board::direct::reduce_flat(rt, slot, Some(root_arg(root)), f) };
+        return unsafe { board::direct::reduce_flat(cx, slot, Some(root_arg(root)), f) };
     }
-    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
+    let args = cx.with(|rt| reduce_args(rt, sendbuf, recvbuf, datatype, op));
     // SAFETY: forwarded from the caller.
-    unsafe { board::direct::reduce(rt, slot, Some(root_arg(root)), &args, count.get()) }
+    unsafe { board::direct::reduce(cx, slot, Some(root_arg(root)), &args, count.get()) }
 }
 
 unsafe fn allreduce<C: Count>(
@@ -483,7 +493,7 @@ unsafe fn allreduce<C: Count>(
 collective!(MPI_Allreduce / MPI_Allreduce_c, MPI_Iallreduce / MPI_Iallreduce_c, MPI_Allreduce_init / MPI_Allreduce_init_c: allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op) direct allreduce_direct);
 
 unsafe fn allreduce_direct<C: Count>(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -494,11 +504,11 @@ unsafe fn allreduce_direct<C: Count>(
     let slot = comm_slot(comm).ok()?;
     if let Some(f) = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op) {
         // SAFETY: forwarded from the caller; `f` names its buffers.
-        return unsafe { board::direct::reduce_flat(rt, slot, None, f) };
+        return unsafe { board::direct::reduce_flat(cx, slot, None, f) };
     }
-    let args = reduce_args(rt, sendbuf, recvbuf, datatype, op);
+    let args = cx.with(|rt| reduce_args(rt, sendbuf, recvbuf, datatype, op));
     // SAFETY: forwarded from the caller.
-    unsafe { board::direct::reduce(rt, slot, None, &args, count.get()) }
+    unsafe { board::direct::reduce(cx, slot, None, &args, count.get()) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -630,7 +640,7 @@ collective!(MPI_Allgather / MPI_Allgather_c, MPI_Iallgather / MPI_Iallgather_c, 
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn allgather_direct<C: Count>(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: MPI_Datatype,
@@ -642,7 +652,7 @@ unsafe fn allgather_direct<C: Count>(
     let send = (sendbuf, sendcount.get(), sendtype);
     let recv = (recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe { exchange_direct(rt, send, recv, comm, false) }
+    unsafe { exchange_direct(cx, send, recv, comm, false) }
 }
 
 /// The direct form of `MPI_Allgather` (`alltoall` false) or
@@ -651,17 +661,19 @@ unsafe fn allgather_direct<C: Count>(
 /// # Safety
 /// The buffers hold their blocks (MPI contract).
 unsafe fn exchange_direct(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     send: (*const c_void, MPI_Count, MPI_Datatype),
     recv: (*mut c_void, MPI_Count, MPI_Datatype),
     comm: MPI_Comm,
     alltoall: bool,
 ) -> Option<MpiResult<()>> {
     let slot = comm_slot(comm).ok()?;
-    let send = arg_or_in_place(rt, send.0, send.1, send.2);
-    let recv = arg(rt, recv.0, recv.1, recv.2);
+    let (send, recv) = cx.with(|rt| {
+        let send = arg_or_in_place(rt, send.0, send.1, send.2);
+        (send, arg(rt, recv.0, recv.1, recv.2))
+    });
     // SAFETY: forwarded from the caller.
-    unsafe { board::direct::allgather(rt, slot, send.as_ref(), &recv, alltoall) }
+    unsafe { board::direct::allgather(cx, slot, send.as_ref(), &recv, alltoall) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -716,7 +728,7 @@ collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoall_direct<C: Count>(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: MPI_Datatype,
@@ -728,7 +740,7 @@ unsafe fn alltoall_direct<C: Count>(
     let send = (sendbuf, sendcount.get(), sendtype);
     let recv = (recvbuf, recvcount.get(), recvtype);
     // SAFETY: forwarded from the caller.
-    unsafe { exchange_direct(rt, send, recv, comm, true) }
+    unsafe { exchange_direct(cx, send, recv, comm, true) }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -63,6 +63,10 @@ static void *barrier_thread(void *p) {
 
 static void barrier_while_sending(void) {
     OK(MPI_Comm_dup(MPI_COMM_WORLD, &barrier_comm));
+    /* A few collectives first, so that the communicator's flag board is
+     * set up: the blocking barrier below then runs on it, and must let
+     * the other thread call MPI while it waits. */
+    for (int i = 0; i < 4; i++) OK(MPI_Barrier(barrier_comm));
     int v = rank, got = -1;
     if (rank % 2 == 0 || partner == rank) {
         pthread_t t;

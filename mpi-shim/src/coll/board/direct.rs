@@ -10,12 +10,19 @@
 //! ([`super::algo`]) compile, from the same step counter, so one member
 //! may run a collective here while another runs it as a schedule.
 //!
-//! A call comes here only when the communicator's board is set up, no
+//! A call comes here only when the communicator's board is set up and no
 //! nonblocking board collective of this process is still running on it,
-//! and the library is not in `MPI_THREAD_MULTIPLE` (whose blocking calls
-//! release the lock while they wait); and only once its arguments are
-//! valid. Otherwise the answer is `None` and the caller compiles the
-//! schedule, which also reports any error.
+//! and only once its arguments are valid. Otherwise the answer is `None`
+//! and the caller compiles the schedule, which also reports any error.
+//!
+//! Under `MPI_THREAD_MULTIPLE` a blocking call must not hold the library
+//! lock while it waits ([`crate::core::threads`]): the collective reaches
+//! the runtime through [`Access::Released`], which takes the lock for
+//! each step and releases it between the turns of a wait. The check that
+//! the board is free and the taking of its turn happen under one lock,
+//! so a collective another thread starts meanwhile on the same
+//! communicator (which MPI does not allow) waits for its turn as a
+//! schedule instead of sharing this one's steps.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -35,11 +42,74 @@ use crate::ops::{Kernel, Reduction};
 /// of the library and backing off.
 const QUICK_POLLS: u32 = 64;
 
-/// The communicator's board, if a blocking collective may run on it here.
-fn ready(rt: &Runtime, slot: usize) -> Option<Arc<Team>> {
-    if threads::multiple() {
-        return None;
+/// Runs its argument on the runtime, under the library lock.
+pub type Enter<'a> = &'a dyn Fn(&mut dyn FnMut(&mut Runtime));
+
+/// How a blocking collective reaches the runtime.
+pub enum Access<'a> {
+    /// Under the library lock for the whole call: below
+    /// `MPI_THREAD_MULTIPLE`, or inside a callback (which runs under the
+    /// lock of the call that runs it).
+    Held(&'a mut Runtime),
+    /// Under `MPI_THREAD_MULTIPLE`: `enter` runs its argument under the
+    /// lock, taken for that step only; waits release it between turns.
+    Released(Enter<'a>),
+}
+
+impl std::fmt::Debug for Access<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Access::Held(_) => "Access::Held",
+            Access::Released(_) => "Access::Released",
+        })
     }
+}
+
+impl Access<'_> {
+    /// Run `f` on the runtime.
+    #[inline]
+    pub fn with<T>(&mut self, f: impl FnOnce(&mut Runtime) -> T) -> T {
+        match self {
+            Access::Held(rt) => f(rt),
+            Access::Released(enter) => {
+                let (mut f, mut out) = (Some(f), None);
+                enter(&mut |rt| out = f.take().map(|f| f(rt)));
+                out.expect("`enter` runs its argument once")
+            }
+        }
+    }
+
+    /// Wait until `step` says so, progressing everything else meanwhile
+    /// (as [`Runtime::wait_until`]); released, one turn per lock taken.
+    fn wait_until(
+        &mut self,
+        mut step: impl FnMut(&mut Runtime) -> MpiResult<Poll<()>>,
+    ) -> MpiResult<()> {
+        if let Access::Held(rt) = self {
+            return rt.wait_until(step);
+        }
+        let mut backoff = shm_engine::Backoff::default();
+        loop {
+            let done = self.with(|rt| {
+                let moved = match step(rt) {
+                    Err(e) => return Some(Err(e)),
+                    Ok(Poll::Ready(())) => return Some(Ok(())),
+                    Ok(Poll::Moved) => true,
+                    Ok(Poll::Idle) => false,
+                };
+                rt.turn(&mut backoff, moved);
+                None
+            });
+            if let Some(done) = done {
+                return done;
+            }
+            threads::let_others_in();
+        }
+    }
+}
+
+/// The communicator's board, if a blocking collective may run on it now.
+fn ready(rt: &Runtime, slot: usize) -> Option<Arc<Team>> {
     let super::Boards::Whole(team) = rt.comm(slot).ok()?.board.as_ref()? else {
         return None;
     };
@@ -54,14 +124,25 @@ struct Run {
     team: Arc<Team>,
     ticket: u64,
     t: u64,
+    /// Whether this node's processes outnumber its cores (waits do not
+    /// spin).
+    oversubscribed: bool,
 }
 
 impl Run {
-    fn start(rt: &mut Runtime, slot: usize, team: Arc<Team>) -> MpiResult<Self> {
-        let c = rt.comm_mut(slot)?;
+    /// Take the board's turn on communicator `slot`, if a collective may
+    /// run on it now ([`ready`]).
+    fn begin(rt: &mut Runtime, slot: usize) -> Option<Self> {
+        let team = ready(rt, slot)?;
+        let c = rt.comm_mut(slot).ok()?;
         c.coll_seq = c.coll_seq.wrapping_add(1);
         let ticket = team.ticket();
-        Ok(Self { team, ticket, t: 0 })
+        Some(Self {
+            team,
+            ticket,
+            t: 0,
+            oversubscribed: rt.ep.oversubscribed(),
+        })
     }
 
     /// Begin the next step: take its number.
@@ -78,24 +159,20 @@ impl Run {
     /// missing; it names the first missing one as (member, step).
     fn wait(
         &self,
-        rt: &mut Runtime,
+        cx: &mut Access<'_>,
         mut missing: impl FnMut(&Board<'_>) -> Option<(usize, u64)>,
     ) -> MpiResult<()> {
         let b = self.board();
         // A short spin on the flags alone first: a peer that is running
         // posts within a few cache-line transfers.
-        let polls = if rt.ep.oversubscribed() {
-            0
-        } else {
-            QUICK_POLLS
-        };
+        let polls = if self.oversubscribed { 0 } else { QUICK_POLLS };
         for _ in 0..polls {
             if missing(&b).is_none() {
                 return Ok(());
             }
             std::hint::spin_loop();
         }
-        rt.wait_until(|rt| {
+        cx.wait_until(|rt| {
             Ok(match missing(&b) {
                 None => Poll::Ready(()),
                 Some((m, t)) => {
@@ -115,9 +192,9 @@ impl Run {
     /// last this way runs on into what follows rather than waiting for
     /// the core: a bcast right after a barrier at 4 processes on 2 cores
     /// took 4.2 µs with barriers that ran ahead, 0.21 µs without.
-    fn post(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
-        self.may_post(rt, false)?;
-        self.team.post_data(&mut rt.ep, &self.board(), self.t, data);
+    fn post(&self, cx: &mut Access<'_>, data: &[u8]) -> MpiResult<()> {
+        self.may_post(cx, false)?;
+        cx.with(|rt| self.team.post_data(&mut rt.ep, &self.board(), self.t, data));
         Ok(())
     }
 
@@ -127,18 +204,25 @@ impl Run {
     /// others' posts of this step (a bcast's root and its readers'
     /// acknowledgements, a reduce's non-roots): the root of a stream of
     /// small broadcasts posts many before its readers have read them.
-    fn post_ahead(&self, rt: &mut Runtime, data: &[u8]) -> MpiResult<()> {
-        self.may_post(rt, data.len() <= INLINE)?;
-        self.team.post_data(&mut rt.ep, &self.board(), self.t, data);
+    fn post_ahead(&self, cx: &mut Access<'_>, data: &[u8]) -> MpiResult<()> {
+        self.may_post(cx, data.len() <= INLINE)?;
+        cx.with(|rt| self.team.post_data(&mut rt.ep, &self.board(), self.t, data));
         Ok(())
     }
 
     /// Post step `t` with `len` bytes that `f` writes in place (see
     /// `Team::post_built`), once every member posted `t - 1`.
-    fn post_built(&self, rt: &mut Runtime, len: usize, f: impl FnOnce(&mut [u8])) -> MpiResult<()> {
-        self.may_post(rt, false)?;
-        self.team
-            .post_built(&mut rt.ep, &self.board(), self.t, len, f);
+    fn post_built(
+        &self,
+        cx: &mut Access<'_>,
+        len: usize,
+        f: impl FnOnce(&mut [u8]),
+    ) -> MpiResult<()> {
+        self.may_post(cx, false)?;
+        cx.with(|rt| {
+            self.team
+                .post_built(&mut rt.ep, &self.board(), self.t, len, f)
+        });
         Ok(())
     }
 
@@ -149,34 +233,34 @@ impl Run {
     /// Bytes no reader reads need not be written.
     fn place<'a>(
         &self,
-        rt: &mut Runtime,
+        cx: &mut Access<'_>,
         len: usize,
         pieces: impl IntoIterator<Item = (usize, &'a [u8])>,
     ) -> MpiResult<()> {
         debug_assert!(len == 0 || len > INLINE);
-        self.may_post(rt, false)?;
+        self.may_post(cx, false)?;
         let b = self.board();
         for (at, data) in pieces {
             self.team.write_data(&b, self.t, at, data);
         }
-        self.team.publish(&mut rt.ep, &b, self.t, len, &[]);
+        cx.with(|rt| self.team.publish(&mut rt.ep, &b, self.t, len, &[]));
         Ok(())
     }
 
     /// Wait until this member may post this step: once every member
     /// posted `t - 1`, or, running `ahead` with a post that stays in the
     /// line, the step BP2 names for the line.
-    fn may_post(&self, rt: &mut Runtime, ahead: bool) -> MpiResult<()> {
-        self.wait_posted(rt, None, bp::must_have_posted(self.t, !ahead))
+    fn may_post(&self, cx: &mut Access<'_>, ahead: bool) -> MpiResult<()> {
+        self.wait_posted(cx, None, bp::must_have_posted(self.t, !ahead))
     }
 
     /// Wait until member `who` (all: `None`) posted step `t`.
     #[inline]
-    fn wait_posted(&self, rt: &mut Runtime, who: Option<usize>, t: u64) -> MpiResult<()> {
+    fn wait_posted(&self, cx: &mut Access<'_>, who: Option<usize>, t: u64) -> MpiResult<()> {
         match who {
-            Some(m) => self.wait(rt, |b| missing(b, Some(m), t).map(|m| (m, t))),
+            Some(m) => self.wait(cx, |b| missing(b, Some(m), t).map(|m| (m, t))),
             None if self.team.known_posted(t) => Ok(()),
-            None => self.wait(rt, |b| self.team.missing_any(b, t).map(|m| (m, t))),
+            None => self.wait(cx, |b| self.team.missing_any(b, t).map(|m| (m, t))),
         }
     }
 
@@ -195,23 +279,22 @@ impl Run {
 /// schedule path keeps the flat barrier: the two mix, since member 0
 /// posts only once all others posted, which is all a flat member waits
 /// for besides its post.)
-pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
-    let team = ready(rt, slot)?;
+pub fn barrier(cx: &mut Access<'_>, slot: usize) -> Option<MpiResult<()>> {
+    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     Some((|| {
-        let mut run = Run::start(rt, slot, team)?;
         run.next();
         let t = run.t;
-        if !rt.ep.oversubscribed() {
-            run.post(rt, &[])?;
-            run.wait_posted(rt, None, t)?;
+        if !run.oversubscribed {
+            run.post(cx, &[])?;
+            run.wait_posted(cx, None, t)?;
         } else if run.team.me == 0 {
-            run.wait(rt, |b| {
+            run.wait(cx, |b| {
                 (1..b.len()).find(|&m| !b.posted(m, t)).map(|m| (m, t))
             })?;
-            run.post(rt, &[])?;
+            run.post(cx, &[])?;
         } else {
-            run.post(rt, &[])?;
-            run.wait_posted(rt, Some(0), t)?;
+            run.post(cx, &[])?;
+            run.wait_posted(cx, Some(0), t)?;
         }
         run.end();
         Ok(())
@@ -222,14 +305,18 @@ pub fn barrier(rt: &mut Runtime, slot: usize) -> Option<MpiResult<()>> {
 ///
 /// # Safety
 /// As for `calls::bcast`.
-pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Option<MpiResult<()>> {
-    let team = ready(rt, slot)?;
-    let (root, me, _) = root_and_me(rt, slot, root).ok()?;
+pub unsafe fn bcast(
+    cx: &mut Access<'_>,
+    slot: usize,
+    root: Root,
+    buf: &Arg,
+) -> Option<MpiResult<()>> {
     // SAFETY: the caller's promise.
     let ub = unsafe { buf.buf() }.ok()?;
     let layout = (!ub.dt.is_contiguous()).then_some(&ub);
+    let (run, root, me) = cx.with(|rt| begin_rooted(rt, slot, root))?;
     // SAFETY: the buffer as `ub` describes it (the caller's promise).
-    Some(unsafe { bcast_run(rt, slot, team, root == me, root, (ub.ptr, ub.len), layout) })
+    Some(unsafe { bcast_run(cx, slot, run, root == me, root, (ub.ptr, ub.len), layout) })
 }
 
 /// [`bcast`] of `len` contiguous bytes at `ptr`, which an entry layer
@@ -241,16 +328,22 @@ pub unsafe fn bcast(rt: &mut Runtime, slot: usize, root: Root, buf: &Arg) -> Opt
 /// `len` bytes at `ptr`, readable at the root and writable elsewhere
 /// (MPI contract).
 pub unsafe fn bcast_flat(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     slot: usize,
     root: Root,
     ptr: *mut u8,
     len: usize,
 ) -> Option<MpiResult<()>> {
-    let team = ready(rt, slot)?;
-    let (root, me, _) = root_and_me(rt, slot, root).ok()?;
+    let (run, root, me) = cx.with(|rt| begin_rooted(rt, slot, root))?;
     // SAFETY: the caller's promise.
-    Some(unsafe { bcast_run(rt, slot, team, root == me, root, (ptr, len), None) })
+    Some(unsafe { bcast_run(cx, slot, run, root == me, root, (ptr, len), None) })
+}
+
+/// [`Run::begin`] of a rooted collective: the run, the root's rank and
+/// this member's (`None` also for a root that is not valid).
+fn begin_rooted(rt: &mut Runtime, slot: usize, root: Root) -> Option<(Run, usize, usize)> {
+    let (root, me, _) = rooted(rt, slot, root)?;
+    Some((Run::begin(rt, slot)?, root, me))
 }
 
 /// The steps of a bcast of the buffer `at` (address, bytes packed) from
@@ -259,17 +352,16 @@ pub unsafe fn bcast_flat(
 /// # Safety
 /// As for [`bcast_flat`], or as `layout` describes the buffer.
 unsafe fn bcast_run(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     slot: usize,
-    team: Arc<Team>,
+    mut run: Run,
     is_root: bool,
     root: usize,
     at: (*mut u8, usize),
     layout: Option<&UserBuf>,
 ) -> MpiResult<()> {
     let (ptr, total) = at;
-    let piece = team.bcast_piece();
-    let mut run = Run::start(rt, slot, team)?;
+    let piece = run.team.bcast_piece();
     if is_root {
         let data = match layout {
             // SAFETY: the root's buffer is readable (MPI contract).
@@ -279,7 +371,7 @@ unsafe fn bcast_run(
         };
         for (off, len) in split(total, piece) {
             run.next();
-            run.post_ahead(rt, &data[off..off + len])?;
+            run.post_ahead(cx, &data[off..off + len])?;
         }
         run.end();
         return Ok(());
@@ -291,11 +383,11 @@ unsafe fn bcast_run(
     let mut received = 0;
     for (off, len) in split(total, piece) {
         run.next();
-        run.wait_posted(rt, Some(root), run.t)?;
+        run.wait_posted(cx, Some(root), run.t)?;
         // Acknowledge before copying: BP2 lets a member read step `t`
         // until it posts `t + 1`, so the root may place the next
         // piece in its other buffer while this one is copied out.
-        run.post_ahead(rt, &[])?;
+        run.post_ahead(cx, &[])?;
         let got = read(&run.board(), root, run.t, len, 0, len, |x| {
             received += x.len();
             match (layout, packed.as_mut()) {
@@ -345,14 +437,13 @@ unsafe fn slice_at<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 /// # Safety
 /// As for `calls::allreduce` and `calls::reduce`.
 pub unsafe fn reduce(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     slot: usize,
     root: Option<Root>,
     args: &Reduce,
     count: i64,
 ) -> Option<MpiResult<()>> {
-    let team = ready(rt, slot)?;
-    let (reads, n) = reads(rt, slot, &team, root)?;
+    let (reads, n) = cx.with(|rt| reads(rt, slot, root))?;
     // SAFETY: forwarded from the caller (as calls::reduce/allreduce ask).
     let (red, src) = unsafe { args.source(count, reads, reads) }.ok()?;
     let len = src.len;
@@ -369,10 +460,11 @@ pub unsafe fn reduce(
             return None;
         }
         let out = out.map(|o| o.ptr);
+        let run = cx.with(|rt| Run::begin(rt, slot))?;
         // SAFETY: `len` contiguous bytes at each (checked above), readable
         // and writable as MPI asks of the send and receive buffers.
         return Some(unsafe {
-            reduce_pieces(rt, slot, team, &red, (src.ptr, len), out, src.dt.size)
+            reduce_pieces(cx, slot, run, &red, (src.ptr, len), out, src.dt.size)
         });
     }
     // Contiguous buffers are used in place: the contribution is posted
@@ -387,17 +479,18 @@ pub unsafe fn reduce(
         // SAFETY: as above.
         unsafe { src.data() }
     };
+    let run = cx.with(|rt| Run::begin(rt, slot))?;
     let Some(out) = out else {
-        return Some(small(rt, slot, team, &red, &own, None));
+        return Some(small(cx, slot, run, &red, &own, None));
     };
     if out.dt.is_contiguous() {
         // SAFETY: `len` contiguous writable bytes, not the send buffer
         // (`own` is a copy when they are one).
         let acc = unsafe { std::slice::from_raw_parts_mut(out.ptr, len) };
-        return Some(small(rt, slot, team, &red, &own, Some(acc)));
+        return Some(small(cx, slot, run, &red, &own, Some(acc)));
     }
     let mut scratch = vec![0; len];
-    let done = small(rt, slot, team, &red, &own, Some(&mut scratch));
+    let done = small(cx, slot, run, &red, &own, Some(&mut scratch));
     if done.is_ok() {
         // SAFETY: the receive buffer is writable (MPI contract).
         unsafe { out.unpack(&scratch) };
@@ -433,13 +526,12 @@ pub struct Flat {
 /// # Safety
 /// The buffers are as [`Flat`] describes them (MPI contract).
 pub unsafe fn reduce_flat(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     slot: usize,
     root: Option<Root>,
     f: Flat,
 ) -> Option<MpiResult<()>> {
-    let team = ready(rt, slot)?;
-    let (reads, n) = reads(rt, slot, &team, root)?;
+    let (reads, n) = cx.with(|rt| reads(rt, slot, root))?;
     // MPI_IN_PLACE at a reduce's non-root, or no valid receive buffer
     // where it is significant: the general path reports the error.
     let out = if reads { Some(f.recv?) } else { None };
@@ -448,9 +540,10 @@ pub unsafe fn reduce_flat(
         None => out?.cast_const(),
     };
     let red = Reduction::Predefined(f.kernel);
+    let run = cx.with(|rt| Run::begin(rt, slot))?;
     if f.len * n > SMALL {
         // SAFETY: the caller's promise; the two may be one (in place).
-        return Some(unsafe { reduce_pieces(rt, slot, team, &red, (src, f.len), out, f.elem) });
+        return Some(unsafe { reduce_pieces(cx, slot, run, &red, (src, f.len), out, f.elem) });
     }
     // SAFETY: `len` readable bytes (the caller's promise).
     let mut own = unsafe { std::slice::from_raw_parts(src, f.len) };
@@ -469,18 +562,29 @@ pub unsafe fn reduce_flat(
     }
     // SAFETY: `len` writable bytes at a member that reads the result.
     let acc = out.map(|p| unsafe { std::slice::from_raw_parts_mut(p, f.len) });
-    Some(small(rt, slot, team, &red, own, acc))
+    Some(small(cx, slot, run, &red, own, acc))
+}
+
+/// The root's rank, this member's and the members of communicator
+/// `slot`; `None` for a root that is not valid, or an intercommunicator
+/// (which has no board of its own).
+fn rooted(rt: &Runtime, slot: usize, root: Root) -> Option<(usize, usize, usize)> {
+    if rt.comm(slot).ok()?.is_inter() {
+        return None;
+    }
+    root_and_me(rt, slot, root).ok()
 }
 
 /// Whether this member reads a reduction's result (every member for
-/// allreduce, `root: None`; the root for reduce), and the members.
-fn reads(rt: &Runtime, slot: usize, team: &Team, root: Option<Root>) -> Option<(bool, usize)> {
+/// allreduce, `root: None`; the root for reduce), and the members
+/// (`None` also for a root that is not valid).
+fn reads(rt: &Runtime, slot: usize, root: Option<Root>) -> Option<(bool, usize)> {
     match root {
         Some(r) => {
-            let (root, me, n) = root_and_me(rt, slot, r).ok()?;
+            let (root, me, n) = rooted(rt, slot, r)?;
             Some((root == me, n))
         }
-        None => Some((true, team.size())),
+        None => Some((true, rt.comm(slot).ok()?.size() as usize)),
     }
 }
 
@@ -488,22 +592,21 @@ fn reads(rt: &Runtime, slot: usize, team: &Team, root: Option<Root>) -> Option<(
 /// member posts its contribution `own`, and the members that read the
 /// result (`acc`) fold everyone's posts into it in rank order.
 fn small(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     slot: usize,
-    team: Arc<Team>,
+    mut run: Run,
     red: &Reduction,
     own: &[u8],
     acc: Option<&mut [u8]>,
 ) -> MpiResult<()> {
-    let mut run = Run::start(rt, slot, team)?;
     run.next();
     let Some(acc) = acc else {
-        run.post_ahead(rt, own)?;
+        run.post_ahead(cx, own)?;
         run.end();
         return Ok(());
     };
-    run.post(rt, own)?;
-    run.wait_posted(rt, None, run.t)?;
+    run.post(cx, own)?;
+    run.wait_posted(cx, None, run.t)?;
     let bad = fold(&run.board(), run.t, own.len(), 0, own, acc, red);
     run.end();
     bad.map_or(Ok(()), |e| Err(e.on(slot)))
@@ -561,16 +664,15 @@ fn fold(
 /// may be one buffer (`MPI_IN_PLACE`: a piece is read before its result
 /// is written), but no other reference reaches them during the call.
 unsafe fn reduce_pieces(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     slot: usize,
-    team: Arc<Team>,
+    mut run: Run,
     red: &Reduction,
     own: (*const u8, usize),
     out: Option<*mut u8>,
     elem: usize,
 ) -> MpiResult<()> {
-    let (n, me) = (team.size(), team.me);
-    let mut run = Run::start(rt, slot, team)?;
+    let (n, me) = (run.team.size(), run.team.me);
     let mut bad = None;
     for (off, len) in pieces(own.1, elem) {
         run.next();
@@ -579,17 +681,17 @@ unsafe fn reduce_pieces(
         let piece = unsafe { std::slice::from_raw_parts(own.0.add(off), len) };
         let (lo, sl) = slice(len, elem, n, me);
         if len <= INLINE {
-            run.post(rt, piece)?;
+            run.post(cx, piece)?;
         } else {
             // Every member reads only its own slice of our piece: ours
             // stays out of the data buffer.
-            run.place(rt, len, [(0, &piece[..lo]), (lo + sl, &piece[lo + sl..])])?;
+            run.place(cx, len, [(0, &piece[..lo]), (lo + sl, &piece[lo + sl..])])?;
         }
-        run.wait_posted(rt, None, run.t)?;
+        run.wait_posted(cx, None, run.t)?;
         let t1 = run.t;
         run.next();
         let b = run.board();
-        run.post_built(rt, sl, |dst| {
+        run.post_built(cx, sl, |dst| {
             if let Some(e) = fold(&b, t1, len, lo, &piece[lo..lo + sl], dst, red) {
                 bad.get_or_insert(e);
             }
@@ -597,7 +699,7 @@ unsafe fn reduce_pieces(
         let Some(out) = out else {
             continue;
         };
-        run.wait_posted(rt, None, run.t)?;
+        run.wait_posted(cx, None, run.t)?;
         // Everyone posted this step, so no one reads our piece any more,
         // and neither do we (with MPI_IN_PLACE `out` holds it).
         for j in 0..n {
@@ -626,14 +728,13 @@ unsafe fn reduce_pieces(
 /// # Safety
 /// As for `calls::allgather` and `calls::alltoall`.
 pub unsafe fn allgather(
-    rt: &mut Runtime,
+    cx: &mut Access<'_>,
     slot: usize,
     send: Option<&Arg>,
     recv: &Arg,
     alltoall: bool,
 ) -> Option<MpiResult<()>> {
-    let team = ready(rt, slot)?;
-    let (n, me) = (team.size(), team.me);
+    let (n, me) = cx.with(|rt| ready(rt, slot).map(|t| (t.size(), t.me)))?;
     // SAFETY: the caller's promise (one block of the receive buffer).
     let rb = unsafe { recv.buf() }.ok()?;
     let blk = rb.len;
@@ -668,8 +769,8 @@ pub unsafe fn allgather(
         sb.as_ref()
             .map(|s| unsafe { std::slice::from_raw_parts(s.ptr.add(j * blk + off), len) })
     };
+    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     Some((|| {
-        let mut run = Run::start(rt, slot, team)?;
         if sb.is_some() {
             let mine = if alltoall {
                 send_part(me, 0, blk).expect("all-to-all has a send buffer")
@@ -689,11 +790,11 @@ pub unsafe fn allgather(
                 let pieces = (0..n)
                     .filter(|&j| j != me && len > 0)
                     .map(|j| (j * per, send_part(j, off, len).expect("checked above")));
-                run.place(rt, 0, pieces)?;
+                run.place(cx, 0, pieces)?;
             } else {
-                run.post(rt, &own[off..off + len])?;
+                run.post(cx, &own[off..off + len])?;
             }
-            run.wait_posted(rt, None, run.t)?;
+            run.wait_posted(cx, None, run.t)?;
             let b = run.board();
             // What each posted, and where our part of it lies.
             let (posted, at) = if alltoall {
