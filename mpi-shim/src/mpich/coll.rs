@@ -25,7 +25,7 @@ use super::*;
 use crate::abi::MPI_Count;
 use crate::coll::Schedule;
 use crate::coll::board;
-use crate::coll::board::direct::Access;
+use crate::coll::board::direct::{Access, Held, Released};
 use crate::coll::calls::{self, Arg, Blocks, Reduce, TypeArg, packed};
 use crate::ops::{Op, Reduction, UserOp};
 
@@ -144,16 +144,20 @@ pub(super) const PROTOTYPES: &[&str] = &[
 /// (`direct`) where it can, else compile it and run its schedule (as a
 /// request, waited for with the library lock released between turns,
 /// under `MPI_THREAD_MULTIPLE`).
+#[inline]
 fn blocking(
     name: &str,
     comm: MPI_Comm,
-    direct: impl FnOnce(&mut Access<'_>) -> Option<MpiResult<()>>,
+    direct: (
+        impl FnOnce(&mut Held<'_>) -> Option<MpiResult<()>>,
+        impl FnOnce(&mut Released<'_>) -> Option<MpiResult<()>>,
+    ),
     build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
 ) -> c_int {
     // Straight on the communicator's flag board, where it can.
     if !core::threads::multiple() || core::callback_runtime().is_some() {
         return call(name, comm, |rt| {
-            if let Some(done) = direct(&mut Access::Held(rt)) {
+            if let Some(done) = (direct.0)(&mut Held(rt)) {
                 return done;
             }
             let s = build(rt)?;
@@ -163,7 +167,7 @@ fn blocking(
     // Threads call at once: the lock is taken for each step of the
     // collective and released while it waits.
     let enter = |f: &mut dyn FnMut(&mut Runtime)| gate(name, f);
-    match direct(&mut Access::Released(&enter)) {
+    match (direct.1)(&mut Released(&enter)) {
         Some(Ok(())) => return abi::MPI_SUCCESS,
         Some(Err(e)) => return call(name, comm, |_| Err(e)),
         None => {}
@@ -258,11 +262,22 @@ macro_rules! collective {
         }
     };
     (@direct [] ($($arg:ident),*) $comm:ident) => {
-        |_: &mut Access<'_>| -> Option<MpiResult<()>> { None }
+        (
+            |_: &mut Held<'_>| -> Option<MpiResult<()>> { None },
+            |_: &mut Released<'_>| -> Option<MpiResult<()>> { None },
+        )
     };
     (@direct [$direct:ident] ($($arg:ident),*) $comm:ident) => {
-        // SAFETY: the caller's buffers, as the standard describes them.
-        |cx: &mut Access<'_>| -> Option<MpiResult<()>> { unsafe { $direct(cx, $($arg,)* $comm) } }
+        (
+            |cx: &mut Held<'_>| -> Option<MpiResult<()>> {
+                // SAFETY: the caller's buffers, as the standard describes them.
+                unsafe { $direct(cx, $($arg,)* $comm) }
+            },
+            |cx: &mut Released<'_>| -> Option<MpiResult<()>> {
+                // SAFETY: as above.
+                unsafe { $direct(cx, $($arg,)* $comm) }
+            },
+        )
     };
 }
 
@@ -395,7 +410,7 @@ unsafe fn barrier(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Schedule> {
 }
 collective!(MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init: barrier() direct barrier_direct);
 
-unsafe fn barrier_direct(cx: &mut Access<'_>, comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn barrier_direct(cx: &mut impl Access, comm: MPI_Comm) -> Option<MpiResult<()>> {
     board::direct::barrier(cx, comm_slot(comm).ok()?)
 }
 
@@ -415,7 +430,7 @@ unsafe fn bcast<C: Count>(
 collective!(MPI_Bcast / MPI_Bcast_c, MPI_Ibcast / MPI_Ibcast_c, MPI_Bcast_init / MPI_Bcast_init_c: bcast(buffer: *mut c_void, count: C, datatype: MPI_Datatype, root: c_int) direct bcast_direct);
 
 unsafe fn bcast_direct<C: Count>(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     buffer: *mut c_void,
     count: C,
     datatype: MPI_Datatype,
@@ -457,7 +472,7 @@ collective!(MPI_Reduce / MPI_Reduce_c, MPI_Ireduce / MPI_Ireduce_c, MPI_Reduce_i
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduce_direct<C: Count>(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -493,7 +508,7 @@ unsafe fn allreduce<C: Count>(
 collective!(MPI_Allreduce / MPI_Allreduce_c, MPI_Iallreduce / MPI_Iallreduce_c, MPI_Allreduce_init / MPI_Allreduce_init_c: allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op) direct allreduce_direct);
 
 unsafe fn allreduce_direct<C: Count>(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: C,
@@ -640,7 +655,7 @@ collective!(MPI_Allgather / MPI_Allgather_c, MPI_Iallgather / MPI_Iallgather_c, 
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn allgather_direct<C: Count>(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: MPI_Datatype,
@@ -661,7 +676,7 @@ unsafe fn allgather_direct<C: Count>(
 /// # Safety
 /// The buffers hold their blocks (MPI contract).
 unsafe fn exchange_direct(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     send: (*const c_void, MPI_Count, MPI_Datatype),
     recv: (*mut c_void, MPI_Count, MPI_Datatype),
     comm: MPI_Comm,
@@ -728,7 +743,7 @@ collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoall_direct<C: Count>(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     sendbuf: *const c_void,
     sendcount: C,
     sendtype: MPI_Datatype,

@@ -17,7 +17,7 @@
 //!
 //! Under `MPI_THREAD_MULTIPLE` a blocking call must not hold the library
 //! lock while it waits ([`crate::core::threads`]): the collective reaches
-//! the runtime through [`Access::Released`], which takes the lock for
+//! the runtime through [`Released`], which takes the lock for
 //! each step and releases it between the turns of a wait. The check that
 //! the board is free and the taking of its turn happen under one lock,
 //! so a collective another thread starts meanwhile on the same
@@ -42,52 +42,67 @@ use crate::ops::{Kernel, Reduction};
 /// of the library and backing off.
 const QUICK_POLLS: u32 = 64;
 
+/// How a blocking collective reaches the runtime: [`Held`] or
+/// [`Released`]. The collectives are generic over it, so the common case,
+/// held, compiles to straight calls.
+pub trait Access {
+    /// Run `f` on the runtime.
+    fn with<T>(&mut self, f: impl FnOnce(&mut Runtime) -> T) -> T;
+
+    /// Wait until `step` says so, progressing everything else meanwhile
+    /// (as [`Runtime::wait_until`]).
+    fn wait_until(
+        &mut self,
+        step: impl FnMut(&mut Runtime) -> MpiResult<Poll<()>>,
+    ) -> MpiResult<()>;
+}
+
+/// The runtime under the library lock for the whole call: below
+/// `MPI_THREAD_MULTIPLE`, or inside a callback (which runs under the lock
+/// of the call that runs it).
+#[derive(Debug)]
+pub struct Held<'a>(pub &'a mut Runtime);
+
+impl Access for Held<'_> {
+    #[inline]
+    fn with<T>(&mut self, f: impl FnOnce(&mut Runtime) -> T) -> T {
+        f(self.0)
+    }
+
+    #[inline]
+    fn wait_until(
+        &mut self,
+        step: impl FnMut(&mut Runtime) -> MpiResult<Poll<()>>,
+    ) -> MpiResult<()> {
+        self.0.wait_until(step)
+    }
+}
+
 /// Runs its argument on the runtime, under the library lock.
 pub type Enter<'a> = &'a dyn Fn(&mut dyn FnMut(&mut Runtime));
 
-/// How a blocking collective reaches the runtime.
-pub enum Access<'a> {
-    /// Under the library lock for the whole call: below
-    /// `MPI_THREAD_MULTIPLE`, or inside a callback (which runs under the
-    /// lock of the call that runs it).
-    Held(&'a mut Runtime),
-    /// Under `MPI_THREAD_MULTIPLE`: `enter` runs its argument under the
-    /// lock, taken for that step only; waits release it between turns.
-    Released(Enter<'a>),
-}
+/// The runtime under `MPI_THREAD_MULTIPLE`: the lock taken for each step
+/// only (`Enter`), and released between the turns of a wait.
+pub struct Released<'a>(pub Enter<'a>);
 
-impl std::fmt::Debug for Access<'_> {
+impl std::fmt::Debug for Released<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Access::Held(_) => "Access::Held",
-            Access::Released(_) => "Access::Released",
-        })
+        f.write_str("Released")
     }
 }
 
-impl Access<'_> {
-    /// Run `f` on the runtime.
-    #[inline]
-    pub fn with<T>(&mut self, f: impl FnOnce(&mut Runtime) -> T) -> T {
-        match self {
-            Access::Held(rt) => f(rt),
-            Access::Released(enter) => {
-                let (mut f, mut out) = (Some(f), None);
-                enter(&mut |rt| out = f.take().map(|f| f(rt)));
-                out.expect("`enter` runs its argument once")
-            }
-        }
+impl Access for Released<'_> {
+    fn with<T>(&mut self, f: impl FnOnce(&mut Runtime) -> T) -> T {
+        let (mut f, mut out) = (Some(f), None);
+        (self.0)(&mut |rt| out = f.take().map(|f| f(rt)));
+        out.expect("`Enter` runs its argument once")
     }
 
-    /// Wait until `step` says so, progressing everything else meanwhile
-    /// (as [`Runtime::wait_until`]); released, one turn per lock taken.
+    /// One turn of the wait per lock taken.
     fn wait_until(
         &mut self,
         mut step: impl FnMut(&mut Runtime) -> MpiResult<Poll<()>>,
     ) -> MpiResult<()> {
-        if let Access::Held(rt) = self {
-            return rt.wait_until(step);
-        }
         let mut backoff = shm_engine::Backoff::default();
         loop {
             let done = self.with(|rt| {
@@ -109,6 +124,7 @@ impl Access<'_> {
 }
 
 /// The communicator's board, if a blocking collective may run on it now.
+#[inline]
 fn ready(rt: &Runtime, slot: usize) -> Option<Arc<Team>> {
     let super::Boards::Whole(team) = rt.comm(slot).ok()?.board.as_ref()? else {
         return None;
@@ -132,6 +148,7 @@ struct Run {
 impl Run {
     /// Take the board's turn on communicator `slot`, if a collective may
     /// run on it now ([`ready`]).
+    #[inline]
     fn begin(rt: &mut Runtime, slot: usize) -> Option<Self> {
         let team = ready(rt, slot)?;
         let c = rt.comm_mut(slot).ok()?;
@@ -159,7 +176,7 @@ impl Run {
     /// missing; it names the first missing one as (member, step).
     fn wait(
         &self,
-        cx: &mut Access<'_>,
+        cx: &mut impl Access,
         mut missing: impl FnMut(&Board<'_>) -> Option<(usize, u64)>,
     ) -> MpiResult<()> {
         let b = self.board();
@@ -192,7 +209,7 @@ impl Run {
     /// last this way runs on into what follows rather than waiting for
     /// the core: a bcast right after a barrier at 4 processes on 2 cores
     /// took 4.2 µs with barriers that ran ahead, 0.21 µs without.
-    fn post(&self, cx: &mut Access<'_>, data: &[u8]) -> MpiResult<()> {
+    fn post(&self, cx: &mut impl Access, data: &[u8]) -> MpiResult<()> {
         self.may_post(cx, false)?;
         cx.with(|rt| self.team.post_data(&mut rt.ep, &self.board(), self.t, data));
         Ok(())
@@ -204,7 +221,7 @@ impl Run {
     /// others' posts of this step (a bcast's root and its readers'
     /// acknowledgements, a reduce's non-roots): the root of a stream of
     /// small broadcasts posts many before its readers have read them.
-    fn post_ahead(&self, cx: &mut Access<'_>, data: &[u8]) -> MpiResult<()> {
+    fn post_ahead(&self, cx: &mut impl Access, data: &[u8]) -> MpiResult<()> {
         self.may_post(cx, data.len() <= INLINE)?;
         cx.with(|rt| self.team.post_data(&mut rt.ep, &self.board(), self.t, data));
         Ok(())
@@ -214,7 +231,7 @@ impl Run {
     /// `Team::post_built`), once every member posted `t - 1`.
     fn post_built(
         &self,
-        cx: &mut Access<'_>,
+        cx: &mut impl Access,
         len: usize,
         f: impl FnOnce(&mut [u8]),
     ) -> MpiResult<()> {
@@ -233,7 +250,7 @@ impl Run {
     /// Bytes no reader reads need not be written.
     fn place<'a>(
         &self,
-        cx: &mut Access<'_>,
+        cx: &mut impl Access,
         len: usize,
         pieces: impl IntoIterator<Item = (usize, &'a [u8])>,
     ) -> MpiResult<()> {
@@ -250,13 +267,13 @@ impl Run {
     /// Wait until this member may post this step: once every member
     /// posted `t - 1`, or, running `ahead` with a post that stays in the
     /// line, the step BP2 names for the line.
-    fn may_post(&self, cx: &mut Access<'_>, ahead: bool) -> MpiResult<()> {
+    fn may_post(&self, cx: &mut impl Access, ahead: bool) -> MpiResult<()> {
         self.wait_posted(cx, None, bp::must_have_posted(self.t, !ahead))
     }
 
     /// Wait until member `who` (all: `None`) posted step `t`.
     #[inline]
-    fn wait_posted(&self, cx: &mut Access<'_>, who: Option<usize>, t: u64) -> MpiResult<()> {
+    fn wait_posted(&self, cx: &mut impl Access, who: Option<usize>, t: u64) -> MpiResult<()> {
         match who {
             Some(m) => self.wait(cx, |b| missing(b, Some(m), t).map(|m| (m, t))),
             None if self.team.known_posted(t) => Ok(()),
@@ -279,7 +296,7 @@ impl Run {
 /// schedule path keeps the flat barrier: the two mix, since member 0
 /// posts only once all others posted, which is all a flat member waits
 /// for besides its post.)
-pub fn barrier(cx: &mut Access<'_>, slot: usize) -> Option<MpiResult<()>> {
+pub fn barrier(cx: &mut impl Access, slot: usize) -> Option<MpiResult<()>> {
     let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     Some((|| {
         run.next();
@@ -306,7 +323,7 @@ pub fn barrier(cx: &mut Access<'_>, slot: usize) -> Option<MpiResult<()>> {
 /// # Safety
 /// As for `calls::bcast`.
 pub unsafe fn bcast(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     root: Root,
     buf: &Arg,
@@ -328,7 +345,7 @@ pub unsafe fn bcast(
 /// `len` bytes at `ptr`, readable at the root and writable elsewhere
 /// (MPI contract).
 pub unsafe fn bcast_flat(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     root: Root,
     ptr: *mut u8,
@@ -352,7 +369,7 @@ fn begin_rooted(rt: &mut Runtime, slot: usize, root: Root) -> Option<(Run, usize
 /// # Safety
 /// As for [`bcast_flat`], or as `layout` describes the buffer.
 unsafe fn bcast_run(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     mut run: Run,
     is_root: bool,
@@ -437,7 +454,7 @@ unsafe fn slice_at<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 /// # Safety
 /// As for `calls::allreduce` and `calls::reduce`.
 pub unsafe fn reduce(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     root: Option<Root>,
     args: &Reduce,
@@ -526,12 +543,15 @@ pub struct Flat {
 /// # Safety
 /// The buffers are as [`Flat`] describes them (MPI contract).
 pub unsafe fn reduce_flat(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     root: Option<Root>,
     f: Flat,
 ) -> Option<MpiResult<()>> {
-    let (reads, n) = cx.with(|rt| reads(rt, slot, root))?;
+    let reads = match root {
+        Some(r) => cx.with(|rt| reads(rt, slot, Some(r)))?.0,
+        None => true,
+    };
     // MPI_IN_PLACE at a reduce's non-root, or no valid receive buffer
     // where it is significant: the general path reports the error.
     let out = if reads { Some(f.recv?) } else { None };
@@ -541,7 +561,7 @@ pub unsafe fn reduce_flat(
     };
     let red = Reduction::Predefined(f.kernel);
     let run = cx.with(|rt| Run::begin(rt, slot))?;
-    if f.len * n > SMALL {
+    if f.len * run.team.size() > SMALL {
         // SAFETY: the caller's promise; the two may be one (in place).
         return Some(unsafe { reduce_pieces(cx, slot, run, &red, (src, f.len), out, f.elem) });
     }
@@ -592,7 +612,7 @@ fn reads(rt: &Runtime, slot: usize, root: Option<Root>) -> Option<(bool, usize)>
 /// member posts its contribution `own`, and the members that read the
 /// result (`acc`) fold everyone's posts into it in rank order.
 fn small(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     mut run: Run,
     red: &Reduction,
@@ -664,7 +684,7 @@ fn fold(
 /// may be one buffer (`MPI_IN_PLACE`: a piece is read before its result
 /// is written), but no other reference reaches them during the call.
 unsafe fn reduce_pieces(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     mut run: Run,
     red: &Reduction,
@@ -728,7 +748,7 @@ unsafe fn reduce_pieces(
 /// # Safety
 /// As for `calls::allgather` and `calls::alltoall`.
 pub unsafe fn allgather(
-    cx: &mut Access<'_>,
+    cx: &mut impl Access,
     slot: usize,
     send: Option<&Arg>,
     recv: &Arg,
