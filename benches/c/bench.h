@@ -32,13 +32,14 @@ struct opts {
     long max;         /* --max BYTES (largest message; K and M suffixes), 0 if not given */
     const char *alloc; /* --alloc malloc|mpi (where buffers come from), NULL if not given */
     int managed;      /* --managed: receives into library-managed buffers */
+    int multiple;     /* --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE) */
 };
 
 static inline int bench_usage(const char *prog, const char *what)
 {
     fprintf(stderr,
             "%s: %s\nusage: %s [--quick] [--edge E] [--iters K] [--mode M] [--max BYTES]\n"
-            "       [--alloc malloc|mpi] [--managed]\n",
+            "       [--alloc malloc|mpi] [--managed] [--thread-multiple]\n",
             prog, what, prog);
     return -1;
 }
@@ -67,6 +68,10 @@ static inline int bench_parse(int argc, char **argv, struct opts *o)
         }
         if (strcmp(a, "--managed") == 0) {
             o->managed = 1;
+            continue;
+        }
+        if (strcmp(a, "--thread-multiple") == 0) {
+            o->multiple = 1;
             continue;
         }
         int is_max = strcmp(a, "--max") == 0;

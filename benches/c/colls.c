@@ -62,7 +62,17 @@ int main(int argc, char **argv)
     struct opts o;
     if (bench_parse(argc, argv, &o))
         return 2;
-    MPI_Init(&argc, &argv);
+    int provided = MPI_THREAD_SINGLE;
+    if (o.multiple)
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(&argc, &argv);
+    if (o.multiple && provided < MPI_THREAD_MULTIPLE) {
+        fprintf(stderr, "colls: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    /* Under MPI_THREAD_MULTIPLE the results carry a key of their own. */
+    const char *threads = o.multiple ? " threads=multiple" : "";
     int rank, np;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -84,12 +94,12 @@ int main(int argc, char **argv)
             int reps = (int)(o.iters ? o.iters : o.quick ? 3 : sizes[s] < MIB ? 50 : 20);
             double m = measure(c, sizes[s], reps, !o.iters);
             if (rank == 0)
-                result("colls", names[c], m * 1e6, "us", "size=%ld np=%d", sizes[s], np);
+                result("colls", names[c], m * 1e6, "us", "size=%ld np=%d%s", sizes[s], np, threads);
         }
     }
     double m = measure(BARRIER, 0, (int)(o.iters ? o.iters : o.quick ? 3 : 50), !o.iters);
     if (rank == 0)
-        result("colls", names[BARRIER], m * 1e6, "us", "size=0 np=%d", np);
+        result("colls", names[BARRIER], m * 1e6, "us", "size=0 np=%d%s", np, threads);
 
     free(in);
     free(out);
