@@ -36,8 +36,10 @@ impl Job {
 
 /// Every MPI job of one repetition: ping-pong and one-sided communication
 /// on 2 processes, the stencil
-/// and collectives on each of `np`, start-up in each mode on each of
-/// `startup_np`. Programs get `--quick` when `quick`.
+/// and collectives on each of `np`, the collectives under
+/// `MPI_THREAD_MULTIPLE` (as mpi4py runs them) on the first of `np`,
+/// start-up in each mode on each of `startup_np`. Programs get `--quick`
+/// when `quick`.
 pub fn mpi_jobs(np: &[u32], startup_np: &[u32], quick: bool) -> Vec<Job> {
     let extra = |mut a: Vec<String>| {
         if quick {
@@ -60,6 +62,11 @@ pub fn mpi_jobs(np: &[u32], startup_np: &[u32], quick: bool) -> Vec<Job> {
             args: extra(vec![]),
         }));
     }
+    jobs.extend(np.first().map(|&n| Job {
+        program: "colls",
+        procs: n,
+        args: extra(vec!["--thread-multiple".into()]),
+    }));
     for mode in STARTUP_MODES {
         jobs.extend(startup_np.iter().map(|&n| Job {
             program: "startup",
@@ -411,6 +418,7 @@ mod tests {
                 "stencil np=4",
                 "colls np=2",
                 "colls np=4",
+                "colls --thread-multiple np=2",
                 "startup --mode init np=1",
                 "startup --mode init np=2",
                 "startup --mode session np=1",
