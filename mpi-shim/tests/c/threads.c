@@ -138,6 +138,16 @@ struct worker {
     char *out, *in;
 };
 
+/* A sum that asks MPI about its datatype, as mpi4py's operations do: an
+ * application's operation may call MPI while a collective runs it. */
+static MPI_Op sum_asking;
+static void sum_asking_fn(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    int bytes = 0;
+    OK(MPI_Type_size(*dt, &bytes));
+    CHECK(bytes == (int)sizeof(int), "type size %d", bytes);
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
 static void fill(char *buf, int n, int seed) {
     for (int i = 0; i < n; i++) buf[i] = (char)(seed * 31 + i * 7);
 }
@@ -186,6 +196,12 @@ static void *work(void *p) {
         CHECK(b == root_val, "thread %d bcast %d: %d", w->id, r, b);
     }
     OK(MPI_Barrier(w->comm));
+    for (int r = 0; r < 50; r++) {
+        int mine[2] = {rank + r, w->id}, sum[2] = {0, 0};
+        OK(MPI_Allreduce(mine, sum, 2, MPI_INT, sum_asking, w->comm));
+        CHECK(sum[0] == size * (size - 1) / 2 + size * r && sum[1] == size * w->id,
+              "thread %d user-op allreduce %d: %d %d", w->id, r, sum[0], sum[1]);
+    }
 
     /* Matched probe: only this thread receives on its tag, so the message
      * it probed is the one it receives. */
@@ -243,6 +259,7 @@ static void *work(void *p) {
 static void threads_at_once(void) {
     struct worker w[THREADS];
     pthread_t t[THREADS];
+    OK(MPI_Op_create(sum_asking_fn, 1, &sum_asking));
     /* Communicators are made by one thread (creation is collective, and
      * the threads of different processes must create them in the same
      * order). */
@@ -256,6 +273,7 @@ static void threads_at_once(void) {
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_create(&t[i], NULL, work, &w[i]) == 0, "pthread_create");
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    OK(MPI_Op_free(&sum_asking));
     for (int i = 0; i < THREADS; i++) {
         OK(MPI_Comm_free(&w[i].comm));
         free(w[i].out);

@@ -44,7 +44,10 @@ const QUICK_POLLS: u32 = 64;
 
 /// How a blocking collective reaches the runtime: [`Held`] or
 /// [`Released`]. The collectives are generic over it, so the common case,
-/// held, compiles to straight calls.
+/// held, compiles to straight calls. Whatever may run application code
+/// (a reduction by an application's operation, which may call MPI through
+/// the runtime of the call that holds the lock) runs inside
+/// [`Access::with`].
 pub trait Access {
     /// Run `f` on the runtime.
     fn with<T>(&mut self, f: impl FnOnce(&mut Runtime) -> T) -> T;
@@ -627,7 +630,9 @@ fn small(
     };
     run.post(cx, own)?;
     run.wait_posted(cx, None, run.t)?;
-    let bad = fold(&run.board(), run.t, own.len(), 0, own, acc, red);
+    // Under the lock: an application's operation may call MPI, through
+    // the runtime of the call that holds it (`core::run_callback`).
+    let bad = cx.with(|_| fold(&run.board(), run.t, own.len(), 0, own, acc, red));
     run.end();
     bad.map_or(Ok(()), |e| Err(e.on(slot)))
 }
