@@ -202,6 +202,17 @@ static void *work(void *p) {
         CHECK(sum[0] == size * (size - 1) / 2 + size * r && sum[1] == size * w->id,
               "thread %d user-op allreduce %d: %d %d", w->id, r, sum[0], sum[1]);
     }
+    /* Long enough to be reduced in slices, each member its own. */
+    enum { LONG = 16384 };
+    int *lv = malloc(LONG * sizeof *lv), *ls = malloc(LONG * sizeof *ls);
+    CHECK(lv && ls, "malloc");
+    for (int i = 0; i < LONG; i++) lv[i] = rank + i + w->id;
+    OK(MPI_Allreduce(lv, ls, LONG, MPI_INT, sum_asking, w->comm));
+    for (int i = 0; i < LONG; i++)
+        CHECK(ls[i] == size * (size - 1) / 2 + size * (i + w->id), "thread %d long user-op allreduce [%d]: %d",
+              w->id, i, ls[i]);
+    free(lv);
+    free(ls);
 
     /* Matched probe: only this thread receives on its tag, so the message
      * it probed is the one it receives. */

@@ -19,10 +19,12 @@
 //! lock while it waits ([`crate::core::threads`]): the collective reaches
 //! the runtime through [`Released`], which takes the lock for
 //! each step and releases it between the turns of a wait. The check that
-//! the board is free and the taking of its turn happen under one lock,
-//! so a collective another thread starts meanwhile on the same
-//! communicator (which MPI does not allow) waits for its turn as a
-//! schedule instead of sharing this one's steps.
+//! the board is free and the taking of its turn happen under one lock.
+//! During its turn this run is the only one to touch the board's
+//! counters, also between locks: MPI does not allow two threads to run
+//! collectives on one communicator at once (a program that does may hang
+//! here, as it may with any MPI), and `MPI_Comm_create_group`, the one
+//! concurrent use it allows, runs on messages.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -521,8 +523,10 @@ pub unsafe fn reduce(
 /// A reduction's buffers as plain bytes, for a predefined datatype and
 /// operation: what an entry layer that knows both decodes without
 /// building a [`Reduce`] (a third of an 8 B allreduce's instructions).
-/// It builds one only for valid arguments; any other call takes the
-/// general path, which reports the error.
+/// It builds one only for valid send arguments, and names the receive
+/// buffer only where that is valid; [`reduce_flat`] hands any call whose
+/// significant arguments are not valid to the general path, which
+/// reports the error.
 #[derive(Clone, Copy, Debug)]
 pub struct Flat {
     /// The contribution: `len` readable bytes, or `None` for

@@ -219,8 +219,8 @@ pub struct Team {
     next: AtomicU64,
     /// A step every member is known to have posted (posts only grow, so
     /// that stays true): a wait for everyone's post of it, or of an
-    /// earlier step, needs no look at the lines. Changes only under the
-    /// library lock, as `next` does.
+    /// earlier step, needs no look at the lines. Changes only where
+    /// `next` does (see [`take_next`]).
     all_posted: AtomicU64,
     /// Turns: the next ticket to hand out, and the tickets whose turn is
     /// over (turns end in order except when a collective stops on an
@@ -236,9 +236,12 @@ pub struct Team {
 
 /// Take the next number from a team's counter. A team's counters change
 /// only under the library lock, which every call reaching a team holds
-/// (`core::in_call`): a load and a store suffice, where a read-modify-write
-/// would first wait for this process's stores to drain, posts to the
-/// board included.
+/// (`core::in_call`), or, under `MPI_THREAD_MULTIPLE`, in the thread whose
+/// blocking collective holds the board's turn, between its locks
+/// (`direct::Released`; MPI lets no other thread run a collective on the
+/// communicator meanwhile): a load and a store suffice, where a
+/// read-modify-write would first wait for this process's stores to drain,
+/// posts to the board included.
 fn take_next(counter: &AtomicU64) -> u64 {
     let n = counter.load(Ordering::Relaxed);
     counter.store(n + 1, Ordering::Relaxed);
