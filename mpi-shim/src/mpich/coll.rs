@@ -363,10 +363,9 @@ fn flat_reduction(
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> Option<board::direct::Flat> {
-    let dt = types::predefined(datatype)?;
+    let (dt, len) = contiguous_bytes(count, datatype)?;
     let kernel = crate::ops::check(predefined_op(op)?, dt.elem?).ok()?;
-    let len = dt.bytes(usize::try_from(count).ok()?)?;
-    if len == 0 || !dt.is_contiguous() || sendbuf.is_null() {
+    if len == 0 || sendbuf.is_null() {
         return None;
     }
     let send = (!abi::is_in_place(sendbuf)).then_some(sendbuf.cast::<u8>());
@@ -381,6 +380,17 @@ fn flat_reduction(
         elem: dt.size,
         kernel,
     })
+}
+
+/// A predefined datatype that is contiguous, and the bytes of `count` of
+/// its elements: what a collective's flat path takes (any other type, a
+/// negative count or an overflow goes the general way).
+fn contiguous_bytes(
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> Option<(&'static std::sync::Arc<core::datatype::Datatype>, usize)> {
+    let dt = types::predefined(datatype).filter(|t| t.is_contiguous())?;
+    Some((dt, dt.bytes(usize::try_from(count).ok()?)?))
 }
 
 /// The counts and displacements of a `v` collective's `n` blocks.
@@ -440,10 +450,9 @@ unsafe fn bcast_direct<C: Count>(
     let slot = comm_slot(comm).ok()?;
     // A predefined datatype's contiguous bytes, decoded here; anything
     // else (and any error) through an `Arg`.
-    let flat = types::predefined(datatype)
-        .filter(|t| t.is_contiguous() && !buffer.is_null() && !abi::is_in_place(buffer))
-        .and_then(|t| t.bytes(usize::try_from(count.get()).ok()?));
-    if let Some(len) = flat {
+    let flat = contiguous_bytes(count.get(), datatype)
+        .filter(|_| !buffer.is_null() && !abi::is_in_place(buffer));
+    if let Some((_, len)) = flat {
         // SAFETY: forwarded from the caller: `len` bytes at `buffer`.
         return unsafe { board::direct::bcast_flat(cx, slot, root_arg(root), buffer.cast(), len) };
     }

@@ -496,7 +496,7 @@ pub unsafe fn reduce(
     let in_place = out.as_ref().is_some_and(|o| o.ptr == src.ptr);
     let own = if in_place {
         // SAFETY: the send buffer is readable (MPI contract).
-        std::borrow::Cow::Owned(unsafe { src.data() }.into_owned())
+        Cow::Owned(unsafe { src.data() }.into_owned())
     } else {
         // SAFETY: as above.
         unsafe { src.data() }
@@ -556,7 +556,10 @@ pub unsafe fn reduce_flat(
     f: Flat,
 ) -> Option<MpiResult<()>> {
     let reads = match root {
-        Some(r) => cx.with(|rt| reads(rt, slot, Some(r)))?.0,
+        Some(r) => {
+            let (root, me, _) = cx.with(|rt| rooted(rt, slot, r))?;
+            root == me
+        }
         None => true,
     };
     // MPI_IN_PLACE at a reduce's non-root, or no valid receive buffer
@@ -763,7 +766,6 @@ pub unsafe fn allgather(
     recv: &Arg,
     alltoall: bool,
 ) -> Option<MpiResult<()>> {
-    let (n, me) = cx.with(|rt| ready(rt, slot).map(|t| (t.size(), t.me)))?;
     // SAFETY: the caller's promise (one block of the receive buffer).
     let rb = unsafe { recv.buf() }.ok()?;
     let blk = rb.len;
@@ -783,6 +785,8 @@ pub unsafe fn allgather(
     {
         return None;
     }
+    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let (n, me) = (run.team.size(), run.team.me);
     let recv_at = |j: usize| rb.ptr.wrapping_add(j * blk);
     // This member's block: its send buffer (packed, for allgather, if not
     // contiguous) or, in place, its receive block.
@@ -790,7 +794,7 @@ pub unsafe fn allgather(
         // SAFETY: the send buffer is readable (MPI contract).
         Some(s) => unsafe { s.data() },
         // SAFETY: our receive block holds our data (MPI_IN_PLACE).
-        None => std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(recv_at(me), blk) }),
+        None => Cow::Borrowed(unsafe { slice_at(recv_at(me), blk) }),
     };
     // Bytes `off..off + len` of send block `j` (all-to-all: contiguous).
     let send_part = |j: usize, off: usize, len: usize| {
@@ -798,7 +802,6 @@ pub unsafe fn allgather(
         sb.as_ref()
             .map(|s| unsafe { std::slice::from_raw_parts(s.ptr.add(j * blk + off), len) })
     };
-    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     Some((|| {
         if sb.is_some() {
             let mine = if alltoall {
