@@ -418,3 +418,73 @@ fn an_arrived_whole_message_is_received_at_once() {
         ep.wait(big).unwrap();
     });
 }
+
+/// A one-process job whose node segment has room for three processes a
+/// later spawn would start.
+#[derive(Debug, Default)]
+struct WithRoom(Singleton);
+
+impl crate::bootstrap::Bootstrap for WithRoom {
+    fn rank(&self) -> u32 {
+        self.0.rank()
+    }
+    fn size(&self) -> u32 {
+        self.0.size()
+    }
+    fn node_of(&self, rank: u32) -> u32 {
+        self.0.node_of(rank)
+    }
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), crate::bootstrap::BootstrapError> {
+        self.0.put(key, value)
+    }
+    fn get(&mut self, key: &str) -> Result<Vec<u8>, crate::bootstrap::BootstrapError> {
+        self.0.get(key)
+    }
+    fn fence(&mut self) -> Result<(), crate::bootstrap::BootstrapError> {
+        self.0.fence()
+    }
+    fn abort(&mut self, code: i32, message: &str) {
+        self.0.abort(code, message);
+    }
+    fn finalize(&mut self) -> Result<(), crate::bootstrap::BootstrapError> {
+        self.0.finalize()
+    }
+    fn universe(&self) -> crate::bootstrap::Universe {
+        crate::bootstrap::Universe {
+            size: 4,
+            ..self.0.universe()
+        }
+    }
+}
+
+#[test]
+fn idle_polls_visit_only_the_queues_of_placed_peers() {
+    let mut ep = Endpoint::with_config(Box::new(WithRoom::default()), Config::default())
+        .expect("one-process endpoint with room");
+    let mut backoff = Backoff::default();
+    for _ in 0..10 {
+        ep.progress_or_back_off(&mut backoff);
+    }
+    // Nobody else attached: no queue to visit.
+    assert_eq!(ep.steal_order(), &[] as &[u32]);
+    // Local process 2 attaches (publishes its place): a few idle polls
+    // later (one look at a slot per poll), its queue is visited, and
+    // only its.
+    let place = crate::locality::Place::new([2, 2, 0, 0, 0]);
+    ep.segment()
+        .publish_place(2, place, &crate::locality::CpuMask::default(), false);
+    for _ in 0..3 {
+        ep.progress_or_back_off(&mut backoff);
+    }
+    assert_eq!(ep.steal_order(), &[2]);
+    ep.segment()
+        .publish_place(1, place, &crate::locality::CpuMask::default(), false);
+    ep.segment()
+        .publish_place(3, place, &crate::locality::CpuMask::default(), false);
+    for _ in 0..2 {
+        ep.progress_or_back_off(&mut backoff);
+    }
+    let mut order = ep.steal_order().to_vec();
+    order.sort_unstable();
+    assert_eq!(order, [1, 2, 3]);
+}

@@ -255,23 +255,45 @@ impl Endpoint {
         }
     }
 
-    /// Order the peers nearest first, once all have published a place.
-    /// Until then (a segment with room for processes a later spawn will
-    /// start), every idle poll comes here: it only looks, allocating
-    /// nothing.
+    /// Learn of local peers that published their place since the last
+    /// visit, and order those known nearest first. A segment may have room
+    /// for many processes a later spawn would start (32 by default): each
+    /// visit looks at one slot not yet placed, so that an idle poll costs
+    /// one load here, not one per slot, and visits only queues that can
+    /// hold a task (a peer that has not attached has none). A slot found
+    /// placed makes the visit look at them all and order the peers anew.
     fn settle_steal_order(&mut self) {
-        if self.shm.steal_order_final {
+        let shm = &mut self.shm;
+        if shm.unplaced.is_empty() {
             return;
         }
-        let n = self.shm.local_size();
-        if !(0..n).all(|p| self.shm.seg.placed(p)) {
+        let look = shm.unplaced[shm.probe % shm.unplaced.len()];
+        shm.probe = shm.probe.wrapping_add(1);
+        if !shm.seg.placed(look) {
             return;
         }
-        let places: Option<Vec<Place>> = (0..n).map(|p| self.shm.seg.place(p)).collect();
-        if let Some(places) = places {
-            self.shm.steal_order = crate::locality::steal_order(self.shm.me, &places);
-            self.shm.steal_order_final = true;
-        }
+        let seg = &shm.seg;
+        shm.unplaced.retain(|&p| !seg.placed(p));
+        let places: Vec<Place> = (0..shm.local_size())
+            .map(|p| seg.place(p).unwrap_or(Place::UNKNOWN))
+            .collect();
+        let unplaced = &shm.unplaced;
+        shm.steal_order = crate::locality::steal_order(shm.me, &places)
+            .into_iter()
+            .filter(|p| !unplaced.contains(p))
+            .collect();
+    }
+
+    /// The local peers an idle visit looks at, in order (for tests).
+    #[cfg(test)]
+    pub(in crate::endpoint) fn steal_order(&self) -> &[u32] {
+        &self.shm.steal_order
+    }
+
+    /// This node's segment (for tests that play another process).
+    #[cfg(test)]
+    pub(in crate::endpoint) fn segment(&self) -> &crate::segment::NodeSegment {
+        &self.shm.seg
     }
 
     /// Idle: take one task from the nearest peer that has one for us.

@@ -105,11 +105,16 @@ pub(super) struct Shm {
     own: Option<Owner<'static>>,
     /// Every local process's steal queue, ours included.
     stealers: Vec<Stealer<'static>>,
-    /// Local peers in the order an idle process visits their queues:
-    /// nearest first ([`crate::locality::steal_order`]) once every peer has
-    /// published its place, a rotation from us until then.
+    /// The local peers known to have published their place, in the order
+    /// an idle process visits their queues: nearest first
+    /// ([`crate::locality::steal_order`]).
     steal_order: Vec<u32>,
-    steal_order_final: bool,
+    /// The local processes not known to have published their place: not
+    /// started yet, or room in the segment for a later spawn. An idle
+    /// process looks at one of them per visit (see `settle_steal_order`).
+    unplaced: Vec<u32>,
+    /// Which of `unplaced` the next visit looks at (modulo its length).
+    probe: usize,
     /// Our transfer slots: large receives being copied in chunks.
     xfers: Vec<Option<Xfer>>,
     /// Transfer slots in use.
@@ -271,8 +276,9 @@ impl Shm {
             peers,
             own,
             stealers,
-            steal_order: (1..nlocal).map(|d| (me + d) % nlocal).collect(),
-            steal_order_final: nlocal <= 2,
+            steal_order: Vec::new(),
+            unplaced: (0..nlocal).filter(|&p| p != me).collect(),
+            probe: 0,
             xfers: (0..XFER_SLOTS).map(|_| None).collect(),
             active: 0,
             advertised: false,
