@@ -87,6 +87,13 @@ pub fn stop_polling(polled: &AtomicU32) {
     fence(Ordering::SeqCst);
 }
 
+/// Whether news is pending (the bell rang since the last [`drain`]): one
+/// relaxed load, for a poll that skips the drain's set-up when quiet.
+#[inline]
+pub fn rang(bell: &AtomicU32) -> bool {
+    bell.load(Ordering::Relaxed) != 0
+}
+
 /// Take all pending news: calls `visit(sender)` for each sender whose bit
 /// was set. The bell is cleared first, so news arriving during the visit
 /// rings it again.

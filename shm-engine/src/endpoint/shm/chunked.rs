@@ -262,16 +262,23 @@ impl Endpoint {
     /// one load here, not one per slot, and visits only queues that can
     /// hold a task (a peer that has not attached has none). A slot found
     /// placed makes the visit look at them all and order the peers anew.
+    #[inline]
     fn settle_steal_order(&mut self) {
         let shm = &mut self.shm;
         if shm.unplaced.is_empty() {
             return;
         }
-        let look = shm.unplaced[shm.probe % shm.unplaced.len()];
-        shm.probe = shm.probe.wrapping_add(1);
-        if !shm.seg.placed(look) {
-            return;
+        let k = if shm.probe < shm.unplaced.len() { shm.probe } else { 0 };
+        shm.probe = k + 1;
+        if shm.seg.placed(shm.unplaced[k]) {
+            self.order_placed_peers();
         }
+    }
+
+    /// Order the local peers that published their place nearest first.
+    #[cold]
+    fn order_placed_peers(&mut self) {
+        let shm = &mut self.shm;
         let seg = &shm.seg;
         shm.unplaced.retain(|&p| !seg.placed(p));
         let places: Vec<Place> = (0..shm.local_size())

@@ -46,10 +46,13 @@ impl Endpoint {
     /// from the last visit), `budget` cells of each at most. A ring that
     /// delivers is polled from now on. Returns whether any delivered.
     fn drain_doorbell(&mut self, budget: u32) -> bool {
+        let me = self.shm.me;
+        if self.shm.revisit.is_empty() && !doorbell::rang(self.shm.seg.bell(me)) {
+            return false;
+        }
         let mut did = false;
         let mut flagged = std::mem::take(&mut self.shm.flagged);
         flagged.append(&mut self.shm.revisit);
-        let me = self.shm.me;
         doorbell::drain(self.shm.seg.bell(me), self.shm.seg.masks(me), |j| {
             flagged.push(j)
         });
