@@ -76,6 +76,36 @@ impl Runtime {
         Ok(Req::Engine { req, comm, staged })
     }
 
+    /// Send the `len` bytes at `data` on communicator `comm` to `dest`
+    /// with `tag` at once, if the engine can (a standard or ready send
+    /// small enough for a ring cell or a staging slot, to another process
+    /// of this node): the flat path of a blocking send of a predefined
+    /// contiguous datatype, without a [`UserBuf`] or a request. `None`
+    /// when it cannot, or when an argument is invalid: the caller then
+    /// goes the general way ([`Runtime::start_send`]), which also reports
+    /// the error.
+    ///
+    /// # Safety
+    /// `len` bytes at `data` are readable during the call.
+    #[inline]
+    pub unsafe fn send_now(
+        &mut self,
+        comm: usize,
+        dest: Rank,
+        tag: Tag,
+        data: *const u8,
+        len: usize,
+    ) -> Option<MpiResult<()>> {
+        let (to, tag) = self.comm(comm).ok()?.send_to(dest, tag).ok()?;
+        let one = [Piece::new(data.cast_mut(), len)];
+        // SAFETY: readable during the call (the caller's promise).
+        match unsafe { self.ep.try_send_iov_now(to?, tag, &one) } {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e.into())),
+        }
+    }
+
     /// Post a receive of checked arguments (whom it accepts); a completed
     /// request for `MPI_PROC_NULL`.
     ///
@@ -110,6 +140,46 @@ impl Runtime {
             // until completion.
             Ok(unsafe { ep.irecv_iov_raw(src, matcher, pieces)? })
         })
+    }
+
+    /// Receive at most `cap` bytes into `data` on communicator `comm` from
+    /// `source` with `tag`, and wait for the message: the flat path of a
+    /// blocking receive of a predefined contiguous datatype, without a
+    /// [`UserBuf`]. `None` when an argument is invalid: the caller then
+    /// goes the general way ([`Runtime::start_recv`]), which reports the
+    /// error.
+    ///
+    /// # Safety
+    /// `cap` bytes at `data` are writable during the call.
+    #[inline]
+    pub unsafe fn recv_now(
+        &mut self,
+        comm: usize,
+        source: Rank,
+        tag: Tag,
+        data: *mut u8,
+        cap: usize,
+    ) -> Option<MpiResult<Status>> {
+        let Some((src, matcher)) = self.comm(comm).ok()?.recv_from(source, tag).ok()? else {
+            return Some(Ok(Status::proc_null()));
+        };
+        let one = [Piece::new(data, cap)];
+        // A message that arrived whole is taken at once (see `start_recv`).
+        if self.ep.has_unexpected() {
+            // SAFETY: writable during the call (the caller's promise).
+            if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, &one) } {
+                return Some(Ok(self.comm(comm).ok()?.status_of(&st)));
+            }
+        }
+        // SAFETY: as above; the request is waited for before returning.
+        let posted = unsafe { self.ep.irecv_iov_raw(src, matcher, &one) };
+        Some(posted.map_err(MpiError::from).and_then(|req| {
+            self.wait_started(Req::Engine {
+                req,
+                comm,
+                staged: None,
+            })
+        }))
     }
 
     /// Receive matched message `msg` (of communicator `comm`) into `ub`.

@@ -382,17 +382,6 @@ fn flat_reduction(
     })
 }
 
-/// A predefined datatype that is contiguous, and the bytes of `count` of
-/// its elements: what a collective's flat path takes (any other type, a
-/// negative count or an overflow goes the general way).
-fn contiguous_bytes(
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> Option<(&'static std::sync::Arc<core::datatype::Datatype>, usize)> {
-    let dt = types::predefined(datatype).filter(|t| t.is_contiguous())?;
-    Some((dt, dt.bytes(usize::try_from(count).ok()?)?))
-}
-
 /// The counts and displacements of a `v` collective's `n` blocks.
 ///
 /// # Safety

@@ -505,6 +505,18 @@ pub(crate) unsafe fn user_buf(
     unsafe { UserBuf::new(buf, count, dt) }
 }
 
+/// A predefined datatype that is contiguous, and the bytes of `count` of
+/// its elements: what the flat paths of sends and collectives take (any
+/// other type, a negative count or an overflow goes the general way).
+#[inline]
+pub(crate) fn contiguous_bytes(
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> Option<(&'static Arc<core::datatype::Datatype>, usize)> {
+    let dt = types::predefined(datatype).filter(|t| t.is_contiguous())?;
+    Some((dt, dt.bytes(usize::try_from(count).ok()?)?))
+}
+
 /// A rank argument as the core names it.
 pub(crate) fn rank_arg(rank: c_int) -> Rank {
     match rank {

@@ -145,6 +145,10 @@ unsafe fn send_in(
     comm: MPI_Comm,
     mode: SendMode,
 ) -> c_int {
+    // SAFETY: forwarded from the caller.
+    if let Some(rc) = unsafe { send_flat(name, buf, count, dt, dest, tag, comm, mode) } {
+        return rc;
+    }
     call_waiting(
         name,
         comm,
@@ -152,6 +156,46 @@ unsafe fn send_in(
         |rt| unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode) },
         std::ptr::null_mut(),
     )
+}
+
+/// The flat path of a blocking send: a standard or ready send of a
+/// predefined contiguous datatype that the engine sends at once (see
+/// [`Runtime::send_now`]) skips the general decoding of its arguments,
+/// the request and the wait. `None` leaves the call, and any error in its
+/// arguments, to the general path.
+///
+/// # Safety
+/// The arguments are a send's (MPI contract).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+unsafe fn send_flat(
+    name: &str,
+    buf: *const c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> Option<c_int> {
+    if !matches!(mode, SendMode::Standard | SendMode::Ready) {
+        return None;
+    }
+    let (_, len) = contiguous_bytes(count, dt)?;
+    if len > 0 && buf.is_null() || abi::is_in_place(buf) {
+        return None;
+    }
+    let slot = comm_slot(comm).ok()?;
+    let mut declined = false;
+    let rc = call(name, comm, |rt| {
+        // SAFETY: `len` readable bytes at `buf` (MPI contract).
+        let sent = unsafe { rt.send_now(slot, rank_arg(dest), tag_arg(tag), buf.cast(), len) };
+        sent.unwrap_or_else(|| {
+            declined = true;
+            Ok(())
+        })
+    });
+    (!declined).then_some(rc)
 }
 
 /// A nonblocking send in `mode`: its request goes to `request`.
@@ -274,6 +318,50 @@ unsafe fn post_recv(
     unsafe { rt.start_recv(from, &ub, slot) }
 }
 
+/// The flat path of a blocking receive, below `MPI_THREAD_MULTIPLE`: one
+/// of a predefined contiguous datatype (see [`Runtime::recv_now`]) skips
+/// the general decoding of its arguments. `None` leaves the call, and any
+/// error in its arguments, to the general path.
+///
+/// # Safety
+/// The arguments are a receive's (MPI contract).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+unsafe fn recv_flat(
+    name: &str,
+    buf: *mut c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> Option<c_int> {
+    // Under MPI_THREAD_MULTIPLE a blocking receive waits with the lock
+    // released (`call_waiting`).
+    if core::threads::multiple() && core::callback_runtime().is_none() {
+        return None;
+    }
+    let (_, cap) = contiguous_bytes(count, dt)?;
+    if cap > 0 && buf.is_null() || abi::is_in_place(buf) || status.is_null() {
+        return None;
+    }
+    let slot = comm_slot(comm).ok()?;
+    let mut declined = false;
+    let rc = call(name, comm, |rt| {
+        // SAFETY: `cap` writable bytes at `buf`, untouched by the
+        // application during the call (MPI contract).
+        match unsafe { rt.recv_now(slot, rank_arg(source), tag_arg(tag), buf.cast(), cap) } {
+            Some(res) => report(res, status),
+            None => {
+                declined = true;
+                Ok(())
+            }
+        }
+    });
+    (!declined).then_some(rc)
+}
+
 large_count! {
     fn MPI_Recv / MPI_Recv_c(
         buf: *mut c_void,
@@ -284,6 +372,10 @@ large_count! {
         comm: MPI_Comm,
         status: *mut MPI_Status,
     ) {
+        // SAFETY: forwarded from the caller.
+        if let Some(rc) = unsafe { recv_flat(NAME, buf, count.get(), datatype, source, tag, comm, status) } {
+            return rc;
+        }
         call_waiting(
             NAME,
             comm,

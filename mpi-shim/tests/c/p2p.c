@@ -1,6 +1,7 @@
 /* Point-to-point: blocking and nonblocking sends of every size class
  * around a ring, wildcards, MPI_PROC_NULL, Sendrecv, Get_count, Test. */
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 static void fill(double *v, int n, int seed) {
@@ -80,6 +81,53 @@ int main(int argc, char **argv) {
     CHECK(back == 1 && other == 2, "dup isolation: world got %d, dup got %d", back, other);
     MPI_Comm_free(&dup);
     CHECK(dup == MPI_COMM_NULL, "comm_free");
+
+    /* Blocking sends and receives of predefined types (which skip the
+     * general decoding of their arguments) keep MPI's order against the
+     * other kinds: a receive posted before them gets the first message,
+     * a message sent with a derived type comes between, and statuses name
+     * ranks of the communicator (here, reversed), whether the messages
+     * arrived before the blocking receives (early) or after (late). */
+    MPI_Comm rev;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev);
+    int rr;
+    MPI_Comm_rank(rev, &rr);
+    MPI_Datatype one_long;
+    MPI_Type_contiguous(1, MPI_LONG, &one_long);
+    MPI_Type_commit(&one_long);
+    for (int late = 0; size > 1 && rr < 2 && late < 2; late++) {
+        long m[3] = {10 + late, 20 + late, 30 + late}, v[3] = {0, 0, 0};
+        if (rr == 0) {
+            if (late) {
+                MPI_Recv(NULL, 0, MPI_INT, 1, 99, rev, MPI_STATUS_IGNORE);
+                usleep(2000);
+            }
+            MPI_Send(&m[0], 1, MPI_LONG, 1, 7, rev);
+            MPI_Send(&m[1], 1, one_long, 1, 7, rev);
+            MPI_Send(&m[2], 1, MPI_LONG, 1, 7, rev);
+            if (!late) MPI_Send(NULL, 0, MPI_INT, 1, 98, rev);
+        } else {
+            MPI_Request q;
+            MPI_Irecv(&v[0], 1, MPI_LONG, MPI_ANY_SOURCE, 7, rev, &q);
+            if (late)
+                MPI_Send(NULL, 0, MPI_INT, 0, 99, rev);
+            else
+                MPI_Recv(NULL, 0, MPI_INT, 0, 98, rev, MPI_STATUS_IGNORE);
+            MPI_Recv(&v[1], 1, MPI_LONG, MPI_ANY_SOURCE, MPI_ANY_TAG, rev, &st);
+            MPI_Get_count(&st, MPI_LONG, &got);
+            CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 7 && got == 1,
+                  "flat recv (late %d): source %d tag %d count %d", late, st.MPI_SOURCE,
+                  st.MPI_TAG, got);
+            MPI_Recv(&v[2], 2, MPI_LONG, 0, 7, rev, &st);
+            MPI_Get_count(&st, MPI_LONG, &got);
+            CHECK(got == 1, "flat recv (late %d): count %d", late, got);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+            CHECK(v[0] == m[0] && v[1] == m[1] && v[2] == m[2],
+                  "order (late %d): %ld %ld %ld", late, v[0], v[1], v[2]);
+        }
+    }
+    MPI_Type_free(&one_long);
+    MPI_Comm_free(&rev);
 
     MPI_Finalize();
     printf("p2p: rank %d ok\n", rank);
