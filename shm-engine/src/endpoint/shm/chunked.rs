@@ -268,7 +268,11 @@ impl Endpoint {
         if shm.unplaced.is_empty() {
             return;
         }
-        let k = if shm.probe < shm.unplaced.len() { shm.probe } else { 0 };
+        let k = if shm.probe < shm.unplaced.len() {
+            shm.probe
+        } else {
+            0
+        };
         shm.probe = k + 1;
         if shm.seg.placed(shm.unplaced[k]) {
             self.order_placed_peers();
