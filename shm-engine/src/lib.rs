@@ -49,7 +49,7 @@ pub mod topo;
 pub mod transport;
 
 pub use config::{CmaMode, Config, RndvMode};
-pub use endpoint::{Backoff, Completion, Endpoint, Message, RecvBuf, Request, Status, Waker};
+pub use endpoint::{Backoff, Completion, Endpoint, Message, Next, RecvBuf, Request, Status, Waker};
 pub use error::{Error, InitError};
 pub use heap::{HeapError, HeapRef, PeerHeaps, SharedBox, SharedVec};
 pub use iov::Piece;

@@ -180,6 +180,12 @@ impl<U> Matcher<U> {
         }
     }
 
+    /// Whether any receive is posted.
+    #[inline]
+    pub(crate) fn has_posted(&self) -> bool {
+        !self.posted.is_empty()
+    }
+
     /// Posted receives still waiting.
     #[cfg(test)]
     pub(crate) fn posted_len(&self) -> usize {

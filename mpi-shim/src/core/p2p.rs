@@ -4,11 +4,15 @@
 //! the application's memory or a packed copy, library-managed receives,
 //! and receives of a matched message.
 
-use shm_engine::{Endpoint, Message, Piece, Source};
+use shm_engine::{Endpoint, Message, Next, Piece, Source};
 
 use super::buffer::{UserBuf, Way, Wire};
 use super::peer::{Rank, RecvFrom, Tag};
 use super::{MpiError, MpiResult, Req, Runtime, Staged, Status, Unpack};
+
+/// Looks at a sender's ring a blocking receive takes before it posts
+/// itself and waits as usual ([`Runtime::recv_now`]).
+const QUICK_TAKES: u32 = 128;
 
 /// The send modes of MPI-4.1 §3.4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +173,21 @@ impl Runtime {
             // SAFETY: writable during the call (the caller's promise).
             if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, &one) } {
                 return Some(Ok(self.comm(comm).ok()?.status_of(&st)));
+            }
+        }
+        // A message that comes within a few looks at its sender's ring is
+        // taken from there, without a request (see `Endpoint::take_next`);
+        // not where processes outnumber cores, as the sender may need ours.
+        if let Source::Rank(r) = src
+            && !self.ep.oversubscribed()
+        {
+            for _ in 0..QUICK_TAKES {
+                // SAFETY: writable during the call (the caller's promise).
+                match unsafe { self.ep.take_next(r, matcher, data, cap) } {
+                    Some(Next::Taken(st)) => return Some(Ok(self.comm(comm).ok()?.status_of(&st))),
+                    Some(Next::Empty) => std::hint::spin_loop(),
+                    Some(Next::Other) | None => break,
+                }
             }
         }
         // SAFETY: as above; the request is waited for before returning.

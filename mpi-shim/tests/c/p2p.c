@@ -129,6 +129,62 @@ int main(int argc, char **argv) {
     MPI_Type_free(&one_long);
     MPI_Comm_free(&rev);
 
+    /* A ping-pong of blocking calls, where a reply that comes soon is
+     * taken straight from its sender's ring: inline and eager sizes, a
+     * synchronous send, a message of another tag ahead of the one the
+     * receive takes, and one longer than the receive's buffer
+     * (MPI_ERR_TRUNCATE) all keep their meaning. */
+    if (size > 1 && rank < 2) {
+        enum { MAXLEN = 16384 };
+        char *pb = malloc(MAXLEN), *qb = malloc(MAXLEN);
+        int lens[] = {0, 1, 8, 64, 200, 1000, 8000, MAXLEN};
+        for (int it = 0; it < 400; it++) {
+            int n = lens[it % 8];
+            if (rank == 0) {
+                for (int i = 0; i < n; i++) pb[i] = (char)(it + i);
+                if (it % 5 == 0)
+                    MPI_Ssend(pb, n, MPI_CHAR, 1, it, MPI_COMM_WORLD);
+                else
+                    MPI_Send(pb, n, MPI_CHAR, 1, it, MPI_COMM_WORLD);
+                MPI_Recv(qb, MAXLEN, MPI_CHAR, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+                MPI_Get_count(&st, MPI_CHAR, &got);
+                int same = got == n && st.MPI_TAG == it + 1 && st.MPI_SOURCE == 1;
+                for (int i = 0; same && i < n; i++) same = qb[i] == (char)(it + i + 1);
+                CHECK(same, "ping-pong %d: count %d (want %d) tag %d", it, got, n, st.MPI_TAG);
+            } else {
+                MPI_Recv(qb, MAXLEN, MPI_CHAR, 0, it, MPI_COMM_WORLD, &st);
+                MPI_Get_count(&st, MPI_CHAR, &got);
+                CHECK(got == n && st.MPI_SOURCE == 0, "ping-pong %d: count %d", it, got);
+                for (int i = 0; i < n; i++) pb[i] = (char)(qb[i] + 1);
+                MPI_Send(pb, n, MPI_CHAR, 0, it + 1, MPI_COMM_WORLD);
+            }
+        }
+        MPI_Comm ret;
+        MPI_Comm_dup(MPI_COMM_WORLD, &ret);
+        MPI_Comm_set_errhandler(ret, MPI_ERRORS_RETURN);
+        for (int it = 0; it < 50; it++) {
+            if (rank == 0) {
+                MPI_Send(&a, 1, MPI_INT, 1, 501, ret);
+                MPI_Send(&b, 1, MPI_INT, 1, 500, ret);
+                MPI_Send(pb, 16, MPI_CHAR, 1, 502, ret);
+                MPI_Recv(NULL, 0, MPI_INT, 1, 503, ret, MPI_STATUS_IGNORE);
+            } else {
+                int x = 0, y = 0;
+                MPI_Recv(&x, 1, MPI_INT, 0, 500, ret, MPI_STATUS_IGNORE);
+                MPI_Recv(&y, 1, MPI_INT, 0, 501, ret, MPI_STATUS_IGNORE);
+                CHECK(x == b && y == a, "other tag first (%d): got %d and %d", it, x, y);
+                int rc = MPI_Recv(qb, 8, MPI_CHAR, 0, 502, ret, &st);
+                int cls = -1;
+                MPI_Error_class(rc, &cls);
+                CHECK(cls == MPI_ERR_TRUNCATE, "truncated (%d): class %d", it, cls);
+                MPI_Send(NULL, 0, MPI_INT, 0, 503, ret);
+            }
+        }
+        MPI_Comm_free(&ret);
+        free(pb);
+        free(qb);
+    }
+
     MPI_Finalize();
     printf("p2p: rank %d ok\n", rank);
     return 0;

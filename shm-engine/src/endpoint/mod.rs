@@ -46,7 +46,7 @@ pub use delivery::Message;
 pub use progress::Backoff;
 pub use recvbuf::RecvBuf;
 pub use request::{Completion, Request, Status};
-pub use shm::Waker;
+pub use shm::{Next, Waker};
 
 use delivery::{Ack, Arrival};
 use request::Requests;

@@ -48,6 +48,7 @@ use std::collections::VecDeque;
 use cell::Grant;
 pub(super) use cell::Rts;
 use chunked::Xfer;
+pub use recv::Next;
 pub(super) use rendezvous::Pipeline;
 use send::{Outgoing, TxStaging};
 pub use wake::Waker;

@@ -1,15 +1,32 @@
 //! The receiving side of the node segment: drain the rings we poll and
 //! those of the peers whose doorbell bit is set (within a budget per ring),
-//! and act on each control message.
+//! and act on each control message; and a blocking receive's quick way,
+//! which takes its message straight from the sender's ring.
 
 use super::cell::{Control, Corrupt};
 use super::{POLLED_RINGS, Polled, Shm};
 use crate::board::{self, Watch};
 use crate::doorbell;
-use crate::endpoint::{Ack, Arrival, Endpoint};
+use crate::endpoint::route::Route;
+use crate::endpoint::{Ack, Arrival, Endpoint, Status};
+use crate::iov::{self, Piece};
 use crate::layout::Cell;
+use crate::matching::TagMatch;
 use crate::sync::Ordering;
 use crate::sys;
+
+/// What [`Endpoint::take_next`] found in a ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// The message, received into the buffer.
+    Taken(Status),
+    /// The ring is empty.
+    Empty,
+    /// Its next cell was something else, which was acted on as usual (a
+    /// message the receive does not take waits unmatched now): post the
+    /// receive instead.
+    Other,
+}
 
 impl Endpoint {
     /// Progress the intra-node path once: retry backlogs, drain the rings
@@ -99,6 +116,83 @@ impl Endpoint {
         n
     }
 
+    /// Receive the next message of local process `source` straight from
+    /// its ring into the `cap` bytes at `buf`, when it is a whole message
+    /// (inline or eager) that `tag` accepts and that fits: a blocking
+    /// receive's quick way, without a request or a trip through matching.
+    /// Only while no receive is posted and no message waits unmatched: the
+    /// ring's next message is then the oldest one a receive from `source`
+    /// could match (MPI's order). `None` when that does not hold, or when
+    /// `source` is not another process of this node: post the receive as
+    /// usual.
+    ///
+    /// # Safety
+    /// `cap` bytes at `buf` are writable during the call.
+    pub unsafe fn take_next(
+        &mut self,
+        source: u32,
+        tag: TagMatch,
+        buf: *mut u8,
+        cap: usize,
+    ) -> Option<Next> {
+        if self.matcher.has_unexpected() || self.matcher.has_posted() || source == self.rank {
+            return None;
+        }
+        let Ok(Route::Local(j)) = self.router.route(source) else {
+            return None;
+        };
+        let Some(cell) = self.shm.peers[j as usize].rx.pop() else {
+            return Some(Next::Empty);
+        };
+        // SAFETY: forwarded from the caller.
+        if let Some(st) = unsafe { self.take_whole(j, &cell, tag, Piece::new(buf, cap)) } {
+            self.shm.delivered(j);
+            return Some(Next::Taken(st));
+        }
+        self.handle(j, &cell);
+        Some(Next::Other)
+    }
+
+    /// Receive `cell` of local peer `j` into `into` if it is a whole
+    /// message that `tag` accepts and that fits (acknowledged, its
+    /// staging slot freed); `None`, with nothing done, otherwise.
+    ///
+    /// # Safety
+    /// `into` is writable.
+    unsafe fn take_whole(
+        &mut self,
+        j: u32,
+        cell: &Cell,
+        tag: TagMatch,
+        into: Piece,
+    ) -> Option<Status> {
+        let slot_size = self.shm.seg.layout().geometry.staging_slot_size as usize;
+        let (t, a, len) = match Control::decode(j, cell).ok()? {
+            Control::Inline { tag: t, data, ack } if tag.accepts(t) && data.len() <= into.len => {
+                // SAFETY: `into` is writable (the caller) and holds the data.
+                unsafe { iov::scatter(&[into], data.as_ptr(), data.len()) };
+                (t, ack, data.len())
+            }
+            Control::Eager {
+                tag: t,
+                slot,
+                len,
+                ack,
+            } if tag.accepts(t) && len <= into.len && len <= slot_size => {
+                let at = self.shm.seg.staging_slot(j, self.shm.me, slot);
+                // SAFETY: the sender filled `len` (<= slot size) bytes of
+                // the slot before publishing the cell (ring SP1), ours
+                // until we free it; `into` is writable and holds them.
+                unsafe { iov::scatter(&[into], at, len) };
+                self.shm.free_slot(j, slot);
+                (t, ack, len)
+            }
+            _ => return None,
+        };
+        self.acknowledge(a.map(|sreq| Ack::Local { j, sreq }));
+        Some(Status::new(self.shm.peers[j as usize].rank, t, len))
+    }
+
     /// Act on one control cell from local peer `j`.
     fn handle(&mut self, j: u32, cell: &Cell) {
         let from = self.shm.peers[j as usize].rank;
@@ -178,6 +272,15 @@ impl Shm {
             from: j,
             last: self.tick,
         });
+    }
+
+    /// Local peer `j`'s ring delivered outside a visit of the progress
+    /// loop ([`Endpoint::take_next`]): counted as a visit would.
+    fn delivered(&mut self, j: u32) {
+        match self.polling.iter_mut().find(|p| p.from == j) {
+            Some(p) => p.last = self.tick,
+            None => self.poll(j),
+        }
     }
 
     /// We copied staging slot `seq` of peer `j` out: the sender may refill
