@@ -177,6 +177,23 @@ pub(crate) fn call(
     }
 }
 
+/// [`call`] for a flat path, which may decline the call: `None` when `f`
+/// did (returned `None`), and the caller goes the general way.
+pub(crate) fn call_or_decline(
+    name: &str,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>,
+) -> Option<c_int> {
+    let mut declined = false;
+    let rc = call(name, comm, |rt| {
+        f(rt).unwrap_or_else(|| {
+            declined = true;
+            Ok(())
+        })
+    });
+    (!declined).then_some(rc)
+}
+
 /// [`call`] for a function that starts an operation and hands its
 /// request to the application: `start` (which stores the request and
 /// returns its slot) runs only once `request` is known to be writable, so

@@ -186,16 +186,10 @@ unsafe fn send_flat(
         return None;
     }
     let slot = comm_slot(comm).ok()?;
-    let mut declined = false;
-    let rc = call(name, comm, |rt| {
+    call_or_decline(name, comm, |rt| {
         // SAFETY: `len` readable bytes at `buf` (MPI contract).
-        let sent = unsafe { rt.send_now(slot, rank_arg(dest), tag_arg(tag), buf.cast(), len) };
-        sent.unwrap_or_else(|| {
-            declined = true;
-            Ok(())
-        })
-    });
-    (!declined).then_some(rc)
+        unsafe { rt.send_now(slot, rank_arg(dest), tag_arg(tag), buf.cast(), len) }
+    })
 }
 
 /// A nonblocking send in `mode`: its request goes to `request`.
@@ -347,19 +341,12 @@ unsafe fn recv_flat(
         return None;
     }
     let slot = comm_slot(comm).ok()?;
-    let mut declined = false;
-    let rc = call(name, comm, |rt| {
+    call_or_decline(name, comm, |rt| {
         // SAFETY: `cap` writable bytes at `buf`, untouched by the
         // application during the call (MPI contract).
-        match unsafe { rt.recv_now(slot, rank_arg(source), tag_arg(tag), buf.cast(), cap) } {
-            Some(res) => report(res, status),
-            None => {
-                declined = true;
-                Ok(())
-            }
-        }
-    });
-    (!declined).then_some(rc)
+        let got = unsafe { rt.recv_now(slot, rank_arg(source), tag_arg(tag), buf.cast(), cap) };
+        got.map(|res| report(res, status))
+    })
 }
 
 large_count! {
