@@ -440,10 +440,16 @@ impl Runtime {
     /// that have finished are finished first, as [`add_req`](Self::add_req)
     /// does for calls that store a request.
     pub fn wait_started(&mut self, r: Req) -> MpiResult<Status> {
+        self.reap_freed();
+        self.finish(r)
+    }
+
+    /// Finish the requests the application freed that have finished.
+    #[inline]
+    fn reap_freed(&mut self) {
         if !self.detached.is_empty() {
             self.reap_detached();
         }
-        self.finish(r)
     }
 
     /// Wait for a request taken out of the table that is neither

@@ -85,9 +85,9 @@ impl Runtime {
     /// small enough for a ring cell or a staging slot, to another process
     /// of this node): the flat path of a blocking send of a predefined
     /// contiguous datatype, without a [`UserBuf`] or a request. `None`
-    /// when it cannot, or when an argument is invalid: the caller then
-    /// goes the general way ([`Runtime::start_send`]), which also reports
-    /// the error.
+    /// when it cannot, to `MPI_PROC_NULL`, or when an argument is
+    /// invalid: the caller then goes the general way
+    /// ([`Runtime::start_send`]), which also reports the error.
     ///
     /// # Safety
     /// `len` bytes at `data` are readable during the call.
@@ -104,7 +104,10 @@ impl Runtime {
         let one = [Piece::new(data.cast_mut(), len)];
         // SAFETY: readable during the call (the caller's promise).
         match unsafe { self.ep.try_send_iov_now(to?, tag, &one) } {
-            Ok(true) => Some(Ok(())),
+            Ok(true) => {
+                self.reap_freed();
+                Some(Ok(()))
+            }
             Ok(false) => None,
             Err(e) => Some(Err(e.into())),
         }
@@ -172,7 +175,7 @@ impl Runtime {
         if self.ep.has_unexpected() {
             // SAFETY: writable during the call (the caller's promise).
             if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, &one) } {
-                return Some(Ok(self.comm(comm).ok()?.status_of(&st)));
+                return Some(self.received(comm, &st));
             }
         }
         // A message that comes within a few looks at its sender's ring is
@@ -184,7 +187,7 @@ impl Runtime {
             for _ in 0..QUICK_TAKES {
                 // SAFETY: writable during the call (the caller's promise).
                 match unsafe { self.ep.take_next(r, matcher, data, cap) } {
-                    Some(Next::Taken(st)) => return Some(Ok(self.comm(comm).ok()?.status_of(&st))),
+                    Some(Next::Taken(st)) => return Some(self.received(comm, &st)),
                     Some(Next::Empty) => std::hint::spin_loop(),
                     Some(Next::Other) | None => break,
                 }
@@ -199,6 +202,15 @@ impl Runtime {
                 staged: None,
             })
         }))
+    }
+
+    /// The status of a message a blocking receive on communicator `comm`
+    /// took without a request; requests the application freed that have
+    /// finished are finished too, as a wait does ([`Runtime::wait_started`]).
+    fn received(&mut self, comm: usize, st: &shm_engine::Status) -> MpiResult<Status> {
+        self.reap_freed();
+        // The communicator was checked before the message was taken.
+        Ok(self.comm(comm)?.status_of(st))
     }
 
     /// Receive matched message `msg` (of communicator `comm`) into `ub`.

@@ -523,8 +523,9 @@ pub(crate) unsafe fn user_buf(
 }
 
 /// A predefined datatype that is contiguous, and the bytes of `count` of
-/// its elements: what the flat paths of sends and collectives take (any
-/// other type, a negative count or an overflow goes the general way).
+/// its elements: what the flat paths of sends, receives and collectives
+/// take (any other type, a negative count or an overflow goes the general
+/// way).
 #[inline]
 pub(crate) fn contiguous_bytes(
     count: MPI_Count,

@@ -83,11 +83,13 @@ int main(int argc, char **argv) {
     CHECK(dup == MPI_COMM_NULL, "comm_free");
 
     /* Blocking sends and receives of predefined types (which skip the
-     * general decoding of their arguments) keep MPI's order against the
-     * other kinds: a receive posted before them gets the first message,
-     * a message sent with a derived type comes between, and statuses name
-     * ranks of the communicator (here, reversed), whether the messages
-     * arrived before the blocking receives (early) or after (late). */
+     * general decoding of their arguments, and may take a message straight
+     * from its sender's ring) keep MPI's order against the other kinds: a
+     * receive posted before them gets the first message, a message sent
+     * with a derived type comes between, and statuses name ranks of the
+     * communicator (here, reversed). Early: the messages were handled
+     * before the blocking receives start. Late: they wait in the ring,
+     * unhandled, while the posted receive is there. */
     MPI_Comm rev;
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev);
     int rr;
@@ -98,10 +100,7 @@ int main(int argc, char **argv) {
     for (int late = 0; size > 1 && rr < 2 && late < 2; late++) {
         long m[3] = {10 + late, 20 + late, 30 + late}, v[3] = {0, 0, 0};
         if (rr == 0) {
-            if (late) {
-                MPI_Recv(NULL, 0, MPI_INT, 1, 99, rev, MPI_STATUS_IGNORE);
-                usleep(2000);
-            }
+            if (late) MPI_Recv(NULL, 0, MPI_INT, 1, 99, rev, MPI_STATUS_IGNORE);
             MPI_Send(&m[0], 1, MPI_LONG, 1, 7, rev);
             MPI_Send(&m[1], 1, one_long, 1, 7, rev);
             MPI_Send(&m[2], 1, MPI_LONG, 1, 7, rev);
@@ -109,18 +108,22 @@ int main(int argc, char **argv) {
         } else {
             MPI_Request q;
             MPI_Irecv(&v[0], 1, MPI_LONG, MPI_ANY_SOURCE, 7, rev, &q);
-            if (late)
+            if (late) {
                 MPI_Send(NULL, 0, MPI_INT, 0, 99, rev);
-            else
+                usleep(2000);
+            } else {
                 MPI_Recv(NULL, 0, MPI_INT, 0, 98, rev, MPI_STATUS_IGNORE);
-            MPI_Recv(&v[1], 1, MPI_LONG, MPI_ANY_SOURCE, MPI_ANY_TAG, rev, &st);
+            }
+            MPI_Recv(&v[1], 1, MPI_LONG, 0, MPI_ANY_TAG, rev, &st);
             MPI_Get_count(&st, MPI_LONG, &got);
             CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 7 && got == 1,
                   "flat recv (late %d): source %d tag %d count %d", late, st.MPI_SOURCE,
                   st.MPI_TAG, got);
-            MPI_Recv(&v[2], 2, MPI_LONG, 0, 7, rev, &st);
+            MPI_Recv(&v[2], 2, MPI_LONG, MPI_ANY_SOURCE, 7, rev, &st);
             MPI_Get_count(&st, MPI_LONG, &got);
-            CHECK(got == 1, "flat recv (late %d): count %d", late, got);
+            CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 7 && got == 1,
+                  "flat recv (late %d): source %d tag %d count %d", late, st.MPI_SOURCE,
+                  st.MPI_TAG, got);
             MPI_Wait(&q, MPI_STATUS_IGNORE);
             CHECK(v[0] == m[0] && v[1] == m[1] && v[2] == m[2],
                   "order (late %d): %ld %ld %ld", late, v[0], v[1], v[2]);
@@ -134,6 +137,9 @@ int main(int argc, char **argv) {
      * synchronous send, a message of another tag ahead of the one the
      * receive takes, and one longer than the receive's buffer
      * (MPI_ERR_TRUNCATE) all keep their meaning. */
+    MPI_Comm ret;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ret);
+    MPI_Comm_set_errhandler(ret, MPI_ERRORS_RETURN);
     if (size > 1 && rank < 2) {
         enum { MAXLEN = 16384 };
         char *pb = malloc(MAXLEN), *qb = malloc(MAXLEN);
@@ -159,9 +165,6 @@ int main(int argc, char **argv) {
                 MPI_Send(pb, n, MPI_CHAR, 0, it + 1, MPI_COMM_WORLD);
             }
         }
-        MPI_Comm ret;
-        MPI_Comm_dup(MPI_COMM_WORLD, &ret);
-        MPI_Comm_set_errhandler(ret, MPI_ERRORS_RETURN);
         for (int it = 0; it < 50; it++) {
             if (rank == 0) {
                 MPI_Send(&a, 1, MPI_INT, 1, 501, ret);
@@ -180,10 +183,34 @@ int main(int argc, char **argv) {
                 MPI_Send(NULL, 0, MPI_INT, 0, 503, ret);
             }
         }
-        MPI_Comm_free(&ret);
+        /* A large message that waits unmatched (announced, not copied)
+         * is older than a small one still in the ring: it is the one a
+         * receive of that tag gets. */
+        enum { BIG = 1 << 20 };
+        char *big = calloc(BIG, 1);
+        if (rank == 0) {
+            MPI_Request rq;
+            big[BIG - 1] = 9;
+            MPI_Isend(big, BIG, MPI_CHAR, 1, 600, ret, &rq);
+            MPI_Recv(NULL, 0, MPI_INT, 1, 601, ret, MPI_STATUS_IGNORE);
+            MPI_Send(pb, 1, MPI_CHAR, 1, 600, ret);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Probe(0, 600, ret, &st);
+            MPI_Send(NULL, 0, MPI_INT, 0, 601, ret);
+            usleep(2000);
+            MPI_Recv(big, BIG, MPI_CHAR, 0, 600, ret, &st);
+            MPI_Get_count(&st, MPI_CHAR, &got);
+            CHECK(got == BIG && big[BIG - 1] == 9, "older large message: count %d", got);
+            MPI_Recv(big, BIG, MPI_CHAR, 0, 600, ret, &st);
+            MPI_Get_count(&st, MPI_CHAR, &got);
+            CHECK(got == 1, "newer small message: count %d", got);
+        }
+        free(big);
         free(pb);
         free(qb);
     }
+    MPI_Comm_free(&ret);
 
     MPI_Finalize();
     printf("p2p: rank %d ok\n", rank);

@@ -114,7 +114,8 @@ pub(super) struct Shm {
     /// started yet, or room in the segment for a later spawn. An idle
     /// process looks at one of them per visit (see `settle_steal_order`).
     unplaced: Vec<u32>,
-    /// Which of `unplaced` the next visit looks at (modulo its length).
+    /// Which of `unplaced` the next visit looks at (from the first again
+    /// past the last).
     probe: usize,
     /// Our transfer slots: large receives being copied in chunks.
     xfers: Vec<Option<Xfer>>,

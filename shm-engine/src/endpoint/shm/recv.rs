@@ -158,7 +158,7 @@ impl Endpoint {
     /// staging slot freed); `None`, with nothing done, otherwise.
     ///
     /// # Safety
-    /// `into` is writable.
+    /// `into.len` bytes at `into.ptr` are writable during the call.
     unsafe fn take_whole(
         &mut self,
         j: u32,
