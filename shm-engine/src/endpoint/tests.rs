@@ -420,9 +420,9 @@ fn an_arrived_whole_message_is_received_at_once() {
 }
 
 /// A one-process job whose node segment has room for three processes a
-/// later spawn would start.
+/// later spawn would start (the tests of `shm` play them).
 #[derive(Debug, Default)]
-struct WithRoom(Singleton);
+pub(super) struct WithRoom(Singleton);
 
 impl crate::bootstrap::Bootstrap for WithRoom {
     fn rank(&self) -> u32 {

@@ -308,3 +308,148 @@ impl Shm {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::endpoint::tests::WithRoom;
+    use crate::queue::spsc::{Consumer, Producer};
+    use crate::{Source, TagMatch};
+
+    /// Local process 0 of a segment with room for 4, and the producing
+    /// end of ring (2 -> 0): the test plays process 2, which the router
+    /// admits as if it had been spawned.
+    fn with_peer() -> (Endpoint, Producer<'static>) {
+        let mut ep = Endpoint::with_config(Box::new(WithRoom::default()), Config::default())
+            .expect("one-process endpoint with room");
+        ep.router.admit([2]);
+        // SAFETY: nobody else produces into ring (2 -> 0); the handle
+        // touches no memory when dropped.
+        let tx = unsafe { Producer::new(ep.shm.seg.ring(2, 0)) };
+        (ep, tx)
+    }
+
+    /// Send `c` to process 0 as process 2 does: push it, and ring 0's
+    /// doorbell unless 0 polls the ring.
+    fn send(ep: &Endpoint, tx: &mut Producer<'_>, c: Control<'_>) {
+        tx.push(&c.encode()).expect("room in the ring");
+        if doorbell::must_ring(tx.polled()) {
+            doorbell::ring(ep.shm.seg.bell(0), ep.shm.seg.masks(0), 2);
+        }
+    }
+
+    /// Take the next message from process 2 into `buf`, as a blocking
+    /// receive of `tag` would.
+    fn take(ep: &mut Endpoint, tag: u64, buf: &mut [u8]) -> Option<Next> {
+        // SAFETY: `buf` is writable.
+        unsafe { ep.take_next(2, TagMatch::exact(tag), buf.as_mut_ptr(), buf.len()) }
+    }
+
+    #[test]
+    fn take_next_receives_whole_messages_straight_from_the_ring() {
+        let (mut ep, mut tx) = with_peer();
+        let mut buf = [0u8; 16];
+        assert_eq!(take(&mut ep, 5, &mut buf), Some(Next::Empty));
+
+        // Inline, from a synchronous send: acknowledged to its sender.
+        let ack = Some(77);
+        send(
+            &ep,
+            &mut tx,
+            Control::Inline {
+                tag: 5,
+                data: b"hello",
+                ack,
+            },
+        );
+        assert_eq!(
+            take(&mut ep, 5, &mut buf),
+            Some(Next::Taken(Status::new(2, 5, 5)))
+        );
+        assert_eq!(&buf[..5], b"hello");
+        // SAFETY: nobody else consumes ring (0 -> 2).
+        let mut rx = unsafe { Consumer::new(ep.shm.seg.ring(0, 2)) };
+        let cell = rx.pop().expect("an acknowledgement");
+        assert!(matches!(
+            Control::decode(0, &cell),
+            Ok(Control::Ack { sreq: 77 })
+        ));
+
+        // Eager: copied from the staging slot, which is freed.
+        let data: Vec<u8> = (0..16).collect();
+        let at = ep.shm.seg.staging_slot(2, 0, 0);
+        // SAFETY: slot 0 of staging (2 -> 0) holds a staging slot's bytes,
+        // and nobody reads it before the cell below is published.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), at, 16) };
+        let eager = Control::Eager {
+            tag: 6,
+            slot: 0,
+            len: 16,
+            ack: None,
+        };
+        send(&ep, &mut tx, eager);
+        assert_eq!(
+            take(&mut ep, 6, &mut buf),
+            Some(Next::Taken(Status::new(2, 6, 16)))
+        );
+        assert_eq!(&buf[..], &data[..]);
+        assert_eq!(ep.shm.seg.staging(2, 0).freed.load(Ordering::Relaxed), 1);
+        assert!(rx.pop().is_none(), "no acknowledgement asked for");
+    }
+
+    #[test]
+    fn take_next_leaves_what_it_does_not_take_to_matching() {
+        let (mut ep, mut tx) = with_peer();
+        let mut small = [0u8; 2];
+        // Another tag, then a message longer than the buffer: each is
+        // acted on as usual and waits unmatched, and the receive is told
+        // to post itself (it must not pass them: None from then on).
+        send(
+            &ep,
+            &mut tx,
+            Control::Inline {
+                tag: 9,
+                data: b"x",
+                ack: None,
+            },
+        );
+        send(
+            &ep,
+            &mut tx,
+            Control::Inline {
+                tag: 5,
+                data: b"long",
+                ack: None,
+            },
+        );
+        assert_eq!(take(&mut ep, 5, &mut small), Some(Next::Other));
+        assert_eq!(take(&mut ep, 5, &mut small), None);
+        let st = ep
+            .iprobe(Source::Rank(2), TagMatch::exact(9))
+            .expect("unmatched");
+        assert_eq!(st.len, 1);
+        let r = ep.irecv(Source::Rank(2), TagMatch::exact(9), 1).unwrap();
+        assert_eq!(ep.wait(r).unwrap().data.unwrap(), b"x");
+        let r = ep.irecv(Source::Rank(2), TagMatch::exact(5), 8).unwrap();
+        assert_eq!(ep.wait(r).unwrap().data.unwrap(), b"long");
+
+        // A posted receive comes first: nothing is taken past it.
+        let posted = ep.irecv(Source::Any, TagMatch::exact(5), 8).unwrap();
+        send(
+            &ep,
+            &mut tx,
+            Control::Inline {
+                tag: 5,
+                data: b"y",
+                ack: None,
+            },
+        );
+        assert_eq!(take(&mut ep, 5, &mut small), None);
+        assert_eq!(ep.wait(posted).unwrap().data.unwrap(), b"y");
+        // From ourselves: never.
+        // SAFETY: the buffer is writable.
+        let me = unsafe { ep.take_next(0, TagMatch::any(), small.as_mut_ptr(), 2) };
+        assert_eq!(me, None);
+    }
+}
