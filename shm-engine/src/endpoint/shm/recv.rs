@@ -28,6 +28,17 @@ pub enum Next {
     Other,
 }
 
+/// A whole message in a control cell (inline, or eager in the pair's
+/// staging slot).
+struct Whole<'c> {
+    tag: u64,
+    data: &'c [u8],
+    /// The send request to acknowledge (a synchronous send's).
+    ack: Option<u64>,
+    /// The staging slot to free once the bytes are copied out.
+    slot: Option<u64>,
+}
+
 impl Endpoint {
     /// Progress the intra-node path once: retry backlogs, drain the rings
     /// we poll and those that rang, run and finish chunked transfers.
@@ -144,17 +155,20 @@ impl Endpoint {
         let Some(cell) = self.shm.peers[j as usize].rx.pop() else {
             return Some(Next::Empty);
         };
-        // SAFETY: forwarded from the caller.
-        if let Some(st) = unsafe { self.take_whole(j, &cell, tag, Piece::new(buf, cap)) } {
+        let c = self.decode(j, &cell);
+        if let Ok(whole) = &c
+            // SAFETY: forwarded from the caller.
+            && let Some(st) = unsafe { self.take_whole(j, whole, tag, Piece::new(buf, cap)) }
+        {
             self.shm.delivered(j);
             return Some(Next::Taken(st));
         }
-        self.handle(j, &cell);
+        self.act(j, c);
         Some(Next::Other)
     }
 
-    /// Receive `cell` of local peer `j` into `into` if it is a whole
-    /// message that `tag` accepts and that fits (acknowledged, its
+    /// Receive control message `c` of local peer `j` into `into` if it is
+    /// a whole message that `tag` accepts and that fits (acknowledged, its
     /// staging slot freed); `None`, with nothing done, otherwise.
     ///
     /// # Safety
@@ -162,63 +176,93 @@ impl Endpoint {
     unsafe fn take_whole(
         &mut self,
         j: u32,
-        cell: &Cell,
+        c: &Control<'_>,
         tag: TagMatch,
         into: Piece,
     ) -> Option<Status> {
-        let slot_size = self.shm.seg.layout().geometry.staging_slot_size as usize;
-        let (t, a, len) = match Control::decode(j, cell).ok()? {
-            Control::Inline { tag: t, data, ack } if tag.accepts(t) && data.len() <= into.len => {
-                // SAFETY: `into` is writable (the caller) and holds the data.
-                unsafe { iov::scatter(&[into], data.as_ptr(), data.len()) };
-                (t, ack, data.len())
-            }
+        let w = self.whole(j, c)?;
+        if !tag.accepts(w.tag) || w.data.len() > into.len {
+            return None;
+        }
+        // SAFETY: `into` is writable (the caller) and holds the data.
+        unsafe { iov::scatter(&[into], w.data.as_ptr(), w.data.len()) };
+        if let Some(slot) = w.slot {
+            self.shm.free_slot(j, slot);
+        }
+        self.acknowledge(w.ack.map(|sreq| Ack::Local { j, sreq }));
+        Some(Status::new(
+            self.shm.peers[j as usize].rank,
+            w.tag,
+            w.data.len(),
+        ))
+    }
+
+    /// The whole message control message `c` of local peer `j` carries
+    /// (inline, or eager in the pair's staging slot); `None` for the other
+    /// kinds.
+    fn whole<'c>(&self, j: u32, c: &Control<'c>) -> Option<Whole<'c>> {
+        match *c {
+            Control::Inline { tag, data, ack } => Some(Whole {
+                tag,
+                data,
+                ack,
+                slot: None,
+            }),
             Control::Eager {
-                tag: t,
+                tag,
                 slot,
                 len,
                 ack,
-            } if tag.accepts(t) && len <= into.len && len <= slot_size => {
+            } => {
                 let at = self.shm.seg.staging_slot(j, self.shm.me, slot);
-                // SAFETY: the sender filled `len` (<= slot size) bytes of
-                // the slot before publishing the cell (ring SP1), ours
-                // until we free it; `into` is writable and holds them.
-                unsafe { iov::scatter(&[into], at, len) };
-                self.shm.free_slot(j, slot);
-                (t, ack, len)
+                // SAFETY: the sender filled `len` (<= slot size, checked by
+                // `decode`) bytes of this slot before publishing the cell
+                // (ring SP1); it is ours until we free it.
+                let data = unsafe { std::slice::from_raw_parts(at, len) };
+                Some(Whole {
+                    tag,
+                    data,
+                    ack,
+                    slot: Some(slot),
+                })
             }
-            _ => return None,
-        };
-        self.acknowledge(a.map(|sreq| Ack::Local { j, sreq }));
-        Some(Status::new(self.shm.peers[j as usize].rank, t, len))
+            _ => None,
+        }
     }
 
-    /// Act on one control cell from local peer `j`.
-    fn handle(&mut self, j: u32, cell: &Cell) {
-        let from = self.shm.peers[j as usize].rank;
+    /// Decode a control cell from local peer `j`; one whose length does not
+    /// fit a staging slot is corrupt.
+    fn decode<'c>(&self, j: u32, cell: &'c Cell) -> Result<Control<'c>, Corrupt> {
         let slot_size = self.shm.seg.layout().geometry.staging_slot_size as usize;
-        let c = match Control::decode(j, cell) {
+        match Control::decode(j, cell) {
             Ok(Control::Eager { len, .. } | Control::Chunk { len, .. }) if len > slot_size => {
                 Err(Corrupt { kind: cell.kind })
             }
             c => c,
-        };
-        let ack = |a: Option<u64>| a.map(|sreq| Ack::Local { j, sreq });
+        }
+    }
+
+    /// Act on one control cell from local peer `j`.
+    fn handle(&mut self, j: u32, cell: &Cell) {
+        let c = self.decode(j, cell);
+        self.act(j, c);
+    }
+
+    /// Act on a decoded control message from local peer `j`.
+    fn act(&mut self, j: u32, c: Result<Control<'_>, Corrupt>) {
+        let from = self.shm.peers[j as usize].rank;
         match c {
-            Ok(Control::Inline { tag, data, ack: a }) => self.arrive_data(from, tag, data, ack(a)),
-            Ok(Control::Eager {
-                tag,
-                slot,
-                len,
-                ack: a,
-            }) => {
-                let at = self.shm.seg.staging_slot(j, self.shm.me, slot);
-                // SAFETY: the sender filled `len` (<= slot size) bytes of
-                // this slot before publishing the cell (ring SP1); it is
-                // ours until we free it.
-                let data = unsafe { std::slice::from_raw_parts(at, len) };
-                self.arrive_data(from, tag, data, ack(a));
-                self.shm.free_slot(j, slot);
+            Ok(w @ (Control::Inline { .. } | Control::Eager { .. })) => {
+                let w = self.whole(j, &w).expect("a whole message");
+                self.arrive_data(
+                    from,
+                    w.tag,
+                    w.data,
+                    w.ack.map(|sreq| Ack::Local { j, sreq }),
+                );
+                if let Some(slot) = w.slot {
+                    self.shm.free_slot(j, slot);
+                }
             }
             Ok(Control::Rts(rts)) => self.arrive(from, rts.tag, Arrival::Rts(rts)),
             Ok(Control::Fin { sreq } | Control::Ack { sreq }) => self.reqs.complete_sent(sreq),
