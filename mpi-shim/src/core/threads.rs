@@ -62,6 +62,15 @@ pub fn multiple() -> bool {
     super::STATE.threaded()
 }
 
+/// Whether a blocking call waits holding the library lock: below
+/// `MPI_THREAD_MULTIPLE`, and inside a callback (which runs under the lock
+/// of the call that runs it). Otherwise it releases the lock between the
+/// turns of its wait.
+#[inline]
+pub fn waits_hold_lock() -> bool {
+    !multiple() || super::callback_runtime().is_some()
+}
+
 /// Take `lock`: at once if it is free; else, under
 /// `MPI_THREAD_MULTIPLE`, wake its holder first (below it, only the
 /// functions any thread may call at any time wait here).

@@ -155,7 +155,7 @@ fn blocking(
     build: impl FnOnce(&mut Runtime) -> MpiResult<Schedule>,
 ) -> c_int {
     // Straight on the communicator's flag board, where it can.
-    if !core::threads::multiple() || core::callback_runtime().is_some() {
+    if core::threads::waits_hold_lock() {
         return call(name, comm, |rt| {
             if let Some(done) = (direct.0)(&mut Held(rt)) {
                 return done;

@@ -238,7 +238,7 @@ pub(crate) fn gate<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
 /// `MPI_THREAD_MULTIPLE` this returns at once, and the function waits
 /// under the lock.
 pub(crate) fn wait_released(name: &str, mut ready: impl FnMut(&mut Runtime) -> MpiResult<bool>) {
-    if !core::threads::multiple() || core::callback_runtime().is_some() {
+    if core::threads::waits_hold_lock() {
         return;
     }
     let mut backoff = shm_engine::Backoff::default();
@@ -273,7 +273,7 @@ pub(crate) fn call_waiting(
     start: impl FnOnce(&mut Runtime) -> MpiResult<Req>,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !core::threads::multiple() || core::callback_runtime().is_some() {
+    if core::threads::waits_hold_lock() {
         return call(name, comm, |rt| {
             let r = start(rt)?;
             report(rt.wait_started(r), status)

@@ -333,7 +333,7 @@ unsafe fn recv_flat(
 ) -> Option<c_int> {
     // Under MPI_THREAD_MULTIPLE a blocking receive waits with the lock
     // released (`call_waiting`).
-    if core::threads::multiple() && core::callback_runtime().is_none() {
+    if !core::threads::waits_hold_lock() {
         return None;
     }
     let (_, cap) = contiguous_bytes(count, dt)?;
