@@ -456,35 +456,3 @@ impl crate::bootstrap::Bootstrap for WithRoom {
         }
     }
 }
-
-#[test]
-fn idle_polls_visit_only_the_queues_of_placed_peers() {
-    let mut ep = Endpoint::with_config(Box::new(WithRoom::default()), Config::default())
-        .expect("one-process endpoint with room");
-    let mut backoff = Backoff::default();
-    for _ in 0..10 {
-        ep.progress_or_back_off(&mut backoff);
-    }
-    // Nobody else attached: no queue to visit.
-    assert_eq!(ep.steal_order(), &[] as &[u32]);
-    // Local process 2 attaches (publishes its place): a few idle polls
-    // later (one look at a slot per poll), its queue is visited, and
-    // only its.
-    let place = crate::locality::Place::new([2, 2, 0, 0, 0]);
-    ep.segment()
-        .publish_place(2, place, &crate::locality::CpuMask::default(), false);
-    for _ in 0..3 {
-        ep.progress_or_back_off(&mut backoff);
-    }
-    assert_eq!(ep.steal_order(), &[2]);
-    ep.segment()
-        .publish_place(1, place, &crate::locality::CpuMask::default(), false);
-    ep.segment()
-        .publish_place(3, place, &crate::locality::CpuMask::default(), false);
-    for _ in 0..2 {
-        ep.progress_or_back_off(&mut backoff);
-    }
-    let mut order = ep.steal_order().to_vec();
-    order.sort_unstable();
-    assert_eq!(order, [1, 2, 3]);
-}

@@ -295,18 +295,6 @@ impl Endpoint {
             .collect();
     }
 
-    /// The local peers an idle visit looks at, in order (for tests).
-    #[cfg(test)]
-    pub(in crate::endpoint) fn steal_order(&self) -> &[u32] {
-        &self.shm.steal_order
-    }
-
-    /// This node's segment (for tests that play another process).
-    #[cfg(test)]
-    pub(in crate::endpoint) fn segment(&self) -> &crate::segment::NodeSegment {
-        &self.shm.seg
-    }
-
     /// Idle: take one task from the nearest peer that has one for us.
     pub(in crate::endpoint) fn steal_round(&mut self) -> bool {
         self.settle_steal_order();
@@ -397,5 +385,47 @@ impl Shm {
                 steal::withdraw(self.seg.stealers(), self.me);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::endpoint::tests::WithRoom;
+    use crate::endpoint::{Backoff, Endpoint};
+    use crate::locality::{CpuMask, Place};
+
+    #[test]
+    fn idle_polls_visit_only_the_queues_of_placed_peers() {
+        let mut ep = Endpoint::with_config(Box::new(WithRoom::default()), Config::default())
+            .expect("one-process endpoint with room");
+        let mut backoff = Backoff::default();
+        for _ in 0..10 {
+            ep.progress_or_back_off(&mut backoff);
+        }
+        // Nobody else attached: no queue to visit.
+        assert_eq!(ep.shm.steal_order, [] as [u32; 0]);
+        // Local process 2 attaches (publishes its place): a few idle polls
+        // later (one look at a slot per poll), its queue is visited, and
+        // only its.
+        let place = Place::new([2, 2, 0, 0, 0]);
+        let publish = |ep: &Endpoint, p| {
+            ep.shm
+                .seg
+                .publish_place(p, place, &CpuMask::default(), false)
+        };
+        publish(&ep, 2);
+        for _ in 0..3 {
+            ep.progress_or_back_off(&mut backoff);
+        }
+        assert_eq!(ep.shm.steal_order, [2]);
+        publish(&ep, 1);
+        publish(&ep, 3);
+        for _ in 0..2 {
+            ep.progress_or_back_off(&mut backoff);
+        }
+        let mut order = ep.shm.steal_order.clone();
+        order.sort_unstable();
+        assert_eq!(order, [1, 2, 3]);
     }
 }
