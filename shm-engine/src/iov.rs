@@ -33,6 +33,19 @@ pub fn total(pieces: &[Piece]) -> usize {
     pieces.iter().fold(0usize, |t, p| t.saturating_add(p.len))
 }
 
+/// Copy `dst.len()` bytes at address `remote` of process `pid` into
+/// `dst`, with cross-memory attach (`process_vm_readv`). The kernel checks
+/// the remote range: one that `pid` has not mapped, or a process this one
+/// may not read, is an error, never a fault.
+pub fn read_remote(pid: u32, remote: u64, dst: &mut [u8]) -> std::io::Result<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: `dst` is valid for writes of its length and borrowed
+    // exclusively for the call.
+    unsafe { crate::sys::cma_read(pid, remote, dst.as_mut_ptr(), dst.len()) }
+}
+
 /// Copy the first `n` bytes of `pieces` (at most their total) to `dst`:
 /// one copy when the first piece holds them (a contiguous buffer, the
 /// common case), the [`Cursor`]'s walk otherwise.

@@ -628,7 +628,7 @@ impl Schedule {
                     Ran::Waiting => return Ok(false),
                     Ran::Done => {}
                     // Run to the end, as after a truncated message.
-                    Ran::Truncated(e) => self.fail(e, false),
+                    Ran::Failed(e) => self.fail(e, false),
                 }
                 if self.next == self.last_board {
                     team.end_turn(ticket);

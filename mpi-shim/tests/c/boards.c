@@ -7,7 +7,9 @@
  * communicators made and freed again and again (their boards' areas are
  * reused), also right after a gather whose root still reads; and the same
  * collectives run blocking at some processes and nonblocking at others,
- * in one piece and in several, contiguous and strided. The same program passes with
+ * in one piece and in several, contiguous and strided, and large blocks
+ * that the members copy straight out of each other's buffers, described
+ * contiguous at some ranks and strided at others. The same program passes with
  * TESSEL_COLL=p2p. */
 #include <string.h>
 #include <unistd.h>
@@ -141,6 +143,79 @@ static void mixed(MPI_Op l) {
         MPI_Type_free(&every_other);
     }
 #undef EITHER
+}
+
+/* Blocks large enough that the members copy them straight out of each
+ * other's buffers (from 32 KiB; 128 KiB for bcast, and where members
+ * outnumber cores, more than one data buffer's worth): odd ranks describe
+ * their blocks with a strided type, so their blocking calls compile
+ * schedules, and even ranks with plain ints, so theirs run straight on
+ * the board; both must take the same steps. Also an allgatherv whose
+ * blocks differ in length, one of them empty. */
+static void layouts(void) {
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int counts[] = {9000, 40000};
+    for (int k = 0; k < 2; k++) {
+        int n = counts[k], odd = rank % 2;
+        /* n ints, every other one of 2n: consecutive blocks 2n ints apart. */
+        MPI_Datatype vec, strided;
+        MPI_Type_vector(n, 1, 2, MPI_INT, &vec);
+        MPI_Type_create_resized(vec, 0, 2 * (MPI_Aint)n * sizeof(int), &strided);
+        MPI_Type_commit(&strided);
+        MPI_Type_free(&vec);
+        size_t span = odd ? 2 * (size_t)n : (size_t)n; /* ints a block spans */
+        MPI_Datatype t = odd ? strided : MPI_INT;
+        int c = odd ? 1 : n;
+        int *s = malloc(span * size * sizeof *s), *d = malloc(span * size * sizeof *d);
+#define AT(buf, p, i) (buf)[(size_t)(p) * span + (odd ? 2 * (size_t)(i) : (size_t)(i))]
+        for (size_t i = 0; i < span * size; i++) s[i] = d[i] = -1;
+        for (int i = 0; i < n; i++) AT(s, 0, i) = rank * 1000003 + i;
+        MPI_Allgather(s, c, t, d, c, t, MPI_COMM_WORLD);
+        /* The send buffer is the application's again at once: a member
+         * still copying from it would get these. */
+        for (size_t i = 0; i < span * size; i++) s[i] = -2;
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++)
+                CHECK(AT(d, p, i) == p * 1000003 + i, "strided allgather n=%d from %d [%d]=%d", n,
+                      p, i, AT(d, p, i));
+        if (odd)
+            for (size_t i = 1; i < span * size; i += 2) CHECK(d[i] == -1, "allgather gap %zu", i);
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++) AT(s, p, i) = rank * 7 + p * 3 + i;
+        MPI_Alltoall(s, c, t, d, c, t, MPI_COMM_WORLD);
+        for (size_t i = 0; i < span * size; i++) s[i] = -2;
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++)
+                CHECK(AT(d, p, i) == p * 7 + rank * 3 + i, "strided alltoall n=%d from %d [%d]=%d",
+                      n, p, i, AT(d, p, i));
+        int root = k % size;
+        for (int i = 0; i < n; i++) AT(d, 0, i) = rank == root ? 5 * i : -1;
+        MPI_Bcast(d, c, t, root, MPI_COMM_WORLD);
+        int *kept = malloc((size_t)n * sizeof *kept);
+        for (int i = 0; i < n; i++) kept[i] = AT(d, 0, i);
+        if (rank == root)
+            for (int i = 0; i < n; i++) AT(d, 0, i) = -2;
+        for (int i = 0; i < n; i++) CHECK(kept[i] == 5 * i, "strided bcast n=%d [%d]", n, i);
+        free(kept);
+#undef AT
+        /* Rank p sends p * n / 2 ints: rank 0 none. */
+        int *rc = malloc(size * sizeof *rc), *dis = malloc(size * sizeof *dis), at = 0;
+        for (int p = 0; p < size; p++) rc[p] = p * n / 2, dis[p] = at, at += rc[p];
+        int *v = malloc(((size_t)at + 1) * sizeof *v);
+        for (int i = 0; i < rc[rank]; i++) s[i] = rank * 1000003 + i;
+        MPI_Allgatherv(s, rc[rank], MPI_INT, v, rc, dis, MPI_INT, MPI_COMM_WORLD);
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < rc[p]; i++)
+                CHECK(v[dis[p] + i] == p * 1000003 + i, "allgatherv n=%d from %d [%d]", n, p, i);
+        free(v);
+        free(rc);
+        free(dis);
+        free(s);
+        free(d);
+        MPI_Type_free(&strided);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -279,6 +354,7 @@ int main(int argc, char **argv) {
     }
 
     mixed(l);
+    layouts();
 
     MPI_Op_free(&l);
     MPI_Op_free(&r);

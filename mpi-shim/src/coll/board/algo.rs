@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::super::sched::{Builder, Span};
+use super::expose;
 use super::{BoardStep, DATA, PLACED, REF_LEN, SMALL, Team};
 
 /// The first collective of a board: trade the areas' references, map
@@ -81,9 +82,32 @@ pub fn barrier(b: &mut Builder) {
     b.board(BoardStep::Wait { t, who: None });
 }
 
-/// `MPI_Bcast` of `data` from `root`.
+/// `MPI_Bcast` of `data` from `root`: exposed by the root
+/// ([`expose::bcast`]), else in pieces of [`Team::bcast_piece`] bytes.
 pub fn bcast(b: &mut Builder, data: Span, root: usize) {
     let team = team(b);
+    if expose::bcast(&team, data.len) {
+        // The readers acknowledge once they copied; the root's data stays
+        // put until all did.
+        let t = team.step();
+        if b.rank == root {
+            b.board(BoardStep::Expose {
+                t,
+                src: data,
+                ahead: true,
+            });
+            b.board(BoardStep::Wait { t, who: None });
+        } else {
+            b.board(BoardStep::Wait { t, who: Some(root) });
+            pull(b, root, t, data.len, 0, data);
+            b.board(BoardStep::Post {
+                t,
+                src: None,
+                ahead: true,
+            });
+        }
+        return;
+    }
     for (off, len) in split(data.len, team.bcast_piece()) {
         let t = team.step();
         let piece = data.sub(off, len);
@@ -106,6 +130,31 @@ pub fn bcast(b: &mut Builder, data: Span, root: usize) {
             fetch(b, root, t, len, 0, piece);
         }
     }
+}
+
+fn pull(b: &mut Builder, m: usize, t: u64, expect: usize, off: usize, dst: Span) {
+    if dst.len > 0 {
+        b.board(BoardStep::Pull {
+            m,
+            t,
+            expect,
+            off,
+            dst,
+        });
+    }
+}
+
+/// The last step of a collective whose members exposed memory at step
+/// `t - 1`: each posts `t` once its copies are done, and waits until all
+/// did before its memory may change.
+fn release(b: &mut Builder, team: &Team) {
+    let t = team.step();
+    b.board(BoardStep::Post {
+        t,
+        src: None,
+        ahead: false,
+    });
+    b.board(BoardStep::Wait { t, who: None });
 }
 
 fn fetch(b: &mut Builder, m: usize, t: u64, posted: usize, off: usize, dst: Span) {
@@ -221,12 +270,26 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
 }
 
 /// `MPI_Allgatherv` (`root: None`) or `MPI_Gatherv` to `root`: `blocks[j]`
-/// is member `j`'s block; this member's holds its data.
+/// is member `j`'s block; this member's holds its data. An allgather
+/// exposes the blocks where [`expose::allgather`] says so.
 pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
     let team = team(b);
     let me = b.rank;
     let reads = root.is_none_or(|r| r == me);
     let longest = blocks.iter().map(|s| s.len).max().unwrap_or(0);
+    if root.is_none() && expose::allgather(&team, longest) {
+        let t = team.step();
+        b.board(BoardStep::Expose {
+            t,
+            src: blocks[me],
+            ahead: false,
+        });
+        b.board(BoardStep::Wait { t, who: None });
+        for (j, &s) in blocks.iter().enumerate().filter(|&(j, _)| j != me) {
+            pull(b, j, t, s.len, 0, s);
+        }
+        return release(b, &team);
+    }
     for (off, len) in pieces(longest, 1) {
         let t = team.step();
         let part = |s: Span| {
@@ -292,11 +355,35 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
 }
 
 /// `MPI_Alltoall` of blocks of `blk` bytes: `sends[j]` goes to member `j`,
-/// `recvs[j]` comes from it.
+/// `recvs[j]` comes from it; the send blocks lie end to end. Where
+/// [`expose::alltoall`] says so, every member exposes its send blocks.
 pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
     let team = team(b);
     let n = b.size;
     let me = b.rank;
+    if expose::alltoall(&team, blk) {
+        let all = Span {
+            len: sends.iter().map(|s| s.len).sum(),
+            ..sends[0]
+        };
+        debug_assert!(sends.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
+        let t = team.step();
+        b.board(BoardStep::Expose {
+            t,
+            src: all,
+            ahead: false,
+        });
+        b.board(BoardStep::Wait { t, who: None });
+        for (j, &r) in recvs.iter().enumerate() {
+            if j == me {
+                let len = r.len.min(sends[me].len);
+                b.copy(sends[me].sub(0, len), r.sub(0, len));
+            } else {
+                pull(b, j, t, n * blk, me * blk, r);
+            }
+        }
+        return release(b, &team);
+    }
     let per = share(n);
     for (off, len) in split(blk, per) {
         let t = team.step();

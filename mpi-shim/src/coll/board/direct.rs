@@ -32,6 +32,7 @@ use std::sync::Arc;
 use shm_engine::board::{self as bp, Board};
 
 use super::algo::{pieces, share, slice, split};
+use super::expose;
 use super::{DATA, INLINE, PLACED, Ran, SMALL, Team, missing, read, watch};
 use crate::coll::calls::{Arg, Reduce, root_and_me};
 use crate::core::buffer::UserBuf;
@@ -174,7 +175,7 @@ impl Run {
 
     fn board(&self) -> Board<'_> {
         let areas = self.team.areas().expect("checked by `ready`");
-        Board::new(&areas.0, self.team.me)
+        Board::new(&areas.lines, self.team.me)
     }
 
     /// Wait (progressing everything else) until `missing` finds no flag
@@ -267,6 +268,38 @@ impl Run {
         }
         cx.with(|rt| self.team.publish(&mut rt.ep, &b, self.t, len, &[]));
         Ok(())
+    }
+
+    /// Post this step exposing `len` bytes at `ptr` ([`expose`]), as
+    /// [`Run::post_ahead`] does where `ahead`, else as [`Run::post`].
+    fn expose(
+        &self,
+        cx: &mut impl Access,
+        ptr: *const u8,
+        len: usize,
+        ahead: bool,
+    ) -> MpiResult<()> {
+        let line = expose::encode(ptr, len);
+        if ahead {
+            self.post_ahead(cx, &line)
+        } else {
+            self.post(cx, &line)
+        }
+    }
+
+    /// Copy bytes `off..off + dst.len()` of what member `m` exposed at
+    /// this step (`expect` bytes in all) into `dst` ([`expose::pull`]).
+    fn pull(&self, m: usize, expect: usize, off: usize, dst: &mut [u8]) -> Ran {
+        let pid = self.team.pid(m);
+        expose::pull(&self.board(), m, pid, self.t, expect, off, dst)
+    }
+
+    /// The last step after an exposure (`algo::release`): post once this
+    /// member's copies are done, and wait until everyone did.
+    fn release(&mut self, cx: &mut impl Access) -> MpiResult<()> {
+        self.next();
+        self.post(cx, &[])?;
+        self.wait_posted(cx, None, self.t)
     }
 
     /// Wait until this member may post this step: once every member
@@ -383,6 +416,10 @@ unsafe fn bcast_run(
     layout: Option<&UserBuf>,
 ) -> MpiResult<()> {
     let (ptr, total) = at;
+    if expose::bcast(&run.team, total) {
+        // SAFETY: forwarded from the caller.
+        return unsafe { bcast_exposed(cx, slot, run, is_root, root, at, layout) };
+    }
     let piece = run.team.bcast_piece();
     if is_root {
         let data = match layout {
@@ -424,7 +461,7 @@ unsafe fn bcast_run(
                 (Some(ub), None) => unsafe { ub.unpack(x) },
             }
         });
-        if let Ran::Truncated(e) = got {
+        if let Ran::Failed(e) = got {
             bad.get_or_insert(e);
         }
     }
@@ -436,6 +473,73 @@ unsafe fn bcast_run(
         pool::give(p);
     }
     bad.map_or(Ok(()), |e| Err(e.on(slot)))
+}
+
+/// The steps of a bcast that the root exposes (`algo::bcast`): the
+/// readers copy the whole buffer from the root, then acknowledge, and the
+/// root waits for every acknowledgement. A reader whose buffer is not
+/// contiguous copies into a packed buffer and unpacks it; one whose copy
+/// failed leaves its buffer as it was.
+///
+/// # Safety
+/// As for [`bcast_run`].
+unsafe fn bcast_exposed(
+    cx: &mut impl Access,
+    slot: usize,
+    mut run: Run,
+    is_root: bool,
+    root: usize,
+    at: (*mut u8, usize),
+    layout: Option<&UserBuf>,
+) -> MpiResult<()> {
+    let (ptr, total) = at;
+    run.next();
+    if is_root {
+        let data = match layout {
+            // SAFETY: the root's buffer is readable (MPI contract).
+            Some(ub) => unsafe { ub.data() },
+            // SAFETY: as above; `total` contiguous bytes.
+            None => Cow::Borrowed(unsafe { slice_at(ptr, total) }),
+        };
+        run.expose(cx, data.as_ptr(), data.len(), true)?;
+        run.wait_posted(cx, None, run.t)?;
+        run.end();
+        return Ok(());
+    }
+    run.wait_posted(cx, Some(root), run.t)?;
+    let got = match layout {
+        // SAFETY: `total` contiguous bytes, writable at a reader (MPI
+        // contract), and nothing else refers to them during the copy.
+        None => run.pull(root, total, 0, unsafe { slice_mut(ptr, total) }),
+        Some(ub) => {
+            let mut packed = pool::take(total);
+            let got = run.pull(root, total, 0, &mut packed);
+            if matches!(got, Ran::Done) {
+                // SAFETY: the buffer is writable (MPI contract).
+                unsafe { ub.unpack(&packed) };
+            }
+            pool::give(packed);
+            got
+        }
+    };
+    run.post_ahead(cx, &[])?;
+    run.end();
+    match got {
+        Ran::Failed(e) => Err(e.on(slot)),
+        _ => Ok(()),
+    }
+}
+
+/// `len` bytes at `ptr`, to write.
+///
+/// # Safety
+/// They are writable, and nothing else refers to them during the borrow.
+unsafe fn slice_mut<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    // SAFETY: the caller's promise; not null where bytes are written.
+    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
 }
 
 /// `len` bytes at `ptr`.
@@ -677,7 +781,7 @@ fn fold(
                 red.apply(x, &mut acc[..x.len()])
             })
         };
-        if let Ran::Truncated(e) = got {
+        if let Ran::Failed(e) = got {
             bad.get_or_insert(e);
         }
     }
@@ -739,7 +843,7 @@ unsafe fn reduce_pieces(
             // SAFETY: bytes `off + lo..off + lo + sl` of the receive
             // buffer, contiguous and writable (MPI contract).
             let dst = unsafe { std::slice::from_raw_parts_mut(out.add(off + lo), sl) };
-            if let Ran::Truncated(e) = read(&b, j, run.t, sl, 0, sl, |x| {
+            if let Ran::Failed(e) = read(&b, j, run.t, sl, 0, sl, |x| {
                 dst[..x.len()].copy_from_slice(x)
             }) {
                 bad.get_or_insert(e);
@@ -813,9 +917,38 @@ pub unsafe fn allgather(
             // send buffer (not in place).
             unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), recv_at(me), blk) };
         }
+        let mut bad = None;
+        let exposes = if alltoall {
+            expose::alltoall(&run.team, blk)
+        } else {
+            expose::allgather(&run.team, blk)
+        };
+        if exposes {
+            // Expose the send buffer (all-to-all) or our block, and copy
+            // each member's block for us out of what it exposed.
+            run.next();
+            let (exposed, expect, at) = if alltoall {
+                let s = sb.as_ref().expect("all-to-all has a send buffer");
+                (s.ptr.cast_const(), n * blk, me * blk)
+            } else {
+                (own.as_ptr(), blk, 0)
+            };
+            run.expose(cx, exposed, expect, false)?;
+            run.wait_posted(cx, None, run.t)?;
+            for j in (0..n).filter(|&j| j != me) {
+                // SAFETY: receive block j: `blk` writable bytes, not our
+                // own block (which `own` may borrow).
+                let out = unsafe { slice_mut(recv_at(j), blk) };
+                if let Ran::Failed(e) = run.pull(j, expect, at, out) {
+                    bad.get_or_insert(e);
+                }
+            }
+            run.release(cx)?;
+            run.end();
+            return bad.map_or(Ok(()), |e| Err(e.on(slot)));
+        }
         // Bytes of a block per step.
         let per = if alltoall { share(n) } else { DATA };
-        let mut bad = None;
         for (off, len) in split(blk, per) {
             run.next();
             if alltoall {
@@ -838,7 +971,7 @@ pub unsafe fn allgather(
                 // SAFETY: bytes `off..off + len` of receive block j:
                 // writable, not our own block.
                 let out = unsafe { std::slice::from_raw_parts_mut(recv_at(j).add(off), len) };
-                if let Ran::Truncated(e) = read(&b, j, run.t, posted, at, len, |x| {
+                if let Ran::Failed(e) = read(&b, j, run.t, posted, at, len, |x| {
                     out[..x.len()].copy_from_slice(x)
                 }) {
                     bad.get_or_insert(e);

@@ -31,7 +31,10 @@
 //! - alltoall: everyone places its blocks, each copies its own block from
 //!   every area;
 //! - reduce_scatter(_block), scan, exscan: everyone posts its vector, each
-//!   reduces the part it needs in rank order.
+//!   reduces the part it needs in rank order;
+//! - large blocks of allgather(v), alltoall and bcast are not copied
+//!   through the data buffers: their owners post where they are, and the
+//!   readers copy them straight from the owner's memory ([`expose`]).
 //!
 //! gatherv, scatterv and alltoallv/w stay on messages: only the root (or
 //! each process for itself) knows the counts, and a board's steps must be
@@ -136,6 +139,18 @@ pub enum BoardStep {
         off: usize,
         dst: Span,
     },
+    /// Post step `t` exposing `src`, this process's memory, instead of
+    /// its bytes ([`expose`]); `ahead` as for `Post`.
+    Expose { t: u64, src: Span, ahead: bool },
+    /// Copy `dst.len` bytes from offset `off` of what member `m` exposed
+    /// at step `t` (`expect` bytes in all) into `dst` ([`expose::pull`]).
+    Pull {
+        m: usize,
+        t: u64,
+        expect: usize,
+        off: usize,
+        dst: Span,
+    },
     /// As `Fetch`, but `dst = x op dst` for those bytes `x`, with the
     /// schedule's operation.
     Reduce {
@@ -170,13 +185,18 @@ pub enum Ran {
     /// It must wait for another member (a flag to watch is registered).
     Waiting,
     Done,
-    /// Done, but what was read had another length than expected.
-    Truncated(MpiError),
+    /// Done, but what was read had another length than expected, or
+    /// could not be copied ([`expose::pull`]).
+    Failed(MpiError),
 }
 
-/// The members' areas, mapped in this process.
+/// The members' areas, mapped in this process, and their process ids
+/// (for [`expose::pull`]).
 #[derive(Debug)]
-struct Areas(Vec<&'static Area>);
+struct Areas {
+    lines: Vec<&'static Area>,
+    pids: Vec<u32>,
+}
 
 /// How a board's setup ended, at this member.
 #[derive(Debug)]
@@ -232,6 +252,9 @@ pub struct Team {
     strays: AtomicU64,
     /// Bytes per step of a bcast ([`algo::bcast_piece`]).
     bcast_piece: usize,
+    /// Whether the members outnumber the CPUs they may run on (the same
+    /// at every member, as `bcast_piece`).
+    crowded: bool,
 }
 
 /// Take the next number from a team's counter. A team's counters change
@@ -271,6 +294,7 @@ impl Team {
             unsafe { own.0.as_ptr().write_bytes(0, bp::DATA_OFF) };
         }
         let bcast_piece = algo::bcast_piece(ids.len(), cpus);
+        let crowded = ids.len() > cpus;
         Arc::new(Self {
             ids,
             me,
@@ -284,6 +308,7 @@ impl Team {
             ended: Mutex::default(),
             strays: AtomicU64::new(0),
             bcast_piece,
+            crowded,
         })
     }
 
@@ -349,6 +374,11 @@ impl Team {
         self.bcast_piece
     }
 
+    /// Whether the members outnumber the CPUs they may run on.
+    pub fn crowded(&self) -> bool {
+        self.crowded
+    }
+
     pub fn me(&self) -> usize {
         self.me
     }
@@ -383,6 +413,11 @@ impl Team {
             Some(Outcome::Messages) => Setup::Messages,
             Some(Outcome::Abandoned) => Setup::Abandoned,
         }
+    }
+
+    /// The process id of member `m`, once the board is in use.
+    fn pid(&self, m: usize) -> u32 {
+        self.areas().expect("a board in use").pids[m]
     }
 
     /// Every member's area, once the setup settled with the board in use.
@@ -445,7 +480,7 @@ impl Team {
         // Board steps run after the setup's, or after a choice that saw
         // the board in use.
         let areas = self.areas().expect("a board step on a board not in use");
-        let b = Board::new(&areas.0, self.me);
+        let b = Board::new(&areas.lines, self.me);
         match *st {
             BoardStep::Attach { .. } | BoardStep::Settle { .. } => unreachable!("handled above"),
             BoardStep::Place { t, src, at } => {
@@ -463,6 +498,24 @@ impl Team {
                 let data = src.map_or(&[][..], |s| &bufs[s.buf][s.off..s.off + s.len]);
                 self.post_data(ep, &b, t, data);
                 Ok(Ran::Done)
+            }
+            BoardStep::Expose { t, src, ahead } => {
+                if !self.may_post(ep, &b, t, ahead) {
+                    return Ok(Ran::Waiting);
+                }
+                let at = bufs[src.buf][src.off..src.off + src.len].as_ptr();
+                self.post_data(ep, &b, t, &expose::encode(at, src.len));
+                Ok(Ran::Done)
+            }
+            BoardStep::Pull {
+                m,
+                t,
+                expect,
+                off,
+                dst,
+            } => {
+                let out = &mut bufs[dst.buf][dst.off..dst.off + dst.len];
+                Ok(expose::pull(&b, m, areas.pids[m], t, expect, off, out))
             }
             BoardStep::Wait { t, who } => {
                 match who.map_or_else(|| self.missing_any(&b, t), |m| missing(&b, Some(m), t)) {
@@ -644,6 +697,7 @@ impl Team {
         }
         let mut heaps = peer_heaps().lock().unwrap_or_else(PoisonError::into_inner);
         let heaps = heaps.get_or_insert_with(PeerHeaps::new);
+        let pids = refs.iter().map(|r| r.pid).collect();
         let mut areas = Vec::with_capacity(self.ids.len());
         for r in refs {
             if r.offset.saturating_add(AREA as u64) > r.arena_len {
@@ -658,7 +712,7 @@ impl Team {
             // `Area` (zeroed or written by its owner as one).
             areas.push(unsafe { &*p.cast::<Area>() });
         }
-        Ok(Areas(areas))
+        Ok(Areas { lines: areas, pids })
     }
 }
 
@@ -672,9 +726,9 @@ impl Drop for Team {
                 // Mark the step after the last one: "done with this
                 // board". Our area is free once everyone has.
                 let last = *self.next.get_mut();
-                let b = Board::new(&areas.0, self.me);
+                let b = Board::new(&areas.lines, self.me);
                 b.retire(last);
-                retired::put(own, areas.0, last);
+                retired::put(own, areas.lines, last);
             }
             // Never shared: free for the next board at once.
             _ => retired::put(own, Vec::new(), 0),
@@ -733,13 +787,19 @@ fn read(
     if posted == PLACED || actual == posted {
         return Ran::Done;
     }
-    Ran::Truncated(MpiError::new(
+    Ran::Failed(mismatch(actual, posted))
+}
+
+/// The error of a member that posted `actual` bytes where this one
+/// expects `expected`.
+fn mismatch(actual: usize, expected: usize) -> MpiError {
+    MpiError::new(
         Class::Truncate,
         format!(
-            "a process sent {actual} bytes where this one expects {posted}: \
+            "a process sent {actual} bytes where this one expects {expected}: \
              the send and receive type signatures differ"
         ),
-    ))
+    )
 }
 
 /// The first member (of `who`, or of all) that has not posted step `t`.
@@ -788,3 +848,4 @@ mod retired {
 
 pub mod algo;
 pub mod direct;
+pub mod expose;
