@@ -42,6 +42,15 @@ static void reductions(MPI_Comm comm, MPI_Op l, MPI_Op r) {
         MPI_Allreduce(a, b, n, MPI_INT, r, comm);
         for (int i = 0; i < n; i++)
             CHECK(b[i] == (size - 1) * 1000003 + i, "right allreduce n=%d [%d]", n, i);
+        /* The same as schedules, at every rank. */
+        MPI_Request q;
+        MPI_Iallreduce(a, b, n, MPI_INT, l, comm, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < n; i++) CHECK(b[i] == i, "left iallreduce n=%d [%d]=%d", n, i, b[i]);
+        MPI_Iallreduce(a, b, n, MPI_INT, r, comm, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < n; i++)
+            CHECK(b[i] == (size - 1) * 1000003 + i, "right iallreduce n=%d [%d]", n, i);
         int root = size - 1;
         memset(b, 0, (size_t)n * sizeof *b);
         MPI_Reduce(a, b, n, MPI_INT, l, root, comm);

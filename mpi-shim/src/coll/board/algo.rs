@@ -233,6 +233,9 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
         }
         return;
     }
+    if expose::reduce(&team, acc.len) {
+        return reduce_exposed(b, &team, acc, elem, reads);
+    }
     for (off, len) in pieces(acc.len, elem) {
         let piece = acc.sub(off, len);
         let slice = |j: usize| slice(len, elem, n, j);
@@ -267,6 +270,56 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
             }
         }
     }
+}
+
+/// [`reduce`] with the vectors exposed ([`expose::reduce`]): each member
+/// folds its slice of every member's vector, copied straight from the
+/// owners, in rank order, and exposes the reduced slice; the members that
+/// `reads` copy every slice into `acc`; a last step releases the memory.
+fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: bool) {
+    let (n, me) = (b.size, b.rank);
+    let t1 = team.step();
+    b.board(BoardStep::Expose {
+        t: t1,
+        src: acc,
+        ahead: false,
+    });
+    b.board(BoardStep::Wait { t: t1, who: None });
+    let (lo, sl) = slice(acc.len, elem, n, me);
+    let mine = acc.sub(lo, sl);
+    let res = b.buf(sl);
+    let operand = b.buf(sl);
+    // res = x_0 op (x_1 op (... op x_{n-1})), as `reduce_posted` folds.
+    for j in (0..n).rev() {
+        if j == me && j == n - 1 {
+            b.copy(mine, res);
+        } else if j == me {
+            b.reduce(mine, res, true);
+        } else if j == n - 1 {
+            pull(b, j, t1, acc.len, lo, res);
+        } else {
+            pull(b, j, t1, acc.len, lo, operand);
+            b.reduce(operand, res, true);
+        }
+    }
+    let t2 = team.step();
+    b.board(BoardStep::Expose {
+        t: t2,
+        src: res,
+        ahead: false,
+    });
+    if reads {
+        b.board(BoardStep::Wait { t: t2, who: None });
+        for j in 0..n {
+            let (lo, sl) = slice(acc.len, elem, n, j);
+            if j == me {
+                b.copy(res, acc.sub(lo, sl));
+            } else {
+                pull(b, j, t2, sl, 0, acc.sub(lo, sl));
+            }
+        }
+    }
+    release(b, team);
 }
 
 /// `MPI_Allgatherv` (`root: None`) or `MPI_Gatherv` to `root`: `blocks[j]`

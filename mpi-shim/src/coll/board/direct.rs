@@ -808,6 +808,10 @@ unsafe fn reduce_pieces(
     out: Option<*mut u8>,
     elem: usize,
 ) -> MpiResult<()> {
+    if expose::reduce(&run.team, own.1) {
+        // SAFETY: forwarded from the caller.
+        return unsafe { reduce_exposed(cx, slot, run, red, own, out, elem) };
+    }
     let (n, me) = (run.team.size(), run.team.me);
     let mut bad = None;
     for (off, len) in pieces(own.1, elem) {
@@ -851,6 +855,99 @@ unsafe fn reduce_pieces(
         }
     }
     run.end();
+    bad.map_or(Ok(()), |e| Err(e.on(slot)))
+}
+
+/// A large reduction whose members expose their vectors (the steps of
+/// `algo::reduce`): each member folds its slice of every member's vector,
+/// copied straight from the owners, in rank order; then it exposes that
+/// reduced slice, the readers copy every slice into `out`, and a last
+/// step releases the memory. Arguments as for [`reduce_pieces`].
+///
+/// # Safety
+/// As for [`reduce_pieces`].
+unsafe fn reduce_exposed(
+    cx: &mut impl Access,
+    slot: usize,
+    mut run: Run,
+    red: &Reduction,
+    own: (*const u8, usize),
+    out: Option<*mut u8>,
+    elem: usize,
+) -> MpiResult<()> {
+    let (n, me) = (run.team.size(), run.team.me);
+    let (len, slice_of) = (own.1, |j: usize| slice(own.1, elem, n, j));
+    let (lo, sl) = slice_of(me);
+    let mut bad = None;
+    run.next();
+    run.expose(cx, own.0, len, false)?;
+    run.wait_posted(cx, None, run.t)?;
+    // Our slice of the result: straight in the receive buffer, unless
+    // that holds our contribution (MPI_IN_PLACE), which the fold reads.
+    let in_place = out.is_some_and(|o| o.cast_const() == own.0);
+    let mut scratch = (out.is_none() || in_place).then(|| pool::take(sl));
+    let res: &mut [u8] = match (&mut scratch, out) {
+        (Some(v), _) => v,
+        // SAFETY: bytes `lo..lo + sl` of the receive buffer, writable
+        // (MPI contract), not the send buffer (not in place), and no
+        // other member writes or reads them during this step.
+        (None, Some(o)) => unsafe { slice_mut(o.add(lo), sl) },
+        (None, None) => unreachable!("scratch where there is no output"),
+    };
+    // SAFETY: our slice of the vector, readable (the caller's promise);
+    // nothing writes it before the fold ends.
+    let mine = unsafe { slice_at(own.0.add(lo), sl) };
+    let mut operand = pool::take(if n > 2 || me == n - 1 { sl } else { 0 });
+    // res = x_0 op (x_1 op (... op x_{n-1})), as `fold` does.
+    for j in (0..n).rev() {
+        let got = if j == me && j == n - 1 {
+            res.copy_from_slice(mine);
+            Ran::Done
+        } else if j == me {
+            cx.with(|_| red.apply(mine, res));
+            Ran::Done
+        } else if j == n - 1 {
+            run.pull(j, len, lo, res)
+        } else {
+            let got = run.pull(j, len, lo, &mut operand);
+            cx.with(|_| red.apply(&operand, res));
+            got
+        };
+        if let Ran::Failed(e) = got {
+            bad.get_or_insert(e);
+        }
+    }
+    pool::give(operand);
+    run.next();
+    run.expose(cx, res.as_ptr(), sl, false)?;
+    if let Some(out) = out {
+        run.wait_posted(cx, None, run.t)?;
+        // Everyone posted this step: no one reads our vector any more
+        // (with MPI_IN_PLACE, `out` holds it).
+        for j in 0..n {
+            let (lo, sl) = slice_of(j);
+            // SAFETY: bytes `lo..lo + sl` of the receive buffer,
+            // contiguous and writable (MPI contract), apart from `res`.
+            let dst = unsafe { slice_mut(out.add(lo), sl) };
+            let got = match &scratch {
+                Some(v) if j == me => {
+                    dst.copy_from_slice(v);
+                    Ran::Done
+                }
+                // Already in place.
+                None if j == me => Ran::Done,
+                _ => run.pull(j, sl, 0, dst),
+            };
+            if let Ran::Failed(e) = got {
+                bad.get_or_insert(e);
+            }
+        }
+    }
+    run.release(cx)?;
+    run.end();
+    if let Some(v) = scratch {
+        pool::give(v);
+    }
     bad.map_or(Ok(()), |e| Err(e.on(slot)))
 }
 

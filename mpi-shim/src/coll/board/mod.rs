@@ -32,9 +32,10 @@
 //!   every area;
 //! - reduce_scatter(_block), scan, exscan: everyone posts its vector, each
 //!   reduces the part it needs in rank order;
-//! - large blocks of allgather(v), alltoall and bcast are not copied
-//!   through the data buffers: their owners post where they are, and the
-//!   readers copy them straight from the owner's memory ([`expose`]).
+//! - large blocks of allgather(v), alltoall, bcast, reduce and allreduce
+//!   are not copied through the data buffers: their owners post where
+//!   they are, and the readers copy them straight from the owner's memory
+//!   ([`expose`]).
 //!
 //! gatherv, scatterv and alltoallv/w stay on messages: only the root (or
 //! each process for itself) knows the counts, and a board's steps must be
