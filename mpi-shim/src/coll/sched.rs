@@ -701,8 +701,14 @@ impl Schedule {
                 // Lengths differ only when the application's send and
                 // receive type signatures do (erroneous): copy what fits.
                 let len = src.len.min(dst.len);
-                let data = self.slice(src.sub(0, len)).to_vec();
-                self.bufs[dst.buf][dst.off..dst.off + len].copy_from_slice(&data);
+                let (from, to) = (src.off..src.off + len, dst.off..dst.off + len);
+                if src.buf == dst.buf {
+                    self.bufs[dst.buf].copy_within(from, to.start);
+                } else {
+                    let a = std::mem::take(&mut self.bufs[src.buf]);
+                    self.bufs[dst.buf][to].copy_from_slice(&a[from]);
+                    self.bufs[src.buf] = a;
+                }
             }
             Local::Unpack { src, sink } => {
                 let k = &self.sinks[sink];
