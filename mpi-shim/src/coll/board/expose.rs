@@ -145,3 +145,56 @@ pub(super) fn pull(
         Ran::Failed(mismatch(len, expect))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use shm_engine::board::Area;
+
+    use super::*;
+    use crate::core::Code;
+
+    /// The class of a failed pull.
+    fn failed(r: Ran) -> Code {
+        match r {
+            Ran::Failed(e) => e.code,
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    /// Member 1 exposes memory of this process, and member 0 pulls from
+    /// it with cross-memory attach (on this process itself).
+    #[test]
+    fn a_pull_copies_what_was_exposed_and_checks_its_length() {
+        let areas = [Area::after(0), Area::after(0)];
+        let refs: Vec<&Area> = areas.iter().collect();
+        let (owner, reader) = (Board::new(&refs, 1), Board::new(&refs, 0));
+        let pid = std::process::id();
+        let data: Vec<u8> = (0..100).collect();
+        owner.post(1, LEN as u64, &encode(data.as_ptr(), data.len()));
+        let mut out = [0u8; 10];
+        assert!(matches!(
+            pull(&reader, 1, pid, 1, 100, 20, &mut out),
+            Ran::Done
+        ));
+        assert_eq!(out[..], data[20..30]);
+
+        // Another length than expected (type signatures that differ):
+        // what there is, and a truncation error.
+        let mut out = [0u8; 10];
+        let code = failed(pull(&reader, 1, pid, 1, 120, 95, &mut out));
+        assert_eq!(code, Code::Class(Class::Truncate));
+        assert_eq!(out[..5], data[95..]);
+        assert_eq!(out[5..], [0; 5]);
+
+        // Memory the kernel does not let the reader copy: an error, not
+        // a fault.
+        owner.post(2, LEN as u64, &encode(std::ptr::null(), 64));
+        let code = failed(pull(&reader, 1, pid, 2, 64, 0, &mut [0u8; 64]));
+        assert_eq!(code, Code::Class(Class::Other));
+
+        // A member that posted data where an exposure belongs.
+        owner.post(3, 4, &[1, 2, 3, 4]);
+        let code = failed(pull(&reader, 1, pid, 3, 4, 0, &mut [0u8; 4]));
+        assert_eq!(code, Code::Class(Class::Intern));
+    }
+}
