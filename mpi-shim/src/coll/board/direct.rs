@@ -422,12 +422,8 @@ unsafe fn bcast_run(
     }
     let piece = run.team.bcast_piece();
     if is_root {
-        let data = match layout {
-            // SAFETY: the root's buffer is readable (MPI contract).
-            Some(ub) => unsafe { ub.data() },
-            // SAFETY: as above; `total` contiguous bytes.
-            None => Cow::Borrowed(unsafe { slice_at(ptr, total) }),
-        };
+        // SAFETY: forwarded from the caller.
+        let data = unsafe { root_data(ptr, total, layout) };
         for (off, len) in split(total, piece) {
             run.next();
             run.post_ahead(cx, &data[off..off + len])?;
@@ -495,12 +491,8 @@ unsafe fn bcast_exposed(
     let (ptr, total) = at;
     run.next();
     if is_root {
-        let data = match layout {
-            // SAFETY: the root's buffer is readable (MPI contract).
-            Some(ub) => unsafe { ub.data() },
-            // SAFETY: as above; `total` contiguous bytes.
-            None => Cow::Borrowed(unsafe { slice_at(ptr, total) }),
-        };
+        // SAFETY: forwarded from the caller.
+        let data = unsafe { root_data(ptr, total, layout) };
         run.expose(cx, data.as_ptr(), data.len(), true)?;
         run.wait_posted(cx, None, run.t)?;
         run.end();
@@ -527,6 +519,20 @@ unsafe fn bcast_exposed(
     match got {
         Ran::Failed(e) => Err(e.on(slot)),
         _ => Ok(()),
+    }
+}
+
+/// A bcast root's data, packed: borrowed from the buffer `ptr` where it
+/// is contiguous (`total` bytes), else packed as `layout` says.
+///
+/// # Safety
+/// As for [`bcast_run`] at the root.
+unsafe fn root_data<'a>(ptr: *mut u8, total: usize, layout: Option<&'a UserBuf>) -> Cow<'a, [u8]> {
+    match layout {
+        // SAFETY: the root's buffer is readable (MPI contract).
+        Some(ub) => unsafe { ub.data() },
+        // SAFETY: as above; `total` contiguous bytes.
+        None => Cow::Borrowed(unsafe { slice_at(ptr, total) }),
     }
 }
 
