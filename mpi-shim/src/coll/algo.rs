@@ -175,14 +175,23 @@ fn bcast_scatter_ring(b: &mut Builder, data: Span, root: usize) {
     }
 }
 
+/// Whether a reduction of elements of `elem` bytes runs on the
+/// communicator's board. Its pieces hold whole elements, so an element
+/// larger than a data buffer (a derived datatype of more than 128 KiB,
+/// with an application's operation) goes by messages, at every member
+/// alike (the datatype is the same at all).
+fn board_reduces(b: &Builder, elem: usize) -> bool {
+    b.team().is_some() && elem <= board::DATA
+}
+
 /// Binomial-tree reduction of every process's `acc` (TRG05); the
 /// result is left in `acc` at `root` (elsewhere `acc` is scratch). With a
 /// non-commutative operation the tree is rooted at rank 0, whose ranges
 /// are in rank order, and rank 0 forwards the result to `root`.
 pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
-    if b.team().is_some() {
-        // Without the element size the vector is reduced whole.
-        let elem = b.elem().unwrap_or(acc.len.max(1));
+    // Without the element size the vector is reduced whole.
+    let elem = b.elem().unwrap_or(acc.len.max(1));
+    if board_reduces(b, elem) {
         return board::algo::reduce(b, acc, elem, Some(root));
     }
     let n = b.size;
@@ -227,7 +236,7 @@ pub fn reduce(b: &mut Builder, acc: Span, root: usize) {
 /// (the largest power of two below `n`) ranks run the algorithm, and
 /// unfolds at the end.
 pub fn allreduce(b: &mut Builder, acc: Span, elem: usize) {
-    if b.team().is_some() {
+    if board_reduces(b, elem.max(1)) {
         return board::algo::reduce(b, acc, elem.max(1), None);
     }
     let n = b.size;
@@ -564,7 +573,7 @@ pub fn alltoallv(b: &mut Builder, sends: &[Span], recvs: &[Span]) {
 /// fold it in. A non-commutative one reduces the whole vector to rank 0
 /// (binomial, order-preserving), which scatters the blocks.
 pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize]) -> Span {
-    if let (Some(_), Some(elem)) = (b.team(), b.elem()) {
+    if let Some(elem) = b.elem().filter(|&e| board_reduces(b, e)) {
         return board::algo::reduce_scatter(b, acc, counts, elem);
     }
     let (n, me) = (b.size, b.rank);
@@ -592,7 +601,7 @@ pub fn reduce_scatter(b: &mut Builder, acc: Span, counts: &[usize]) -> Span {
 /// holds the reduction of a range of ranks around this one that doubles
 /// each step.
 pub fn scan(b: &mut Builder, partial: Span, result: Span, exclusive: bool) {
-    if let (Some(_), Some(elem)) = (b.team(), b.elem()) {
+    if let Some(elem) = b.elem().filter(|&e| board_reduces(b, e)) {
         return board::algo::scan(b, partial, result, exclusive, elem);
     }
     let (n, me) = (b.size, b.rank);
