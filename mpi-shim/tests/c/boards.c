@@ -27,6 +27,46 @@ static void right(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)in, (void)inout, (void)len, (void)dt;
 }
 
+/* `left` on elements of BIG ints. */
+enum { BIG = 70000 };
+static void left_big(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    memcpy(inout, in, (size_t)*len * BIG * sizeof(int));
+}
+
+/* A large reduction of fewer elements than members (each element is
+ * BIG ints, one type): the members whose share is no whole element
+ * reduce nothing, and every member still gets the result. */
+static void whole_elements(MPI_Comm comm) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Datatype big;
+    MPI_Type_contiguous(BIG, MPI_INT, &big);
+    MPI_Type_commit(&big);
+    MPI_Op lb;
+    MPI_Op_create(left_big, 0, &lb);
+    int *a = malloc(BIG * sizeof *a), *b = malloc(BIG * sizeof *b);
+    for (int i = 0; i < BIG; i++) a[i] = rank * 1000003 + i;
+    for (int k = 0; k < 2; k++) {
+        memset(b, 0, BIG * sizeof *b);
+        MPI_Request q;
+        if (k == 0) {
+            MPI_Allreduce(a, b, 1, big, lb, comm);
+        } else {
+            MPI_Iallreduce(a, b, 1, big, lb, comm, &q);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        }
+        for (int i = 0; i < BIG; i++)
+            CHECK(b[i] == i, "one-element allreduce (%s) [%d]=%d", k ? "nonblocking" : "blocking", i,
+                  b[i]);
+    }
+    free(a);
+    free(b);
+    MPI_Op_free(&lb);
+    MPI_Type_free(&big);
+}
+
 static void reductions(MPI_Comm comm, MPI_Op l, MPI_Op r) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
@@ -56,6 +96,14 @@ static void reductions(MPI_Comm comm, MPI_Op l, MPI_Op r) {
         MPI_Reduce(a, b, n, MPI_INT, l, root, comm);
         if (rank == root)
             for (int i = 0; i < n; i++) CHECK(b[i] == i, "left reduce n=%d [%d]", n, i);
+        /* In place at the root. */
+        memcpy(b, a, (size_t)n * sizeof *b);
+        MPI_Reduce(rank == root ? MPI_IN_PLACE : a, b, n, MPI_INT, MPI_SUM, root, comm);
+        if (rank == root)
+            for (int i = 0; i < n; i++) {
+                long want = (long)1000003 * size * (size - 1) / 2 + (long)i * size;
+                CHECK(b[i] == (int)want, "in-place reduce n=%d [%d]", n, i);
+            }
         MPI_Scan(a, b, n, MPI_INT, l, comm);
         for (int i = 0; i < n; i++) CHECK(b[i] == i, "left scan n=%d", n);
         MPI_Scan(a, b, n, MPI_INT, r, comm);
@@ -297,6 +345,7 @@ int main(int argc, char **argv) {
     MPI_Op_create(left, 0, &l);
     MPI_Op_create(right, 0, &r);
     reductions(MPI_COMM_WORLD, l, r);
+    whole_elements(MPI_COMM_WORLD);
 
     /* Several communicators at once: a duplicate and halves. */
     MPI_Comm dup, half;

@@ -3,10 +3,12 @@
 //! Data moves between the application's buffers and the board directly:
 //! a schedule would pack the input into its own buffer first and unpack
 //! the result at the end, two more copies of every byte. Large data goes
-//! in pieces; reductions and the blocks of allgather and alltoall must be
-//! contiguous (others compile the schedule); a broadcast's non-contiguous
-//! buffer is packed at the root and, in several pieces, gathered packed at
-//! a reader and unpacked once. They take exactly the steps the board algorithms
+//! in pieces, or, larger still, is copied straight from its owner's memory
+//! ([`super::expose`]); reductions and the blocks of allgather and
+//! alltoall must be contiguous (others compile the schedule); a
+//! broadcast's non-contiguous buffer is packed at the root and, in several
+//! pieces or exposed, gathered packed at a reader and unpacked once. They
+//! take exactly the steps the board algorithms
 //! ([`super::algo`]) compile, from the same step counter, so one member
 //! may run a collective here while another runs it as a schedule.
 //!
@@ -356,7 +358,8 @@ pub fn barrier(cx: &mut impl Access, slot: usize) -> Option<MpiResult<()>> {
     })())
 }
 
-/// `MPI_Bcast`, in pieces of [`Team::bcast_piece`] bytes.
+/// `MPI_Bcast`, in pieces of [`Team::bcast_piece`] bytes, or exposed by
+/// the root ([`expose::bcast`]).
 ///
 /// # Safety
 /// As for `calls::bcast`.
@@ -473,9 +476,12 @@ unsafe fn bcast_run(
 
 /// The steps of a bcast that the root exposes (`algo::bcast`): the
 /// readers copy the whole buffer from the root, then acknowledge, and the
-/// root waits for every acknowledgement. A reader whose buffer is not
-/// contiguous copies into a packed buffer and unpacks it; one whose copy
-/// failed leaves its buffer as it was.
+/// root waits for every acknowledgement, so a large bcast ends at the root
+/// only once every reader has its copy. A reader whose buffer is not
+/// contiguous copies into a packed buffer and unpacks it (not when the
+/// copy failed); a contiguous one copies straight into its buffer, which
+/// a failed or short copy leaves partly written (the call then fails, as
+/// after a truncated message).
 ///
 /// # Safety
 /// As for [`bcast_run`].
@@ -564,7 +570,8 @@ unsafe fn slice_at<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 /// in all (vector times members), every reader reduces the whole vectors
 /// in rank order; larger ones, of contiguous buffers, go in pieces: each
 /// member reduces its slice of a piece into its data buffer and posts it,
-/// and the readers copy the slices out (the steps of `algo::reduce`).
+/// and the readers copy the slices out (the steps of `algo::reduce`), or
+/// with the vectors exposed ([`expose::reduce`]).
 ///
 /// # Safety
 /// As for `calls::allreduce` and `calls::reduce`.
@@ -588,7 +595,9 @@ pub unsafe fn reduce(
     if len * n > SMALL {
         let contiguous =
             src.dt.is_contiguous() && out.as_ref().is_none_or(|o| o.dt.is_contiguous());
-        if !contiguous || src.dt.size == 0 {
+        // Elements larger than a data buffer go by messages
+        // (`coll::algo::board_reduces`).
+        if !contiguous || src.dt.size == 0 || src.dt.size > DATA {
             return None;
         }
         let out = out.map(|o| o.ptr);
@@ -932,19 +941,21 @@ unsafe fn reduce_exposed(
         // (with MPI_IN_PLACE, `out` holds it).
         for j in 0..n {
             let (lo, sl) = slice_of(j);
-            // SAFETY: bytes `lo..lo + sl` of the receive buffer,
-            // contiguous and writable (MPI contract), apart from `res`.
-            let dst = unsafe { slice_mut(out.add(lo), sl) };
-            let got = match &scratch {
-                Some(v) if j == me => {
-                    dst.copy_from_slice(v);
-                    Ran::Done
+            if j == me {
+                // Our slice is in place already, unless it is in `scratch`.
+                if let Some(v) = &scratch {
+                    // SAFETY: bytes `lo..lo + sl` of the receive buffer,
+                    // contiguous and writable (MPI contract); `res`
+                    // borrows `scratch` here, not them.
+                    unsafe { slice_mut(out.add(lo), sl) }.copy_from_slice(v);
                 }
-                // Already in place.
-                None if j == me => Ran::Done,
-                _ => run.pull(j, sl, 0, dst),
-            };
-            if let Ran::Failed(e) = got {
+                continue;
+            }
+            // SAFETY: bytes `lo..lo + sl` of the receive buffer, contiguous
+            // and writable (MPI contract): another member's slice, which
+            // `res` (our slice, or `scratch`) does not cover.
+            let dst = unsafe { slice_mut(out.add(lo), sl) };
+            if let Ran::Failed(e) = run.pull(j, sl, 0, dst) {
                 bad.get_or_insert(e);
             }
         }
@@ -961,7 +972,9 @@ unsafe fn reduce_exposed(
 /// member) or `MPI_Alltoall` (block `j` of the send buffer to member `j`)
 /// of contiguous blocks of `recv`'s size, in pieces as `algo::gather` and
 /// `algo::alltoall` compile them: up to [`DATA`] bytes of a block per
-/// step for allgather, `DATA / n` for all-to-all. `send` is `None` for
+/// step for allgather, `DATA / n` for all-to-all; or exposed
+/// ([`expose::allgather`], [`expose::alltoall`]), each member copying its
+/// blocks straight from the others' buffers. `send` is `None` for
 /// `MPI_IN_PLACE` (allgather only).
 ///
 /// # Safety

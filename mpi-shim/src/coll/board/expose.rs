@@ -7,19 +7,24 @@
 //! parallel, and there is one step to wait for instead of one per piece.
 //!
 //! The owner leaves the memory unchanged, and its collective does not
-//! end, until every reader posted a later step than the exposure: a
-//! bcast's readers acknowledge its step after their copy, and the root
-//! waits for the acknowledgements; allgather and alltoall take one more
-//! step that each member posts after its copies and waits for at all.
+//! end, until every reader is done copying: a bcast's readers post the
+//! exposure's step only after their copy (their acknowledgement), and the
+//! root waits for every post of it; allgather and alltoall take one more
+//! step, which each member posts after its copies and waits for at all;
+//! a reduction exposes its vector at one step and its reduced slice at
+//! the next, which each member posts after its copies of the first, and
+//! takes a third step, posted after its copies of the second.
 //!
 //! Allgather(v), alltoall, bcast, reduce and allreduce take this way for
 //! blocks from a size that every member of the board knows alike
 //! ([`allgather`], [`alltoall`], [`bcast`], [`reduce`]), in their
 //! schedules ([`super::algo`]) and their direct calls ([`super::direct`]),
 //! which take the same steps. Boards exist only where cross-memory attach
-//! works (their setup maps the peers' heaps with it); a copy that still
-//! fails makes the collective fail with the reason, after its steps ran,
-//! so that no member waits for it in vain.
+//! works: a process takes part in boards only if its start-up probe
+//! could read another process of the node with it (and its peers'
+//! descriptors can be taken). A copy that still fails makes the
+//! collective fail with the reason, after its steps ran, so that no member
+//! waits for it in vain.
 
 use shm_engine::board::Board;
 use shm_engine::iov;
@@ -130,7 +135,10 @@ pub(super) fn pull(
     let word = |a: usize| u64::from_ne_bytes(line[a..a + 8].try_into().expect("8 bytes"));
     let (addr, len) = (word(0), word(8) as usize);
     let have = dst.len().min(len.saturating_sub(off));
-    if let Err(e) = iov::read_remote(pid, addr + off as u64, &mut dst[..have]) {
+    // An address past the end of memory (from an erroneous exposure) is
+    // refused like any the kernel will not copy.
+    let from = addr.saturating_add(off as u64);
+    if let Err(e) = iov::read_remote(pid, from, &mut dst[..have]) {
         return Ran::Failed(MpiError::new(
             Class::Other,
             format!(
