@@ -71,7 +71,9 @@ pub(super) fn share(n: usize) -> usize {
     (DATA / n).max(1)
 }
 
-/// `MPI_Barrier`.
+/// `MPI_Barrier`; also the last step of a collective whose members
+/// exposed memory: each posts once its copies are done, and waits until
+/// all did before its memory may change.
 pub fn barrier(b: &mut Builder) {
     let t = team(b).step();
     b.board(BoardStep::Post {
@@ -144,17 +146,17 @@ fn pull(b: &mut Builder, m: usize, t: u64, expect: usize, off: usize, dst: Span)
     }
 }
 
-/// The last step of a collective whose members exposed memory at step
-/// `t - 1`: each posts `t` once its copies are done, and waits until all
-/// did before its memory may change.
-fn release(b: &mut Builder, team: &Team) {
+/// Expose `src` at a new step, and wait until every member exposed its
+/// own: the step's number.
+fn expose_all(b: &mut Builder, team: &Team, src: Span) -> u64 {
     let t = team.step();
-    b.board(BoardStep::Post {
+    b.board(BoardStep::Expose {
         t,
-        src: None,
+        src,
         ahead: false,
     });
     b.board(BoardStep::Wait { t, who: None });
+    t
 }
 
 fn fetch(b: &mut Builder, m: usize, t: u64, posted: usize, off: usize, dst: Span) {
@@ -278,13 +280,7 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
 /// `reads` copy every slice into `acc`; a last step releases the memory.
 fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: bool) {
     let (n, me) = (b.size, b.rank);
-    let t1 = team.step();
-    b.board(BoardStep::Expose {
-        t: t1,
-        src: acc,
-        ahead: false,
-    });
-    b.board(BoardStep::Wait { t: t1, who: None });
+    let t1 = expose_all(b, team, acc);
     let (lo, sl) = slice(acc.len, elem, n, me);
     let mine = acc.sub(lo, sl);
     let res = b.buf(sl);
@@ -319,7 +315,7 @@ fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: b
             }
         }
     }
-    release(b, team);
+    barrier(b);
 }
 
 /// `MPI_Allgatherv` (`root: None`) or `MPI_Gatherv` to `root`: `blocks[j]`
@@ -331,17 +327,11 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
     let reads = root.is_none_or(|r| r == me);
     let longest = blocks.iter().map(|s| s.len).max().unwrap_or(0);
     if root.is_none() && expose::allgather(&team, longest) {
-        let t = team.step();
-        b.board(BoardStep::Expose {
-            t,
-            src: blocks[me],
-            ahead: false,
-        });
-        b.board(BoardStep::Wait { t, who: None });
+        let t = expose_all(b, &team, blocks[me]);
         for (j, &s) in blocks.iter().enumerate().filter(|&(j, _)| j != me) {
             pull(b, j, t, s.len, 0, s);
         }
-        return release(b, &team);
+        return barrier(b);
     }
     for (off, len) in pieces(longest, 1) {
         let t = team.step();
@@ -420,13 +410,7 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
             ..sends[0]
         };
         debug_assert!(sends.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
-        let t = team.step();
-        b.board(BoardStep::Expose {
-            t,
-            src: all,
-            ahead: false,
-        });
-        b.board(BoardStep::Wait { t, who: None });
+        let t = expose_all(b, &team, all);
         for (j, &r) in recvs.iter().enumerate() {
             if j == me {
                 let len = r.len.min(sends[me].len);
@@ -435,7 +419,7 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
                 pull(b, j, t, n * blk, me * blk, r);
             }
         }
-        return release(b, &team);
+        return barrier(b);
     }
     let per = share(n);
     for (off, len) in split(blk, per) {

@@ -296,8 +296,17 @@ impl Run {
         expose::pull(&self.board(), m, pid, self.t, expect, off, dst)
     }
 
-    /// The last step after an exposure (`algo::release`): post once this
-    /// member's copies are done, and wait until everyone did.
+    /// Begin the next step exposing `len` bytes at `ptr`, and wait until
+    /// every member exposed its own (`algo::expose_all`).
+    fn expose_all(&mut self, cx: &mut impl Access, ptr: *const u8, len: usize) -> MpiResult<()> {
+        self.next();
+        self.expose(cx, ptr, len, false)?;
+        self.wait_posted(cx, None, self.t)
+    }
+
+    /// The last step after an exposure (the board barrier, as
+    /// `algo::barrier` compiles it): post once this member's copies are
+    /// done, and wait until everyone did.
     fn release(&mut self, cx: &mut impl Access) -> MpiResult<()> {
         self.next();
         self.post(cx, &[])?;
@@ -894,9 +903,7 @@ unsafe fn reduce_exposed(
     let (len, slice_of) = (own.1, |j: usize| slice(own.1, elem, n, j));
     let (lo, sl) = slice_of(me);
     let mut bad = None;
-    run.next();
-    run.expose(cx, own.0, len, false)?;
-    run.wait_posted(cx, None, run.t)?;
+    run.expose_all(cx, own.0, len)?;
     // Our slice of the result: straight in the receive buffer, unless
     // that holds our contribution (MPI_IN_PLACE), which the fold reads.
     let in_place = out.is_some_and(|o| o.cast_const() == own.0);
@@ -1042,15 +1049,13 @@ pub unsafe fn allgather(
         if exposes {
             // Expose the send buffer (all-to-all) or our block, and copy
             // each member's block for us out of what it exposed.
-            run.next();
             let (exposed, expect, at) = if alltoall {
                 let s = sb.as_ref().expect("all-to-all has a send buffer");
                 (s.ptr.cast_const(), n * blk, me * blk)
             } else {
                 (own.as_ptr(), blk, 0)
             };
-            run.expose(cx, exposed, expect, false)?;
-            run.wait_posted(cx, None, run.t)?;
+            run.expose_all(cx, exposed, expect)?;
             for j in (0..n).filter(|&j| j != me) {
                 // SAFETY: receive block j: `blk` writable bytes, not our
                 // own block (which `own` may borrow).
