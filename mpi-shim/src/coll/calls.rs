@@ -537,13 +537,16 @@ pub unsafe fn scatter(
         // SAFETY: the receive buffer holds its elements.
         Some(r) => Some(unsafe { r.buf()? }),
     };
+    // The root's own block stays out with MPI_IN_PLACE, except for a
+    // regular scatter, whose blocks a board may expose end to end.
+    let skip = |r: usize| r == me && in_place && !regular;
     // SAFETY: the root's send blocks are readable.
-    let data = unsafe { packed_blocks(&ins, |r| r == me && in_place) };
+    let data = unsafe { packed_blocks(&ins, skip) };
     let mut b = builder(rt, slot)?;
     let lens = ins
         .iter()
         .enumerate()
-        .map(|(r, u)| if r == me && in_place { 0 } else { u.len });
+        .map(|(r, u)| if skip(r) { 0 } else { u.len });
     let all = b.input(data);
     let parts = all.split(lens);
     let own_len = out.as_ref().map_or(0, |u| u.len);

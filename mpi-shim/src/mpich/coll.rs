@@ -543,7 +543,28 @@ unsafe fn gather<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::gather(rt, slot, root_arg(root), send.as_ref(), recv, true) }
 }
-collective!(MPI_Gather / MPI_Gather_c, MPI_Igather / MPI_Igather_c, MPI_Gather_init / MPI_Gather_init_c: gather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Gather / MPI_Gather_c, MPI_Igather / MPI_Igather_c, MPI_Gather_init / MPI_Gather_init_c: gather(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int) direct gather_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn gather_direct<C: Count>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let (send, recv) = cx.with(|rt| {
+        let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
+        (send, arg(rt, recvbuf, recvcount.get(), recvtype))
+    });
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::gather(cx, slot, root_arg(root), send.as_ref(), &recv) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn gatherv<C: Count, D: Displ>(
@@ -590,7 +611,28 @@ unsafe fn scatter<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::scatter(rt, slot, root_arg(root), send, recv.as_ref(), true) }
 }
-collective!(MPI_Scatter / MPI_Scatter_c, MPI_Iscatter / MPI_Iscatter_c, MPI_Scatter_init / MPI_Scatter_init_c: scatter(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Scatter / MPI_Scatter_c, MPI_Iscatter / MPI_Iscatter_c, MPI_Scatter_init / MPI_Scatter_init_c: scatter(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int) direct scatter_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatter_direct<C: Count>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let (send, recv) = cx.with(|rt| {
+        let recv = arg_or_in_place(rt, recvbuf, recvcount.get(), recvtype);
+        (arg(rt, sendbuf, sendcount.get(), sendtype), recv)
+    });
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::scatter(cx, slot, root_arg(root), &send, recv.as_ref()) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn scatterv<C: Count, D: Displ>(

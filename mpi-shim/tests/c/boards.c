@@ -256,6 +256,42 @@ static void layouts(void) {
             for (int i = 0; i < n; i++) AT(d, 0, i) = -2;
         for (int i = 0; i < n; i++) CHECK(kept[i] == 5 * i, "strided bcast n=%d [%d]", n, i);
         free(kept);
+        /* Gather and scatter: odd ranks start theirs nonblocking, so the
+         * blocking members run straight on the board and the others run
+         * the schedule; the root takes MPI_IN_PLACE the second time. */
+        root = (k + 1) % size;
+        int in_place = k == 1 && rank == root;
+        for (size_t i = 0; i < span * size; i++) s[i] = d[i] = -1;
+        for (int i = 0; i < n; i++) AT(in_place ? d : s, in_place ? rank : 0, i) = rank * 1000003 + i;
+        const void *gs = in_place ? MPI_IN_PLACE : s;
+        MPI_Request q = MPI_REQUEST_NULL;
+        if (odd)
+            MPI_Igather(gs, c, t, d, c, t, root, MPI_COMM_WORLD, &q);
+        else
+            MPI_Gather(gs, c, t, d, c, t, root, MPI_COMM_WORLD);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < n; i++) AT(s, 0, i) = -2;
+        if (rank == root)
+            for (int p = 0; p < size; p++)
+                for (int i = 0; i < n; i++)
+                    CHECK(AT(d, p, i) == p * 1000003 + i, "gather n=%d from %d [%d]=%d", n, p, i,
+                          AT(d, p, i));
+        for (size_t i = 0; i < span * size; i++) s[i] = d[i] = -1;
+        if (rank == root)
+            for (int p = 0; p < size; p++)
+                for (int i = 0; i < n; i++) AT(s, p, i) = p * 1000003 + 7 * i;
+        void *sd = in_place ? MPI_IN_PLACE : d;
+        if (odd)
+            MPI_Iscatter(s, c, t, sd, c, t, root, MPI_COMM_WORLD, &q);
+        else
+            MPI_Scatter(s, c, t, sd, c, t, root, MPI_COMM_WORLD);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        if (rank == root)
+            for (size_t i = 0; i < span * size; i++) s[i] = -2;
+        if (!in_place)
+            for (int i = 0; i < n; i++)
+                CHECK(AT(d, 0, i) == rank * 1000003 + 7 * i, "scatter n=%d [%d]=%d", n, i,
+                      AT(d, 0, i));
 #undef AT
         /* Rank p sends p * n / 2 ints: rank 0 none. */
         int *rc = malloc(size * sizeof *rc), *dis = malloc(size * sizeof *dis), at = 0;

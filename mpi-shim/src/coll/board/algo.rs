@@ -339,9 +339,12 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
             let lo = off.min(s.len);
             s.sub(lo, len.min(s.len - lo))
         };
+        // A gather's root posts nothing: nobody reads its post, which
+        // says it may read this step's pieces until it posts the next.
+        let gather_root = root == Some(me);
         b.board(BoardStep::Post {
             t,
-            src: Some(part(blocks[me])),
+            src: (!gather_root).then(|| part(blocks[me])),
             ahead: !reads,
         });
         if reads {
@@ -357,11 +360,40 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
 }
 
 /// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root
-/// `blocks[j]` holds member `j`'s; `own` receives this member's.
+/// `blocks[j]` holds member `j`'s, end to end; `own` receives this
+/// member's. Where [`expose::scatter`] says so, the root exposes the
+/// blocks and each member copies its own, then acknowledges.
 pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: usize) {
     let team = team(b);
     let n = b.size;
     let me = b.rank;
+    if expose::scatter(&team, blk) {
+        let t = team.step();
+        if me == root {
+            debug_assert!(blocks.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
+            let all = Span {
+                len: blocks.iter().map(|s| s.len).sum(),
+                ..blocks[0]
+            };
+            b.board(BoardStep::Expose {
+                t,
+                src: all,
+                ahead: true,
+            });
+            let len = own.len.min(blocks[me].len);
+            b.copy(blocks[me].sub(0, len), own.sub(0, len));
+            b.board(BoardStep::Wait { t, who: None });
+        } else {
+            b.board(BoardStep::Wait { t, who: Some(root) });
+            pull(b, root, t, n * blk, me * blk, own);
+            b.board(BoardStep::Post {
+                t,
+                src: None,
+                ahead: true,
+            });
+        }
+        return;
+    }
     // A step carries `per` bytes of each block, piece j at j * per.
     let per = share(n);
     for (off, len) in split(blk, per) {
@@ -381,18 +413,21 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
                 src: None,
                 ahead: false,
             });
-            // (Empty with MPI_IN_PLACE: the root's block stays put.)
+            // (With MPI_IN_PLACE `own` is not unpacked.)
             if len > 0 && blocks[me].len >= off + len {
                 b.copy(blocks[me].sub(off, len), own.sub(off, len));
             }
         } else {
             b.board(BoardStep::Wait { t, who: Some(root) });
-            fetch(b, root, t, PLACED, me * per, own.sub(off, len));
+            // Acknowledge before copying: BP2 lets a member read step `t`
+            // until it posts `t + 1`, so the root may place the next
+            // pieces in its other buffer meanwhile.
             b.board(BoardStep::Post {
                 t,
                 src: None,
                 ahead: false,
             });
+            fetch(b, root, t, PLACED, me * per, own.sub(off, len));
         }
     }
 }

@@ -1,11 +1,13 @@
 //! Blocking collectives run straight on the board, without compiling a
-//! schedule: barrier, bcast, reduce and allreduce, allgather and alltoall.
+//! schedule: barrier, bcast, reduce and allreduce, allgather, alltoall,
+//! gather and scatter.
 //! Data moves between the application's buffers and the board directly:
 //! a schedule would pack the input into its own buffer first and unpack
 //! the result at the end, two more copies of every byte. Large data goes
 //! in pieces, or, larger still, is copied straight from its owner's memory
-//! ([`super::expose`]); reductions and the blocks of allgather and
-//! alltoall must be contiguous (others compile the schedule); a
+//! ([`super::expose`]); reductions, the blocks of allgather and
+//! alltoall, a gather root's receive buffer and a scatter's buffers must
+//! be contiguous (others compile the schedule); a
 //! broadcast's non-contiguous buffer is packed at the root and, in several
 //! pieces or exposed, gathered packed at a reader and unpacked once. They
 //! take exactly the steps the board algorithms
@@ -44,7 +46,7 @@ mod blocks;
 mod reduce;
 
 pub use bcast::{bcast, bcast_flat};
-pub use blocks::allgather;
+pub use blocks::{allgather, gather, scatter};
 pub use reduce::{Flat, reduce, reduce_flat};
 
 /// Looks at the flags a wait needs before it starts progressing the rest
