@@ -751,7 +751,31 @@ unsafe fn allgatherv<C: Count, D: Displ>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::allgather(rt, slot, send.as_ref(), &recv) }
 }
-collective!(MPI_Allgatherv / MPI_Allgatherv_c, MPI_Iallgatherv / MPI_Iallgatherv_c, MPI_Allgatherv_init / MPI_Allgatherv_init_c: allgatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype));
+collective!(MPI_Allgatherv / MPI_Allgatherv_c, MPI_Iallgatherv / MPI_Iallgatherv_c, MPI_Allgatherv_init / MPI_Allgatherv_init_c: allgatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype) direct allgatherv_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv_direct<C: Count, D: Displ>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const D,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let (slot, send, recv) = cx.with(|rt| {
+        let (slot, n) = slot_peers(rt, comm).ok()?;
+        // SAFETY: the arrays have `n` entries.
+        let (counts, displs) = unsafe { counts_displs(recvcounts, displs, n) }.ok()?;
+        let recv = Blocks::typed(recvbuf, counts, &displs, type_arg(rt, recvbuf, recvtype)).ok()?;
+        let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
+        Some((slot, send, recv))
+    })?;
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::allgatherv(cx, slot, send.as_ref(), &recv) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoall<C: Count>(

@@ -297,8 +297,16 @@ static void layouts(void) {
         int *rc = malloc(size * sizeof *rc), *dis = malloc(size * sizeof *dis), at = 0;
         for (int p = 0; p < size; p++) rc[p] = p * n / 2, dis[p] = at, at += rc[p];
         int *v = malloc(((size_t)at + 1) * sizeof *v);
-        for (int i = 0; i < rc[rank]; i++) s[i] = rank * 1000003 + i;
-        MPI_Allgatherv(s, rc[rank], MPI_INT, v, rc, dis, MPI_INT, MPI_COMM_WORLD);
+        /* Odd ranks nonblocking, the second time in place. */
+        int *own = k == 1 ? v + dis[rank] : s;
+        for (int i = 0; i < rc[rank]; i++) own[i] = rank * 1000003 + i;
+        const void *as = k == 1 ? MPI_IN_PLACE : s;
+        if (odd)
+            MPI_Iallgatherv(as, rc[rank], MPI_INT, v, rc, dis, MPI_INT, MPI_COMM_WORLD, &q);
+        else
+            MPI_Allgatherv(as, rc[rank], MPI_INT, v, rc, dis, MPI_INT, MPI_COMM_WORLD);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < rc[rank]; i++) s[i] = -2;
         for (int p = 0; p < size; p++)
             for (int i = 0; i < rc[p]; i++)
                 CHECK(v[dis[p] + i] == p * 1000003 + i, "allgatherv n=%d from %d [%d]", n, p, i);

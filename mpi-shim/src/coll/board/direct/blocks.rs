@@ -1,24 +1,19 @@
-//! Collectives that move members' blocks: `MPI_Allgather`,
+//! Collectives that move members' blocks: `MPI_Allgather(v)`,
 //! `MPI_Alltoall`, `MPI_Gather` and `MPI_Scatter`.
 
 use std::borrow::Cow;
 
-use super::{Access, Run, rooted, slice_at, slice_mut};
+use super::{Access, Run, members, rooted, slice_at, slice_mut};
 use crate::coll::board::algo::{pieces, share, split};
-use crate::coll::board::{DATA, PLACED, Ran, expose, read};
-use crate::coll::calls::Arg;
+use crate::coll::board::{PLACED, Ran, expose, read};
+use crate::coll::calls::{Arg, Blocks};
 use crate::core::MpiResult;
 use crate::core::buffer::UserBuf;
 use crate::core::peer::Root;
 
-/// `MPI_Allgather` (`alltoall` false: every member's block to every
-/// member) or `MPI_Alltoall` (block `j` of the send buffer to member `j`)
-/// of contiguous blocks of `recv`'s size, in pieces as `algo::gather` and
-/// `algo::alltoall` compile them: up to [`DATA`] bytes of a block per
-/// step for allgather, `DATA / n` for all-to-all; or exposed
-/// ([`expose::allgather`], [`expose::alltoall`]), each member copying its
-/// blocks straight from the others' buffers. `send` is `None` for
-/// `MPI_IN_PLACE` (allgather only).
+/// `MPI_Allgather` (`alltoall` false) or `MPI_Alltoall` of contiguous
+/// blocks of `recv`'s size ([`allgather_blocks`], [`alltoall`]). `send` is
+/// `None` for `MPI_IN_PLACE` (allgather only).
 ///
 /// # Safety
 /// As for `calls::allgather` and `calls::alltoall`.
@@ -31,72 +26,102 @@ pub unsafe fn allgather(
 ) -> Option<MpiResult<()>> {
     // SAFETY: the caller's promise (one block of the receive buffer).
     let rb = unsafe { recv.buf() }.ok()?;
-    let blk = rb.len;
     if !rb.dt.is_contiguous() {
         return None;
     }
     let sb = match send {
         // SAFETY: the caller's promise (one block of the send buffer).
         Some(s) => Some(unsafe { s.buf() }.ok()?),
-        None if alltoall => return None,
         None => None,
     };
     // Type signatures that differ (erroneous) are the schedule's to report.
-    if sb
-        .as_ref()
-        .is_some_and(|s| s.len != blk || (alltoall && !s.dt.is_contiguous()))
-    {
+    if sb.as_ref().is_some_and(|s| s.len != rb.len) {
         return None;
     }
+    if alltoall {
+        // SAFETY: forwarded from the caller.
+        return unsafe { self::alltoall(cx, slot, &sb?, &rb) };
+    }
+    let block = |j: usize| (rb.ptr.wrapping_add(j * rb.len), rb.len);
+    // SAFETY: forwarded from the caller: block j of the receive buffer.
+    unsafe { allgather_blocks(cx, slot, sb.as_ref(), block) }
+}
+
+/// `MPI_Allgatherv` of contiguous receive blocks ([`allgather_blocks`]).
+/// `send` is `None` for `MPI_IN_PLACE`.
+///
+/// # Safety
+/// As for `calls::allgather`.
+pub unsafe fn allgatherv(
+    cx: &mut impl Access,
+    slot: usize,
+    send: Option<&Arg>,
+    recv: &Blocks,
+) -> Option<MpiResult<()>> {
+    // SAFETY: the caller's promise (the receive blocks).
+    let outs = unsafe { recv.bufs() }.ok()?;
+    if !outs.iter().all(|u| u.dt.is_contiguous()) {
+        return None;
+    }
+    let sb = match send {
+        // SAFETY: the caller's promise (the send buffer).
+        Some(s) => Some(unsafe { s.buf() }.ok()?),
+        None => None,
+    };
+    let (n, me) = cx.with(|rt| members(rt, slot))?;
+    // Type signatures that differ (erroneous) are the schedule's to report.
+    if outs.len() != n || sb.as_ref().is_some_and(|s| s.len != outs[me].len) {
+        return None;
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather_blocks(cx, slot, sb.as_ref(), |j| (outs[j].ptr, outs[j].len)) }
+}
+
+/// The steps of an allgather(v) as `algo::gather` compiles them, into
+/// the receive blocks `block(j)` (address, bytes) from this member's send
+/// buffer `send` (packed first where it is not contiguous; `None`: in
+/// place, its receive block): up to [`DATA`](crate::coll::board::DATA)
+/// bytes of every block per
+/// step, or exposed ([`expose::allgather`]), each member copying the
+/// others' blocks straight from their memory.
+///
+/// # Safety
+/// The blocks are contiguous and writable, `send` readable and, where
+/// given, as long as this member's block (MPI contract).
+unsafe fn allgather_blocks(
+    cx: &mut impl Access,
+    slot: usize,
+    send: Option<&UserBuf>,
+    block: impl Fn(usize) -> (*mut u8, usize),
+) -> Option<MpiResult<()>> {
     let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     let (n, me) = (run.team.size(), run.team.me);
-    let recv_at = |j: usize| rb.ptr.wrapping_add(j * blk);
-    // This member's block: its send buffer (packed, for allgather, if not
-    // contiguous) or, in place, its receive block.
-    let own = match &sb {
+    let (mine, blk) = block(me);
+    let own = match send {
         // SAFETY: the send buffer is readable (MPI contract).
         Some(s) => unsafe { s.data() },
         // SAFETY: our receive block holds our data (MPI_IN_PLACE).
-        None => Cow::Borrowed(unsafe { slice_at(recv_at(me), blk) }),
+        None => Cow::Borrowed(unsafe { slice_at(mine, blk) }),
     };
-    // Bytes `off..off + len` of send block `j` (all-to-all: contiguous).
-    let send_part = |j: usize, off: usize, len: usize| {
-        // SAFETY: within the send buffer of `n` blocks (MPI contract).
-        sb.as_ref()
-            .map(|s| unsafe { std::slice::from_raw_parts(s.ptr.add(j * blk + off), len) })
-    };
+    if send.is_some() {
+        // SAFETY: our receive block: `blk` writable bytes, not the send
+        // buffer (not in place).
+        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), mine, blk) };
+    }
+    let longest = (0..n).map(|j| block(j).1).max().unwrap_or(0);
+    let others = || (0..n).filter(move |&j| j != me);
     Some((|| {
-        if sb.is_some() {
-            let mine = if alltoall {
-                send_part(me, 0, blk).expect("all-to-all has a send buffer")
-            } else {
-                &own
-            };
-            // SAFETY: our receive block: `blk` writable bytes, not the
-            // send buffer (not in place).
-            unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), recv_at(me), blk) };
-        }
         let mut bad = None;
-        let exposes = if alltoall {
-            expose::alltoall(&run.team, blk)
-        } else {
-            expose::allgather(&run.team, blk)
-        };
-        if exposes {
-            // Expose the send buffer (all-to-all) or our block, and copy
-            // each member's block for us out of what it exposed.
-            let (exposed, expect, at) = if alltoall {
-                let s = sb.as_ref().expect("all-to-all has a send buffer");
-                (s.ptr.cast_const(), n * blk, me * blk)
-            } else {
-                (own.as_ptr(), blk, 0)
-            };
-            run.expose_all(cx, exposed, expect)?;
-            for j in (0..n).filter(|&j| j != me) {
-                // SAFETY: receive block j: `blk` writable bytes, not our
-                // own block (which `own` may borrow).
-                let out = unsafe { slice_mut(recv_at(j), blk) };
-                if let Ran::Failed(e) = run.pull(j, expect, at, out) {
+        if expose::allgather(&run.team, longest) {
+            run.expose_all(cx, own.as_ptr(), blk)?;
+            for j in others() {
+                let (at, len) = block(j);
+                // SAFETY: receive block j: writable, not our own block
+                // (which `own` may borrow).
+                let out = unsafe { slice_mut(at, len) };
+                if len > 0
+                    && let Ran::Failed(e) = run.pull(j, len, 0, out)
+                {
                     bad.get_or_insert(e);
                 }
             }
@@ -104,31 +129,98 @@ pub unsafe fn allgather(
             run.end();
             return bad.map_or(Ok(()), |e| Err(e.on(slot)));
         }
-        // Bytes of a block per step.
-        let per = if alltoall { share(n) } else { DATA };
-        for (off, len) in split(blk, per) {
+        // Bytes `off..off + len` of a block of `l` bytes, as far as it goes.
+        let part = |l: usize, off: usize, len: usize| {
+            let lo = off.min(l);
+            (lo, len.min(l - lo))
+        };
+        for (off, len) in pieces(longest, 1) {
             run.next();
-            if alltoall {
-                let pieces = (0..n)
-                    .filter(|&j| j != me && len > 0)
-                    .map(|j| (j * per, send_part(j, off, len).expect("checked above")));
-                run.place(cx, 0, pieces)?;
-            } else {
-                run.post(cx, &own[off..off + len])?;
-            }
+            let (lo, l) = part(blk, off, len);
+            run.post(cx, &own[lo..lo + l])?;
             run.wait_posted(cx, None, run.t)?;
             let b = run.board();
-            // What each posted, and where our part of it lies.
-            let (posted, at) = if alltoall {
-                (PLACED, me * per)
-            } else {
-                (len, 0)
-            };
+            for j in others() {
+                let (at, whole) = block(j);
+                let (lo, l) = part(whole, off, len);
+                if l == 0 {
+                    continue;
+                }
+                // SAFETY: bytes `lo..lo + l` of receive block j: writable,
+                // not our own block.
+                let out = unsafe { slice_mut(at.add(lo), l) };
+                if let Ran::Failed(e) =
+                    read(&b, j, run.t, l, 0, l, |x| out[..x.len()].copy_from_slice(x))
+                {
+                    bad.get_or_insert(e);
+                }
+            }
+        }
+        run.end();
+        bad.map_or(Ok(()), |e| Err(e.on(slot)))
+    })())
+}
+
+/// `MPI_Alltoall` (block `j` of the send buffer `send` to member `j`) of
+/// contiguous blocks of `recv`'s size (one block of the receive buffer),
+/// in pieces as `algo::alltoall` compiles it: `DATA / n` bytes of every
+/// block per step; or exposed ([`expose::alltoall`]), each member copying
+/// its blocks straight from the others' send buffers.
+///
+/// # Safety
+/// As for `calls::alltoall`.
+unsafe fn alltoall(
+    cx: &mut impl Access,
+    slot: usize,
+    send: &UserBuf,
+    recv: &UserBuf,
+) -> Option<MpiResult<()>> {
+    if !send.dt.is_contiguous() {
+        return None;
+    }
+    let blk = recv.len;
+    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let (n, me) = (run.team.size(), run.team.me);
+    let recv_at = |j: usize| recv.ptr.wrapping_add(j * blk);
+    // Bytes `off..off + len` of send block `j`.
+    let send_part = |j: usize, off: usize, len: usize| {
+        // SAFETY: within the send buffer of `n` blocks (MPI contract).
+        unsafe { slice_at(send.ptr.add(j * blk + off), len) }
+    };
+    // SAFETY: our receive block: `blk` writable bytes, not the send
+    // buffer.
+    unsafe { std::ptr::copy_nonoverlapping(send_part(me, 0, blk).as_ptr(), recv_at(me), blk) };
+    Some((|| {
+        let mut bad = None;
+        if expose::alltoall(&run.team, blk) {
+            // Expose the send buffer, and copy each member's block for
+            // us out of what it exposed.
+            run.expose_all(cx, send.ptr.cast_const(), n * blk)?;
+            for j in (0..n).filter(|&j| j != me) {
+                // SAFETY: receive block j: `blk` writable bytes.
+                let out = unsafe { slice_mut(recv_at(j), blk) };
+                if let Ran::Failed(e) = run.pull(j, n * blk, me * blk, out) {
+                    bad.get_or_insert(e);
+                }
+            }
+            run.release(cx)?;
+            run.end();
+            return bad.map_or(Ok(()), |e| Err(e.on(slot)));
+        }
+        let per = share(n);
+        for (off, len) in split(blk, per) {
+            run.next();
+            let pieces = (0..n)
+                .filter(|&j| j != me && len > 0)
+                .map(|j| (j * per, send_part(j, off, len)));
+            run.place(cx, 0, pieces)?;
+            run.wait_posted(cx, None, run.t)?;
+            let b = run.board();
             for j in (0..n).filter(|&j| j != me && len > 0) {
                 // SAFETY: bytes `off..off + len` of receive block j:
                 // writable, not our own block.
-                let out = unsafe { std::slice::from_raw_parts_mut(recv_at(j).add(off), len) };
-                if let Ran::Failed(e) = read(&b, j, run.t, posted, at, len, |x| {
+                let out = unsafe { slice_mut(recv_at(j).add(off), len) };
+                if let Ran::Failed(e) = read(&b, j, run.t, PLACED, me * per, len, |x| {
                     out[..x.len()].copy_from_slice(x)
                 }) {
                     bad.get_or_insert(e);
@@ -141,7 +233,7 @@ pub unsafe fn allgather(
 }
 
 /// `MPI_Gather` to `root` of blocks of one length, in pieces of up to
-/// [`DATA`] bytes as `algo::gather` compiles it: each member posts a
+/// [`DATA`](crate::coll::board::DATA) bytes as `algo::gather` compiles it: each member posts a
 /// piece of its block straight from its send buffer (packed first where
 /// it is not contiguous), and the root copies every member's piece
 /// straight into its receive buffer, which must be contiguous (otherwise

@@ -1,11 +1,11 @@
 //! Blocking collectives run straight on the board, without compiling a
-//! schedule: barrier, bcast, reduce and allreduce, allgather, alltoall,
-//! gather and scatter.
+//! schedule: barrier, bcast, reduce and allreduce, allgather(v),
+//! alltoall, gather and scatter.
 //! Data moves between the application's buffers and the board directly:
 //! a schedule would pack the input into its own buffer first and unpack
 //! the result at the end, two more copies of every byte. Large data goes
 //! in pieces, or, larger still, is copied straight from its owner's memory
-//! ([`super::expose`]); reductions, the blocks of allgather and
+//! ([`super::expose`]); reductions, the blocks of allgather(v) and
 //! alltoall, a gather root's receive buffer and a scatter's buffers must
 //! be contiguous (others compile the schedule); a
 //! broadcast's non-contiguous buffer is packed at the root and, in several
@@ -46,7 +46,7 @@ mod blocks;
 mod reduce;
 
 pub use bcast::{bcast, bcast_flat};
-pub use blocks::{allgather, gather, scatter};
+pub use blocks::{allgather, allgatherv, gather, scatter};
 pub use reduce::{Flat, reduce, reduce_flat};
 
 /// Looks at the flags a wait needs before it starts progressing the rest
@@ -402,6 +402,13 @@ unsafe fn slice_at<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
     }
     // SAFETY: the caller's promise; not null where bytes are read.
     unsafe { std::slice::from_raw_parts(ptr, len) }
+}
+
+/// The members of communicator `slot` and this member's rank; `None` for
+/// an intercommunicator (which has no board of its own).
+fn members(rt: &Runtime, slot: usize) -> Option<(usize, usize)> {
+    let c = rt.comm(slot).ok()?;
+    (!c.is_inter()).then_some((c.size() as usize, c.rank as usize))
 }
 
 /// The root's rank, this member's and the members of communicator
