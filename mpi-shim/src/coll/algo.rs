@@ -466,11 +466,14 @@ pub fn scatter(b: &mut Builder, root: usize, parts: &[Span], blk: usize) -> Span
     tmp.sub(0, blk)
 }
 
-/// Linear gather, for blocks of different sizes (`MPI_Gatherv`): every
-/// rank sends `own` to `root`, which receives rank `r`'s part into
+/// Linear gather, for blocks of different sizes (`MPI_Gatherv`; on a
+/// board, `board::algo::gatherv`): every rank sends `own` to `root`, which receives rank `r`'s part into
 /// `parts[r]` (`parts` matters at the root only; its own part is not
 /// received). On shared memory the root's receives run concurrently.
 pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
+    if b.team().is_some() {
+        return board::algo::gatherv(b, root, own, parts);
+    }
     b.phase(GATHER);
     if b.rank == root {
         for (r, &part) in parts.iter().enumerate() {

@@ -590,7 +590,34 @@ unsafe fn gatherv<C: Count, D: Displ>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::gather(rt, slot, root_arg(root), send.as_ref(), recv, false) }
 }
-collective!(MPI_Gatherv / MPI_Gatherv_c, MPI_Igatherv / MPI_Igatherv_c, MPI_Gatherv_init / MPI_Gatherv_init_c: gatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Gatherv / MPI_Gatherv_c, MPI_Igatherv / MPI_Igatherv_c, MPI_Gatherv_init / MPI_Gatherv_init_c: gatherv(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, displs: *const D, recvtype: MPI_Datatype, root: c_int) direct gatherv_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv_direct<C: Count, D: Displ>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    sendcount: C,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const D,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let (send, recvtype) = cx.with(|rt| {
+        let send = arg_or_in_place(rt, sendbuf, sendcount.get(), sendtype);
+        (send, type_arg(rt, recvbuf, recvtype))
+    });
+    let recv = |n| {
+        // SAFETY: the root's arrays have `n` entries.
+        let (counts, displs) = unsafe { counts_displs(recvcounts, displs, n)? };
+        Blocks::typed(recvbuf, counts, &displs, recvtype)
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::gatherv(cx, slot, root_arg(root), send.as_ref(), recv) }
+}
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn scatter<C: Count>(

@@ -311,6 +311,29 @@ static void layouts(void) {
             for (int i = 0; i < rc[p]; i++)
                 CHECK(v[dis[p] + i] == p * 1000003 + i, "allgatherv n=%d from %d [%d]", n, p, i);
         free(v);
+        /* Gatherv: rank p sends (p + 1) * n ints (from 160 KB, more than a
+         * data buffer holds, exposed); odd ranks nonblocking, the root in
+         * place the second time. */
+        root = k % size;
+        at = 0;
+        for (int p = 0; p < size; p++) rc[p] = (p + 1) * n, dis[p] = at, at += rc[p];
+        v = malloc(((size_t)at + 1) * sizeof *v);
+        in_place = k == 1 && rank == root;
+        own = in_place ? v + dis[rank] : s;
+        for (int i = 0; i < rc[rank]; i++) own[i] = rank * 1000003 + 3 * i;
+        as = in_place ? MPI_IN_PLACE : s;
+        if (odd)
+            MPI_Igatherv(as, rc[rank], MPI_INT, v, rc, dis, MPI_INT, root, MPI_COMM_WORLD, &q);
+        else
+            MPI_Gatherv(as, rc[rank], MPI_INT, v, rc, dis, MPI_INT, root, MPI_COMM_WORLD);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < rc[rank]; i++) s[i] = -2;
+        if (rank == root)
+            for (int p = 0; p < size; p++)
+                for (int i = 0; i < rc[p]; i++)
+                    CHECK(v[dis[p] + i] == p * 1000003 + 3 * i, "gatherv n=%d from %d [%d]", n, p,
+                          i);
+        free(v);
         free(rc);
         free(dis);
         free(s);

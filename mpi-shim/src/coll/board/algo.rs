@@ -359,6 +359,71 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
     }
 }
 
+/// `MPI_Gatherv` to `root`, whose blocks only the root knows (`parts`,
+/// at the root; `own` is this member's data): every member takes two
+/// steps whatever the lengths. At the first, each member posts its block
+/// ([`gatherv_exposes`]: through its data buffer, or exposed), and the
+/// root copies every block; at the second, the root posts once its copies
+/// are done, and a member that exposed its block waits for that.
+pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
+    let team = team(b);
+    let me = b.rank;
+    let (t, release) = (team.step(), team.step());
+    if me == root {
+        b.board(BoardStep::Post {
+            t,
+            src: None,
+            ahead: false,
+        });
+        b.board(BoardStep::Wait { t, who: None });
+        for (j, &part) in parts.iter().enumerate().filter(|&(j, _)| j != me) {
+            if gatherv_exposes(part.len) {
+                pull(b, j, t, part.len, 0, part);
+            } else {
+                fetch(b, j, t, part.len, 0, part);
+            }
+        }
+        b.board(BoardStep::Post {
+            t: release,
+            src: None,
+            ahead: false,
+        });
+        return;
+    }
+    let exposes = gatherv_exposes(own.len);
+    b.board(if exposes {
+        BoardStep::Expose {
+            t,
+            src: own,
+            ahead: true,
+        }
+    } else {
+        BoardStep::Post {
+            t,
+            src: Some(own),
+            ahead: true,
+        }
+    });
+    b.board(BoardStep::Post {
+        t: release,
+        src: None,
+        ahead: true,
+    });
+    if exposes {
+        b.board(BoardStep::Wait {
+            t: release,
+            who: Some(root),
+        });
+    }
+}
+
+/// Whether a gatherv's member exposes its block of `len` bytes rather
+/// than post it through its data buffer: only a block larger than the
+/// buffer, which the member and the root decide alike from the length.
+pub(super) fn gatherv_exposes(len: usize) -> bool {
+    len > DATA
+}
+
 /// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root
 /// `blocks[j]` holds member `j`'s, end to end; `own` receives this
 /// member's. Where [`expose::scatter`] says so, the root exposes the

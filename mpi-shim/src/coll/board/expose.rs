@@ -13,12 +13,13 @@
 //! step, which each member posts after its copies and waits for at all;
 //! a reduction exposes its vector at one step and its reduced slice at
 //! the next, which each member posts after its copies of the first, and
-//! takes a third step, posted after its copies of the second.
+//! takes a third step, posted after its copies of the second; a gatherv's
+//! root posts a second step once its copies are done.
 //!
 //! Allgather(v), alltoall, bcast, scatter, reduce and allreduce take this
 //! way for blocks from a size that every member of the board knows alike
-//! ([`allgather`], [`alltoall`], [`bcast`], [`scatter`], [`reduce`]), in
-//! their
+//! ([`allgather`], [`alltoall`], [`bcast`], [`scatter`], [`reduce`]), and
+//! gatherv for blocks larger than a data buffer, in their
 //! schedules ([`super::algo`]) and their direct calls ([`super::direct`]),
 //! which take the same steps. Boards exist only where cross-memory attach
 //! works: a process takes part in boards only if its start-up probe

@@ -1,10 +1,10 @@
 //! Collectives that move members' blocks: `MPI_Allgather(v)`,
-//! `MPI_Alltoall`, `MPI_Gather` and `MPI_Scatter`.
+//! `MPI_Alltoall`, `MPI_Gather(v)` and `MPI_Scatter`.
 
 use std::borrow::Cow;
 
 use super::{Access, Run, members, rooted, slice_at, slice_mut};
-use crate::coll::board::algo::{pieces, share, split};
+use crate::coll::board::algo::{gatherv_exposes, pieces, share, split};
 use crate::coll::board::{PLACED, Ran, expose, read};
 use crate::coll::calls::{Arg, Blocks};
 use crate::core::MpiResult;
@@ -314,6 +314,93 @@ pub unsafe fn gather(
                 }
             }
         }
+        run.end();
+        bad.map_or(Ok(()), |e| Err(e.on(slot)))
+    })())
+}
+
+/// `MPI_Gatherv` to `root` in the two steps `algo::gatherv` compiles:
+/// each member posts its block straight from its send buffer (packed
+/// first where it is not contiguous), or exposes it, and the root copies
+/// every block straight into its receive blocks, which must be contiguous
+/// (otherwise the schedule runs); then the root posts its release.
+/// `send` is `None` for `MPI_IN_PLACE` (the root's only); `recv` matters
+/// at the root only.
+///
+/// # Safety
+/// As for `calls::gather`.
+pub unsafe fn gatherv(
+    cx: &mut impl Access,
+    slot: usize,
+    root: Root,
+    send: Option<&Arg>,
+    recv: impl FnOnce(usize) -> MpiResult<Blocks>,
+) -> Option<MpiResult<()>> {
+    let (root, me, n) = cx.with(|rt| rooted(rt, slot, root))?;
+    let is_root = root == me;
+    let sb = match send {
+        // SAFETY: the caller's promise (the send buffer).
+        Some(s) => Some(unsafe { s.buf() }.ok()?),
+        None if is_root => None,
+        None => return None,
+    };
+    let outs = if is_root {
+        // SAFETY: the caller's promise (the root's receive blocks).
+        let outs = unsafe { recv(n).ok()?.bufs() }.ok()?;
+        let fits = sb.as_ref().is_none_or(|s| s.len == outs[me].len);
+        (fits && outs.iter().all(|u| u.dt.is_contiguous())).then_some(outs)?
+    } else {
+        Vec::new()
+    };
+    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    // SAFETY: the send buffer is readable (MPI contract).
+    let own = sb.as_ref().map(|s| unsafe { s.data() });
+    Some((|| {
+        run.next();
+        if !is_root {
+            let own = own.expect("a member other than the root sends");
+            let exposes = gatherv_exposes(own.len());
+            if exposes {
+                run.expose(cx, own.as_ptr(), own.len(), true)?;
+            } else {
+                run.post_ahead(cx, &own)?;
+            }
+            run.next();
+            run.post_ahead(cx, &[])?;
+            if exposes {
+                run.wait_posted(cx, Some(root), run.t)?;
+            }
+            run.end();
+            return Ok(());
+        }
+        if let Some(own) = &own {
+            // SAFETY: the root's receive block: writable, as long as the
+            // send data (checked), not the send buffer (not in place).
+            unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), outs[me].ptr, own.len()) };
+        }
+        run.post(cx, &[])?;
+        run.wait_posted(cx, None, run.t)?;
+        let mut bad = None;
+        for (j, u) in outs
+            .iter()
+            .enumerate()
+            .filter(|&(j, u)| j != me && u.len > 0)
+        {
+            // SAFETY: receive block j: `u.len` contiguous writable bytes.
+            let out = unsafe { slice_mut(u.ptr, u.len) };
+            let got = if gatherv_exposes(u.len) {
+                run.pull(j, u.len, 0, out)
+            } else {
+                read(&run.board(), j, run.t, u.len, 0, u.len, |x| {
+                    out[..x.len()].copy_from_slice(x)
+                })
+            };
+            if let Ran::Failed(e) = got {
+                bad.get_or_insert(e);
+            }
+        }
+        run.next();
+        run.post(cx, &[])?;
         run.end();
         bad.map_or(Ok(()), |e| Err(e.on(slot)))
     })())
