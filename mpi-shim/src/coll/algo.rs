@@ -487,9 +487,13 @@ pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     b.end_round();
 }
 
-/// Linear scatter (`MPI_Scatterv`), the mirror of [`gatherv`]: the root sends `parts[r]`
-/// to rank `r`, which receives it into `own`.
+/// Linear scatter (`MPI_Scatterv`; on a board, `board::algo::scatterv`),
+/// the mirror of [`gatherv`]: the root sends `parts[r]` to rank `r`,
+/// which receives it into `own`.
 pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
+    if b.team().is_some() {
+        return board::algo::scatterv(b, root, own, parts);
+    }
     b.phase(SCATTER);
     if b.rank == root {
         for (r, &part) in parts.iter().enumerate() {

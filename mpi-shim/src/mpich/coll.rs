@@ -685,7 +685,34 @@ unsafe fn scatterv<C: Count, D: Displ>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::scatter(rt, slot, root_arg(root), send, recv.as_ref(), false) }
 }
-collective!(MPI_Scatterv / MPI_Scatterv_c, MPI_Iscatterv / MPI_Iscatterv_c, MPI_Scatterv_init / MPI_Scatterv_init_c: scatterv(sendbuf: *const c_void, sendcounts: *const C, displs: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int));
+collective!(MPI_Scatterv / MPI_Scatterv_c, MPI_Iscatterv / MPI_Iscatterv_c, MPI_Scatterv_init / MPI_Scatterv_init_c: scatterv(sendbuf: *const c_void, sendcounts: *const C, displs: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype, root: c_int) direct scatterv_direct);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv_direct<C: Count, D: Displ>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    displs: *const D,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let (sendtype, recv) = cx.with(|rt| {
+        let recv = arg_or_in_place(rt, recvbuf, recvcount.get(), recvtype);
+        (type_arg(rt, sendbuf, sendtype), recv)
+    });
+    let send = |n| {
+        // SAFETY: the root's arrays have `n` entries.
+        let (counts, displs) = unsafe { counts_displs(sendcounts, displs, n)? };
+        Blocks::typed(sendbuf, counts, &displs, sendtype)
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { board::direct::scatterv(cx, slot, root_arg(root), send, recv.as_ref()) }
+}
 
 /// Communicator slot and size (of the local group).
 fn slot_size(rt: &Runtime, comm: MPI_Comm) -> MpiResult<(usize, usize)> {

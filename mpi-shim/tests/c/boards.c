@@ -333,6 +333,23 @@ static void layouts(void) {
                 for (int i = 0; i < rc[p]; i++)
                     CHECK(v[dis[p] + i] == p * 1000003 + 3 * i, "gatherv n=%d from %d [%d]", n, p,
                           i);
+        /* Scatterv of those blocks back (placed in the root's data buffer
+         * or exposed, by length and process count). */
+        for (int i = 0; i < at; i++) v[i] = -3;
+        if (rank == root)
+            for (int p = 0; p < size; p++)
+                for (int i = 0; i < rc[p]; i++) v[dis[p] + i] = p * 1000003 + 5 * i;
+        for (int i = 0; i < rc[rank]; i++) s[i] = -1;
+        void *sv = in_place ? MPI_IN_PLACE : s;
+        if (odd)
+            MPI_Iscatterv(v, rc, dis, MPI_INT, sv, rc[rank], MPI_INT, root, MPI_COMM_WORLD, &q);
+        else
+            MPI_Scatterv(v, rc, dis, MPI_INT, sv, rc[rank], MPI_INT, root, MPI_COMM_WORLD);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        for (int i = 0; i < at; i++) v[i] = -2;
+        if (!in_place)
+            for (int i = 0; i < rc[rank]; i++)
+                CHECK(s[i] == rank * 1000003 + 5 * i, "scatterv n=%d [%d]=%d", n, i, s[i]);
         free(v);
         free(rc);
         free(dis);

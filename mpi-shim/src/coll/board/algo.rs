@@ -424,6 +424,59 @@ pub(super) fn gatherv_exposes(len: usize) -> bool {
     len > DATA
 }
 
+/// `MPI_Scatterv` from `root`, whose blocks only the root knows (`parts`,
+/// at the root; `own` receives this member's), in one step: the root
+/// writes each member's block, or where [`expose::scatterv`] says so its
+/// exposure, at that member's share of its data buffer, and posts; each
+/// member copies its block, or pulls it, and acknowledges. A root that
+/// exposed a block waits for the acknowledgements.
+pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
+    let team = team(b);
+    let me = b.rank;
+    let per = share(b.size);
+    let t = team.step();
+    if me == root {
+        let mut exposed = false;
+        for (j, &part) in parts.iter().enumerate().filter(|&(j, _)| j != me) {
+            let at = j * per;
+            if expose::scatterv(&team, part.len) {
+                b.board(BoardStep::PlaceExposure { t, src: part, at });
+                exposed = true;
+            } else if part.len > 0 {
+                b.board(BoardStep::Place { t, src: part, at });
+            }
+        }
+        b.board(BoardStep::Post {
+            t,
+            src: None,
+            ahead: false,
+        });
+        if exposed {
+            b.board(BoardStep::Wait { t, who: None });
+        }
+        return;
+    }
+    b.board(BoardStep::Wait { t, who: Some(root) });
+    let ack = BoardStep::Post {
+        t,
+        src: None,
+        ahead: false,
+    };
+    if expose::scatterv(&team, own.len) {
+        b.board(BoardStep::PullPlaced {
+            m: root,
+            t,
+            at: me * per,
+            dst: own,
+        });
+        b.board(ack);
+    } else {
+        // Acknowledge before copying (BP2, as in `scatter`).
+        b.board(ack);
+        fetch(b, root, t, PLACED, me * per, own);
+    }
+}
+
 /// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root
 /// `blocks[j]` holds member `j`'s, end to end; `own` receives this
 /// member's. Where [`expose::scatter`] says so, the root exposes the

@@ -16,10 +16,10 @@
 //! takes a third step, posted after its copies of the second; a gatherv's
 //! root posts a second step once its copies are done.
 //!
-//! Allgather(v), alltoall, bcast, scatter, reduce and allreduce take this
-//! way for blocks from a size that every member of the board knows alike
-//! ([`allgather`], [`alltoall`], [`bcast`], [`scatter`], [`reduce`]), and
-//! gatherv for blocks larger than a data buffer, in their
+//! Allgather(v), alltoall, bcast, scatter(v), reduce and allreduce take
+//! this way for blocks from a size that every member of the board knows alike
+//! ([`allgather`], [`alltoall`], [`bcast`], [`scatter`], [`scatterv`],
+//! [`reduce`]), and gatherv for blocks larger than a data buffer, in their
 //! schedules ([`super::algo`]) and their direct calls ([`super::direct`]),
 //! which take the same steps. Boards exist only where cross-memory attach
 //! works: a process takes part in boards only if its start-up probe
@@ -32,7 +32,7 @@ use shm_engine::board::Board;
 use shm_engine::iov;
 
 use super::algo::share;
-use super::{DATA, Ran, Team, mismatch};
+use super::{DATA, PLACED, Ran, Team, mismatch, read};
 use crate::core::{Class, MpiError};
 
 /// Bytes of a block from which allgather and alltoall expose it rather
@@ -103,6 +103,14 @@ pub fn scatter(team: &Team, blk: usize) -> bool {
     }
 }
 
+/// Whether a scatterv's root exposes a block of `len` bytes (in its data
+/// buffer, for the member whose block it is) rather than place it there:
+/// as [`scatter`] does, and always where the block is larger than the
+/// member's share of the buffer (a scatterv takes one step).
+pub fn scatterv(team: &Team, len: usize) -> bool {
+    scatter(team, len) || len > share(team.size())
+}
+
 /// Whether a reduce or allreduce of a vector of `len` bytes exposes the
 /// vectors, and then the reduced slices: from [`EXPOSE_REDUCE`] bytes,
 /// where the members have a CPU each.
@@ -153,6 +161,30 @@ pub(super) fn pull(
             "a process posted data where this one expects an exposed buffer",
         ));
     }
+    copy(pid, &line, expect, off, dst)
+}
+
+/// Copy into `dst` the block that member `m` (process `pid`) exposed for
+/// this member in its data buffer of step `t`, at offset `at` (placed
+/// there by [`encode`], as a scatterv's root does: the readers do not
+/// know where their blocks lie); `dst.len()` bytes expected. Errors as
+/// for [`pull`].
+pub(super) fn pull_placed(
+    b: &Board<'_>,
+    m: usize,
+    pid: u32,
+    t: u64,
+    at: usize,
+    dst: &mut [u8],
+) -> Ran {
+    let mut line = [0; LEN];
+    let _ = read(b, m, t, PLACED, at, LEN, |x| line.copy_from_slice(x));
+    copy(pid, &line, dst.len(), 0, dst)
+}
+
+/// Copy bytes `off..off + dst.len()` of the memory of process `pid` that
+/// `line` exposes, `expect` bytes of it expected ([`pull`]).
+fn copy(pid: u32, line: &[u8; LEN], expect: usize, off: usize, dst: &mut [u8]) -> Ran {
     let word = |a: usize| u64::from_ne_bytes(line[a..a + 8].try_into().expect("8 bytes"));
     let (addr, len) = (word(0), word(8) as usize);
     let have = dst.len().min(len.saturating_sub(off));

@@ -32,14 +32,18 @@
 //!   every area;
 //! - reduce_scatter(_block), scan, exscan: everyone posts its vector, each
 //!   reduces the part it needs in rank order;
-//! - large blocks of allgather(v), alltoall, bcast, reduce and allreduce
-//!   are not copied through the data buffers: their owners post where
-//!   they are, and the readers copy them straight from the owner's memory
-//!   ([`expose`]).
+//! - gatherv and scatterv, whose counts only the root knows, take steps
+//!   that do not depend on them: gatherv two (everyone posts its block,
+//!   the root copies them, then posts its release), scatterv one (the
+//!   root writes each member's block, or where it lies, into that
+//!   member's share of its data buffer; everyone copies its own);
+//! - large blocks of allgather(v), gatherv, alltoall, bcast, scatter(v),
+//!   reduce and allreduce are not copied through the data buffers: their
+//!   owners post where they are, and the readers copy them straight from
+//!   the owner's memory ([`expose`]).
 //!
-//! gatherv, scatterv and alltoallv/w stay on messages: only the root (or
-//! each process for itself) knows the counts, and a board's steps must be
-//! the same at every member.
+//! alltoallv/w stay on messages: each process knows only its own counts,
+//! and a board's steps must be the same at every member.
 //!
 //! Steps are schedule steps ([`algo`], [`super::sched`]), so blocking,
 //! nonblocking and persistent collectives all use the board; several
@@ -150,6 +154,18 @@ pub enum BoardStep {
         t: u64,
         expect: usize,
         off: usize,
+        dst: Span,
+    },
+    /// Write at offset `at` of this member's data buffer of step `t` the
+    /// exposure of `src` ([`expose::encode`]), for the one member that
+    /// reads it there ([`BoardStep::PullPlaced`]); published as `Place`.
+    PlaceExposure { t: u64, src: Span, at: usize },
+    /// Copy into `dst` the block that member `m` exposed at offset `at` of
+    /// its data buffer of step `t` ([`expose::pull_placed`]).
+    PullPlaced {
+        m: usize,
+        t: u64,
+        at: usize,
         dst: Span,
     },
     /// As `Fetch`, but `dst = x op dst` for those bytes `x`, with the
@@ -490,6 +506,18 @@ impl Team {
                 }
                 self.write_data(&b, t, at, &bufs[src.buf][src.off..src.off + src.len]);
                 Ok(Ran::Done)
+            }
+            BoardStep::PlaceExposure { t, src, at } => {
+                if !self.may_post(ep, &b, t, false) {
+                    return Ok(Ran::Waiting);
+                }
+                let from = bufs[src.buf][src.off..src.off + src.len].as_ptr();
+                self.write_data(&b, t, at, &expose::encode(from, src.len));
+                Ok(Ran::Done)
+            }
+            BoardStep::PullPlaced { m, t, at, dst } => {
+                let out = &mut bufs[dst.buf][dst.off..dst.off + dst.len];
+                Ok(expose::pull_placed(&b, m, areas.pids[m], t, at, out))
             }
             BoardStep::Post { t, src, ahead } => {
                 let in_line = src.is_none_or(|s| s.len <= INLINE);

@@ -1,5 +1,5 @@
 //! Collectives that move members' blocks: `MPI_Allgather(v)`,
-//! `MPI_Alltoall`, `MPI_Gather(v)` and `MPI_Scatter`.
+//! `MPI_Alltoall`, `MPI_Gather(v)` and `MPI_Scatter(v)`.
 
 use std::borrow::Cow;
 
@@ -403,6 +403,102 @@ pub unsafe fn gatherv(
         run.post(cx, &[])?;
         run.end();
         bad.map_or(Ok(()), |e| Err(e.on(slot)))
+    })())
+}
+
+/// `MPI_Scatterv` from `root` in the one step `algo::scatterv` compiles:
+/// the root writes each member's block, or its exposure, straight from
+/// its send buffer into that member's share of its data buffer, and each
+/// member copies its block, or pulls it, straight into its receive
+/// buffer. The root's send blocks and the receive buffer must be
+/// contiguous (otherwise the schedule runs). `recv` is `None` for
+/// `MPI_IN_PLACE` (the root's only); `send` matters at the root only.
+///
+/// # Safety
+/// As for `calls::scatter`.
+pub unsafe fn scatterv(
+    cx: &mut impl Access,
+    slot: usize,
+    root: Root,
+    send: impl FnOnce(usize) -> MpiResult<Blocks>,
+    recv: Option<&Arg>,
+) -> Option<MpiResult<()>> {
+    let (root, me, n) = cx.with(|rt| rooted(rt, slot, root))?;
+    let is_root = root == me;
+    let rb = match recv {
+        // SAFETY: the caller's promise (the receive buffer).
+        Some(r) => Some(unsafe { r.buf() }.ok()?)
+            .filter(|r| r.dt.is_contiguous())?
+            .into(),
+        None if is_root => None,
+        None => return None,
+    };
+    let ins = if is_root {
+        // SAFETY: the caller's promise (the root's send blocks).
+        let ins = unsafe { send(n).ok()?.bufs() }.ok()?;
+        let fits = rb.as_ref().is_none_or(|r| r.len == ins[me].len);
+        (fits && ins.iter().all(|u| u.dt.is_contiguous())).then_some(ins)?
+    } else {
+        Vec::new()
+    };
+    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let per = share(n);
+    run.next();
+    Some((|| {
+        if !is_root {
+            let out = rb.expect("a member other than the root receives");
+            run.wait_posted(cx, Some(root), run.t)?;
+            // SAFETY: the receive buffer: `out.len` contiguous writable
+            // bytes, nothing else refers to them during the copy.
+            let dst = unsafe { slice_mut(out.ptr, out.len) };
+            let got = if expose::scatterv(&run.team, out.len) {
+                let got = run.pull_placed(root, me * per, dst);
+                run.post(cx, &[])?;
+                got
+            } else {
+                // Acknowledge before copying (BP2, as in `scatter`).
+                run.post(cx, &[])?;
+                if out.len == 0 {
+                    Ran::Done
+                } else {
+                    read(&run.board(), root, run.t, PLACED, me * per, out.len, |x| {
+                        dst[..x.len()].copy_from_slice(x)
+                    })
+                }
+            };
+            run.end();
+            return match got {
+                Ran::Failed(e) => Err(e.on(slot)),
+                _ => Ok(()),
+            };
+        }
+        if let Some(out) = &rb {
+            // SAFETY: the root's send block and receive buffer: as long
+            // (checked), not the same (not in place).
+            unsafe { std::ptr::copy_nonoverlapping(ins[me].ptr, out.ptr, out.len) };
+        }
+        // Each other member's block, or its exposure.
+        let placed = ins
+            .iter()
+            .enumerate()
+            .filter(|&(j, u)| j != me && u.len > 0);
+        let lines: Vec<_> = placed
+            .clone()
+            .filter(|(_, u)| expose::scatterv(&run.team, u.len))
+            .map(|(j, u)| (j, expose::encode(u.ptr, u.len)))
+            .collect();
+        let exposed = !lines.is_empty();
+        let pieces = placed
+            .filter(|(_, u)| !expose::scatterv(&run.team, u.len))
+            // SAFETY: the root's send block j: readable (MPI contract).
+            .map(|(j, u)| (j * per, unsafe { slice_at(u.ptr, u.len) }))
+            .chain(lines.iter().map(|(j, line)| (j * per, &line[..])));
+        run.place(cx, 0, pieces)?;
+        if exposed {
+            run.wait_posted(cx, None, run.t)?;
+        }
+        run.end();
+        Ok(())
     })())
 }
 

@@ -1,12 +1,12 @@
 //! Blocking collectives run straight on the board, without compiling a
 //! schedule: barrier, bcast, reduce and allreduce, allgather(v),
-//! alltoall, gather(v) and scatter.
+//! alltoall, gather(v) and scatter(v).
 //! Data moves between the application's buffers and the board directly:
 //! a schedule would pack the input into its own buffer first and unpack
 //! the result at the end, two more copies of every byte. Large data goes
 //! in pieces, or, larger still, is copied straight from its owner's memory
 //! ([`super::expose`]); reductions, the blocks of allgather(v) and
-//! alltoall, a gather(v) root's receive buffer and a scatter's buffers must
+//! alltoall, a gather(v) root's receive buffer and a scatter(v)'s buffers must
 //! be contiguous (others compile the schedule); a
 //! broadcast's non-contiguous buffer is packed at the root and, in several
 //! pieces or exposed, gathered packed at a reader and unpacked once. They
@@ -46,7 +46,7 @@ mod blocks;
 mod reduce;
 
 pub use bcast::{bcast, bcast_flat};
-pub use blocks::{allgather, allgatherv, gather, gatherv, scatter};
+pub use blocks::{allgather, allgatherv, gather, gatherv, scatter, scatterv};
 pub use reduce::{Flat, reduce, reduce_flat};
 
 /// Looks at the flags a wait needs before it starts progressing the rest
@@ -300,6 +300,13 @@ impl Run {
     fn pull(&self, m: usize, expect: usize, off: usize, dst: &mut [u8]) -> Ran {
         let pid = self.team.pid(m);
         expose::pull(&self.board(), m, pid, self.t, expect, off, dst)
+    }
+
+    /// Copy into `dst` the block member `m` exposed for us at offset `at`
+    /// of its data buffer of this step ([`expose::pull_placed`]).
+    fn pull_placed(&self, m: usize, at: usize, dst: &mut [u8]) -> Ran {
+        let pid = self.team.pid(m);
+        expose::pull_placed(&self.board(), m, pid, self.t, at, dst)
     }
 
     /// Begin the next step exposing `len` bytes at `ptr`, and wait until
