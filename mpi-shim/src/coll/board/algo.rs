@@ -362,7 +362,7 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
 /// `MPI_Gatherv` to `root`, whose blocks only the root knows (`parts`,
 /// at the root; `own` is this member's data): every member takes two
 /// steps whatever the lengths. At the first, each member posts its block
-/// ([`gatherv_exposes`]: through its data buffer, or exposed), and the
+/// (`gatherv_exposes`: through its data buffer, or exposed), and the
 /// root copies every block; at the second, the root posts once its copies
 /// are done, and a member that exposed its block waits for that.
 pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {

@@ -161,7 +161,7 @@ pub enum BoardStep {
     /// reads it there ([`BoardStep::PullPlaced`]); published as `Place`.
     PlaceExposure { t: u64, src: Span, at: usize },
     /// Copy into `dst` the block that member `m` exposed at offset `at` of
-    /// its data buffer of step `t` ([`expose::pull_placed`]).
+    /// its data buffer of step `t` (`expose::pull_placed`).
     PullPlaced {
         m: usize,
         t: u64,

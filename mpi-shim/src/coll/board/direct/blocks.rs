@@ -12,7 +12,7 @@ use crate::core::buffer::UserBuf;
 use crate::core::peer::Root;
 
 /// `MPI_Allgather` (`alltoall` false) or `MPI_Alltoall` of contiguous
-/// blocks of `recv`'s size ([`allgather_blocks`], [`alltoall`]). `send` is
+/// blocks of `recv`'s size (`allgather_blocks`, `alltoall`). `send` is
 /// `None` for `MPI_IN_PLACE` (allgather only).
 ///
 /// # Safety
@@ -47,7 +47,7 @@ pub unsafe fn allgather(
     unsafe { allgather_blocks(cx, slot, sb.as_ref(), block) }
 }
 
-/// `MPI_Allgatherv` of contiguous receive blocks ([`allgather_blocks`]).
+/// `MPI_Allgatherv` of contiguous receive blocks (`allgather_blocks`).
 /// `send` is `None` for `MPI_IN_PLACE`.
 ///
 /// # Safety
@@ -503,7 +503,7 @@ pub unsafe fn scatterv(
 }
 
 /// `MPI_Scatter` from `root` of blocks of one length, as `algo::scatter`
-/// compiles it: in pieces, a step carrying [`share`] bytes of each block,
+/// compiles it: in pieces, a step carrying `share` bytes of each block,
 /// which the root places straight from its send buffer and each member
 /// copies straight into its receive buffer; or exposed by the root
 /// ([`expose::scatter`]). The send blocks (at the root) and the receive
