@@ -3,9 +3,9 @@
 
 use std::borrow::Cow;
 
-use super::{Access, Run, members, rooted, slice_at, slice_mut};
+use super::{Access, Run, keep, members, rooted, slice_at, slice_mut};
 use crate::coll::board::algo::{gatherv_exposes, pieces, share, split};
-use crate::coll::board::{PLACED, Ran, expose, read};
+use crate::coll::board::{PLACED, Ran, expose};
 use crate::coll::calls::{Arg, Blocks};
 use crate::core::MpiResult;
 use crate::core::buffer::UserBuf;
@@ -119,10 +119,8 @@ unsafe fn allgather_blocks(
                 // SAFETY: receive block j: writable, not our own block
                 // (which `own` may borrow).
                 let out = unsafe { slice_mut(at, len) };
-                if len > 0
-                    && let Ran::Failed(e) = run.pull(j, len, 0, out)
-                {
-                    bad.get_or_insert(e);
+                if len > 0 {
+                    keep(&mut bad, run.pull(j, len, 0, out));
                 }
             }
             run.release(cx)?;
@@ -139,7 +137,6 @@ unsafe fn allgather_blocks(
             let (lo, l) = part(blk, off, len);
             run.post(cx, &own[lo..lo + l])?;
             run.wait_posted(cx, None, run.t)?;
-            let b = run.board();
             for j in others() {
                 let (at, whole) = block(j);
                 let (lo, l) = part(whole, off, len);
@@ -149,11 +146,7 @@ unsafe fn allgather_blocks(
                 // SAFETY: bytes `lo..lo + l` of receive block j: writable,
                 // not our own block.
                 let out = unsafe { slice_mut(at.add(lo), l) };
-                if let Ran::Failed(e) =
-                    read(&b, j, run.t, l, 0, l, |x| out[..x.len()].copy_from_slice(x))
-                {
-                    bad.get_or_insert(e);
-                }
+                keep(&mut bad, run.copy_out(j, l, 0, out));
             }
         }
         run.end();
@@ -199,9 +192,7 @@ unsafe fn alltoall(
             for j in (0..n).filter(|&j| j != me) {
                 // SAFETY: receive block j: `blk` writable bytes.
                 let out = unsafe { slice_mut(recv_at(j), blk) };
-                if let Ran::Failed(e) = run.pull(j, n * blk, me * blk, out) {
-                    bad.get_or_insert(e);
-                }
+                keep(&mut bad, run.pull(j, n * blk, me * blk, out));
             }
             run.release(cx)?;
             run.end();
@@ -210,21 +201,13 @@ unsafe fn alltoall(
         let per = share(n);
         for (off, len) in split(blk, per) {
             run.next();
-            let pieces = (0..n)
-                .filter(|&j| j != me && len > 0)
-                .map(|j| (j * per, send_part(j, off, len)));
-            run.place(cx, 0, pieces)?;
+            run.place_shares(cx, per, len, |j| send_part(j, off, len))?;
             run.wait_posted(cx, None, run.t)?;
-            let b = run.board();
             for j in (0..n).filter(|&j| j != me && len > 0) {
                 // SAFETY: bytes `off..off + len` of receive block j:
                 // writable, not our own block.
                 let out = unsafe { slice_mut(recv_at(j).add(off), len) };
-                if let Ran::Failed(e) = read(&b, j, run.t, PLACED, me * per, len, |x| {
-                    out[..x.len()].copy_from_slice(x)
-                }) {
-                    bad.get_or_insert(e);
-                }
+                keep(&mut bad, run.copy_out(j, PLACED, me * per, out));
             }
         }
         run.end();
@@ -250,30 +233,8 @@ pub unsafe fn gather(
     recv: &Arg,
 ) -> Option<MpiResult<()>> {
     let (root, me, n) = cx.with(|rt| rooted(rt, slot, root))?;
-    let is_root = root == me;
-    let sb = match send {
-        // SAFETY: the caller's promise (the send buffer).
-        Some(s) => Some(unsafe { s.buf() }.ok()?),
-        None if is_root => None,
-        None => return None,
-    };
-    // The root's receive buffer, one block of it (significant there only).
-    let rb = if is_root {
-        // SAFETY: the caller's promise (one block of the receive buffer).
-        let rb = unsafe { recv.buf() }.ok()?;
-        Some(rb).filter(|r| r.dt.is_contiguous())?.into()
-    } else {
-        None
-    };
-    let blk = match (&rb, &sb) {
-        (Some(r), _) => r.len,
-        (None, Some(s)) => s.len,
-        (None, None) => unreachable!("a member other than the root sends"),
-    };
-    // Type signatures that differ (erroneous) are the schedule's to report.
-    if sb.as_ref().is_some_and(|s| s.len != blk) {
-        return None;
-    }
+    // SAFETY: forwarded from the caller.
+    let (sb, rb, blk) = unsafe { rooted_blocks(root == me, send, recv) }?;
     let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
@@ -302,21 +263,80 @@ pub unsafe fn gather(
             // this step's pieces until it posts the next.
             run.post(cx, &[])?;
             run.wait_posted(cx, None, run.t)?;
-            let b = run.board();
             for j in (0..n).filter(|&j| j != me && len > 0) {
                 // SAFETY: bytes `off..off + len` of receive block j:
                 // writable, not the send buffer.
                 let out = unsafe { slice_mut(recv_at(j).add(off), len) };
-                if let Ran::Failed(e) = read(&b, j, run.t, len, 0, len, |x| {
-                    out[..x.len()].copy_from_slice(x)
-                }) {
-                    bad.get_or_insert(e);
-                }
+                keep(&mut bad, run.copy_out(j, len, 0, out));
             }
         }
         run.end();
         bad.map_or(Ok(()), |e| Err(e.on(slot)))
     })())
+}
+
+/// The buffers of a gather or scatter, blocks of one length: this
+/// member's `own` (`None`: in place, the root's only) and, at the root,
+/// one block of `all` (the blocks the root gathers or scatters), which
+/// must be contiguous; and the length of a block. `None` where the
+/// arguments are not valid, or `own` is not as long as a block of `all`
+/// (type signatures that differ, the schedule's to report).
+///
+/// # Safety
+/// The arguments address their elements (MPI contract).
+unsafe fn rooted_blocks(
+    is_root: bool,
+    own: Option<&Arg>,
+    all: &Arg,
+) -> Option<(Option<UserBuf>, Option<UserBuf>, usize)> {
+    let own = match own {
+        // SAFETY: the caller's promise.
+        Some(a) => Some(unsafe { a.buf() }.ok()?),
+        None if is_root => None,
+        None => return None,
+    };
+    let all = if is_root {
+        // SAFETY: the caller's promise.
+        let b = unsafe { all.buf() }.ok()?;
+        Some(b.dt.is_contiguous().then_some(b)?)
+    } else {
+        None
+    };
+    let blk = match (&all, &own) {
+        (Some(b), _) => b.len,
+        (None, Some(o)) => o.len,
+        (None, None) => unreachable!("a member other than the root has a buffer"),
+    };
+    if own.as_ref().is_some_and(|o| o.len != blk) {
+        return None;
+    }
+    Some((own, all, blk))
+}
+
+/// [`rooted_blocks`] of gatherv and scatterv: this member's `own`, and
+/// at the root the `all(n)` blocks, contiguous, for members `(me, n)`.
+///
+/// # Safety
+/// As for [`rooted_blocks`].
+unsafe fn rooted_v_blocks(
+    is_root: bool,
+    (me, n): (usize, usize),
+    own: Option<&Arg>,
+    all: impl FnOnce(usize) -> MpiResult<Blocks>,
+) -> Option<(Option<UserBuf>, Vec<UserBuf>)> {
+    let own = match own {
+        // SAFETY: the caller's promise.
+        Some(a) => Some(unsafe { a.buf() }.ok()?),
+        None if is_root => None,
+        None => return None,
+    };
+    if !is_root {
+        return Some((own, Vec::new()));
+    }
+    // SAFETY: the caller's promise.
+    let all = unsafe { all(n).ok()?.bufs() }.ok()?;
+    let fits = own.as_ref().is_none_or(|o| o.len == all[me].len);
+    (fits && all.iter().all(|u| u.dt.is_contiguous())).then_some((own, all))
 }
 
 /// `MPI_Gatherv` to `root` in the two steps `algo::gatherv` compiles:
@@ -338,20 +358,8 @@ pub unsafe fn gatherv(
 ) -> Option<MpiResult<()>> {
     let (root, me, n) = cx.with(|rt| rooted(rt, slot, root))?;
     let is_root = root == me;
-    let sb = match send {
-        // SAFETY: the caller's promise (the send buffer).
-        Some(s) => Some(unsafe { s.buf() }.ok()?),
-        None if is_root => None,
-        None => return None,
-    };
-    let outs = if is_root {
-        // SAFETY: the caller's promise (the root's receive blocks).
-        let outs = unsafe { recv(n).ok()?.bufs() }.ok()?;
-        let fits = sb.as_ref().is_none_or(|s| s.len == outs[me].len);
-        (fits && outs.iter().all(|u| u.dt.is_contiguous())).then_some(outs)?
-    } else {
-        Vec::new()
-    };
+    // SAFETY: forwarded from the caller.
+    let (sb, outs) = unsafe { rooted_v_blocks(is_root, (me, n), send, recv) }?;
     let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
@@ -391,13 +399,9 @@ pub unsafe fn gatherv(
             let got = if gatherv_exposes(u.len) {
                 run.pull(j, u.len, 0, out)
             } else {
-                read(&run.board(), j, run.t, u.len, 0, u.len, |x| {
-                    out[..x.len()].copy_from_slice(x)
-                })
+                run.copy_out(j, u.len, 0, out)
             };
-            if let Ran::Failed(e) = got {
-                bad.get_or_insert(e);
-            }
+            keep(&mut bad, got);
         }
         run.next();
         run.post(cx, &[])?;
@@ -425,22 +429,11 @@ pub unsafe fn scatterv(
 ) -> Option<MpiResult<()>> {
     let (root, me, n) = cx.with(|rt| rooted(rt, slot, root))?;
     let is_root = root == me;
-    let rb = match recv {
-        // SAFETY: the caller's promise (the receive buffer).
-        Some(r) => Some(unsafe { r.buf() }.ok()?)
-            .filter(|r| r.dt.is_contiguous())?
-            .into(),
-        None if is_root => None,
-        None => return None,
-    };
-    let ins = if is_root {
-        // SAFETY: the caller's promise (the root's send blocks).
-        let ins = unsafe { send(n).ok()?.bufs() }.ok()?;
-        let fits = rb.as_ref().is_none_or(|r| r.len == ins[me].len);
-        (fits && ins.iter().all(|u| u.dt.is_contiguous())).then_some(ins)?
-    } else {
-        Vec::new()
-    };
+    // SAFETY: forwarded from the caller.
+    let (rb, ins) = unsafe { rooted_v_blocks(is_root, (me, n), recv, send) }?;
+    if rb.as_ref().is_some_and(|r| !r.dt.is_contiguous()) {
+        return None;
+    }
     let mut run = cx.with(|rt| Run::begin(rt, slot))?;
     let per = share(n);
     run.next();
@@ -461,9 +454,7 @@ pub unsafe fn scatterv(
                 if out.len == 0 {
                     Ran::Done
                 } else {
-                    read(&run.board(), root, run.t, PLACED, me * per, out.len, |x| {
-                        dst[..x.len()].copy_from_slice(x)
-                    })
+                    run.copy_out(root, PLACED, me * per, dst)
                 }
             };
             run.end();
@@ -520,30 +511,9 @@ pub unsafe fn scatter(
     recv: Option<&Arg>,
 ) -> Option<MpiResult<()>> {
     let (root, me, n) = cx.with(|rt| rooted(rt, slot, root))?;
-    let is_root = root == me;
-    let rb = match recv {
-        // SAFETY: the caller's promise (the receive buffer).
-        Some(r) => Some(unsafe { r.buf() }.ok()?)
-            .filter(|r| r.dt.is_contiguous())?
-            .into(),
-        None if is_root => None,
-        None => return None,
-    };
-    // The root's send buffer, one block of it (significant there only).
-    let sb = if is_root {
-        // SAFETY: the caller's promise (one block of the send buffer).
-        let sb = unsafe { send.buf() }.ok()?;
-        Some(sb).filter(|s| s.dt.is_contiguous())?.into()
-    } else {
-        None
-    };
-    let blk = match (&sb, &rb) {
-        (Some(s), _) => s.len,
-        (None, Some(r)) => r.len,
-        (None, None) => unreachable!("a member other than the root receives"),
-    };
-    // Type signatures that differ (erroneous) are the schedule's to report.
-    if rb.as_ref().is_some_and(|r| r.len != blk) {
+    // SAFETY: forwarded from the caller.
+    let (rb, sb, blk) = unsafe { rooted_blocks(root == me, recv, send) }?;
+    if rb.as_ref().is_some_and(|r| !r.dt.is_contiguous()) {
         return None;
     }
     let mut run = cx.with(|rt| Run::begin(rt, slot))?;
@@ -569,13 +539,7 @@ pub unsafe fn scatter(
                 // SAFETY: bytes `off..off + len` of the receive buffer:
                 // writable (MPI contract).
                 let dst = unsafe { slice_mut(out.ptr.add(off), len) };
-                if let Ran::Failed(e) =
-                    read(&run.board(), root, run.t, PLACED, me * per, len, |x| {
-                        dst[..x.len()].copy_from_slice(x)
-                    })
-                {
-                    bad.get_or_insert(e);
-                }
+                keep(&mut bad, run.copy_out(root, PLACED, me * per, dst));
             }
             run.end();
             bad.map_or(Ok(()), |e| Err(e.on(slot)))
@@ -595,10 +559,7 @@ pub unsafe fn scatter(
     Some((|| {
         for (off, len) in split(blk, per) {
             run.next();
-            let pieces = (0..n)
-                .filter(|&j| j != me && len > 0)
-                .map(|j| (j * per, send_part(j, off, len)));
-            run.place(cx, 0, pieces)?;
+            run.place_shares(cx, per, len, |j| send_part(j, off, len))?;
         }
         run.end();
         Ok(())

@@ -35,11 +35,11 @@ use std::sync::Arc;
 use shm_engine::board::{self as bp, Board};
 
 use super::expose;
-use super::{INLINE, Ran, Team, missing, watch};
+use super::{INLINE, Ran, Team, missing, read, watch};
 use crate::coll::calls::root_and_me;
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
-use crate::core::{MpiResult, Runtime, threads};
+use crate::core::{MpiError, MpiResult, Runtime, threads};
 
 mod bcast;
 mod blocks;
@@ -278,6 +278,23 @@ impl Run {
         Ok(())
     }
 
+    /// Place `part(j)` (`len` bytes, none if 0) for each other member `j`
+    /// at its share of this step's data buffer, `j * per`, and post it
+    /// (scatter, alltoall; readers read it as [`PLACED`](super::PLACED)).
+    fn place_shares<'a>(
+        &self,
+        cx: &mut impl Access,
+        per: usize,
+        len: usize,
+        part: impl Fn(usize) -> &'a [u8],
+    ) -> MpiResult<()> {
+        let me = self.team.me;
+        let shares = (0..self.team.size())
+            .filter(|&j| j != me && len > 0)
+            .map(|j| (j * per, part(j)));
+        self.place(cx, 0, shares)
+    }
+
     /// Post this step exposing `len` bytes at `ptr` ([`expose`]), as
     /// [`Run::post_ahead`] does where `ahead`, else as [`Run::post`].
     fn expose(
@@ -293,6 +310,15 @@ impl Run {
         } else {
             self.post(cx, &line)
         }
+    }
+
+    /// Copy bytes `at..at + dst.len()` of what member `m` posted at this
+    /// step (`posted` bytes, or [`PLACED`](super::PLACED) where placed)
+    /// into `dst` (`super::read`).
+    fn copy_out(&self, m: usize, posted: usize, at: usize, dst: &mut [u8]) -> Ran {
+        read(&self.board(), m, self.t, posted, at, dst.len(), |x| {
+            dst[..x.len()].copy_from_slice(x)
+        })
     }
 
     /// Copy bytes `off..off + dst.len()` of what member `m` exposed at
@@ -409,6 +435,14 @@ unsafe fn slice_at<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
     }
     // SAFETY: the caller's promise; not null where bytes are read.
     unsafe { std::slice::from_raw_parts(ptr, len) }
+}
+
+/// Keep the first failure of a member's copies in `bad`: the others
+/// still run, so that no member waits for this one in vain.
+fn keep(bad: &mut Option<MpiError>, ran: Ran) {
+    if let Ran::Failed(e) = ran {
+        bad.get_or_insert(e);
+    }
 }
 
 /// The members of communicator `slot` and this member's rank; `None` for
