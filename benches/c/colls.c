@@ -1,12 +1,14 @@
 /* Collectives: MPI_Allreduce (MPI_SUM on doubles), MPI_Bcast (from rank 0),
- * MPI_Allgather (each process's block of `size` bytes) and MPI_Alltoall
- * (`size` bytes from each process to each) at 8 B, 64 KiB and 1 MiB, and
+ * MPI_Allgather (each process's block of `size` bytes), MPI_Alltoall
+ * (`size` bytes from each process to each), MPI_Gather and MPI_Scatter (to
+ * and from rank 0, blocks of `size` bytes) at 8 B, 64 KiB and 1 MiB, and
  * MPI_Barrier.  Each repetition starts after a barrier; the program reports
  * the median over repetitions of the slowest rank's time. */
 #include "bench.h"
 
-enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, BARRIER };
-static const char *names[] = {"allreduce", "bcast", "allgather", "alltoall", "barrier"};
+enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, GATHER, SCATTER, BARRIER };
+static const char *names[] = {"allreduce", "bcast",   "allgather", "alltoall",
+                              "gather",    "scatter", "barrier"};
 
 static double *in, *out;
 static int warmups = 3; /* untimed calls before each measurement */
@@ -25,6 +27,12 @@ static void run(enum coll c, int count)
         break;
     case ALLTOALL:
         MPI_Alltoall(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, MPI_COMM_WORLD);
+        break;
+    case GATHER:
+        MPI_Gather(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        break;
+    case SCATTER:
+        MPI_Scatter(in, count, MPI_DOUBLE, out, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         break;
     case BARRIER:
         MPI_Barrier(MPI_COMM_WORLD);
@@ -81,15 +89,15 @@ int main(int argc, char **argv)
         warmups = 1;
     const long *sizes = o.quick ? quick : full;
     int nsizes = o.quick ? 2 : 3;
-    /* All-to-all sends a block to every process, allgather receives one
-     * from every process. */
+    /* All-to-all sends a block to every process, allgather and gather
+     * receive one from every process, scatter sends one to each. */
     long max = sizes[nsizes - 1] * np;
     in = xmalloc((size_t)max);
     out = xmalloc((size_t)max);
     for (long i = 0; i < max / (long)sizeof(double); i++) /* touch every page */
         in[i] = out[i] = (double)i;
 
-    for (enum coll c = ALLREDUCE; c <= ALLTOALL; c++) {
+    for (enum coll c = ALLREDUCE; c <= SCATTER; c++) {
         for (int s = 0; s < nsizes; s++) {
             int reps = (int)(o.iters ? o.iters : o.quick ? 3 : sizes[s] < MIB ? 50 : 20);
             double m = measure(c, sizes[s], reps, !o.iters);
