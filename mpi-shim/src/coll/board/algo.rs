@@ -65,8 +65,9 @@ pub(super) fn bcast_piece(n: usize, cpus: usize) -> usize {
     if n <= cpus { BCAST_PIECE } else { DATA }
 }
 
-/// Bytes of each member's block a step of scatter or all-to-all carries:
-/// one data buffer holds a share for each of the `n` members.
+/// Bytes of each member's block a step of scatter or all-to-all carries
+/// (of scatterv: its record and block): one data buffer holds a share
+/// for each of the `n` members.
 pub(super) fn share(n: usize) -> usize {
     (DATA / n).max(1)
 }
@@ -318,7 +319,7 @@ fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: b
     barrier(b);
 }
 
-/// `MPI_Allgatherv` (`root: None`) or `MPI_Gatherv` to `root`: `blocks[j]`
+/// `MPI_Allgatherv` (`root: None`) or `MPI_Gather` to `root`: `blocks[j]`
 /// is member `j`'s block; this member's holds its data. An allgather
 /// exposes the blocks where [`expose::allgather`] says so.
 pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
@@ -425,10 +426,11 @@ pub(super) fn gatherv_exposes(len: usize) -> bool {
 }
 
 /// `MPI_Scatterv` from `root`, whose blocks only the root knows (`parts`,
-/// at the root; `own` receives this member's), in one step: the root
-/// writes each member's block, or where [`expose::scatterv`] says so its
-/// exposure, at that member's share of its data buffer, and posts; each
-/// member copies its block, or pulls it, and acknowledges. A root that
+/// at the root; `own` receives this member's), in one step: at the head
+/// of each member's share of its data buffer the root writes a record of
+/// the block's length, then the block, or, where [`expose::scatterv`]
+/// says so, the block's address in the record; and posts. Each member
+/// takes its block (copies it, or pulls it) and acknowledges; a root that
 /// exposed a block waits for the acknowledgements.
 pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     let team = team(b);
@@ -436,45 +438,40 @@ pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     let per = share(b.size);
     let t = team.step();
     if me == root {
-        let mut exposed = false;
-        for (j, &part) in parts.iter().enumerate().filter(|&(j, _)| j != me) {
+        let mut any = false;
+        for (j, &src) in parts.iter().enumerate().filter(|&(j, _)| j != me) {
+            let exposed = expose::scatterv(&team, src.len);
+            any |= exposed;
             let at = j * per;
-            if expose::scatterv(&team, part.len) {
-                b.board(BoardStep::PlaceExposure { t, src: part, at });
-                exposed = true;
-            } else if part.len > 0 {
-                b.board(BoardStep::Place { t, src: part, at });
-            }
+            b.board(BoardStep::PlaceBlock {
+                t,
+                src,
+                at,
+                exposed,
+            });
         }
         b.board(BoardStep::Post {
             t,
             src: None,
             ahead: false,
         });
-        if exposed {
+        if any {
             b.board(BoardStep::Wait { t, who: None });
         }
         return;
     }
     b.board(BoardStep::Wait { t, who: Some(root) });
-    let ack = BoardStep::Post {
+    b.board(BoardStep::Take {
+        m: root,
+        t,
+        at: me * per,
+        dst: own,
+    });
+    b.board(BoardStep::Post {
         t,
         src: None,
         ahead: false,
-    };
-    if expose::scatterv(&team, own.len) {
-        b.board(BoardStep::PullPlaced {
-            m: root,
-            t,
-            at: me * per,
-            dst: own,
-        });
-        b.board(ack);
-    } else {
-        // Acknowledge before copying (BP2, as in `scatter`).
-        b.board(ack);
-        fetch(b, root, t, PLACED, me * per, own);
-    }
+    });
 }
 
 /// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root

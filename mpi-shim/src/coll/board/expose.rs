@@ -103,12 +103,12 @@ pub fn scatter(team: &Team, blk: usize) -> bool {
     }
 }
 
-/// Whether a scatterv's root exposes a block of `len` bytes (in its data
-/// buffer, for the member whose block it is) rather than place it there:
-/// as [`scatter`] does, and always where the block is larger than the
-/// member's share of the buffer (a scatterv takes one step).
+/// Whether a scatterv's root exposes a block of `len` bytes rather than
+/// place it in the member's share of its data buffer: as [`scatter`]
+/// does, and always where the block does not fit in the share after its
+/// [`record`] (a scatterv takes one step). Only the root decides.
 pub fn scatterv(team: &Team, len: usize) -> bool {
-    scatter(team, len) || len > share(team.size())
+    scatter(team, len) || len + LEN > share(team.size())
 }
 
 /// Whether a reduce or allreduce of a vector of `len` bytes exposes the
@@ -164,12 +164,21 @@ pub(super) fn pull(
     copy(pid, &line, expect, off, dst)
 }
 
-/// Copy into `dst` the block that member `m` (process `pid`) exposed for
-/// this member in its data buffer of step `t`, at offset `at` (placed
-/// there by [`encode`], as a scatterv's root does: the readers do not
-/// know where their blocks lie); `dst.len()` bytes expected. Errors as
-/// for [`pull`].
-pub(super) fn pull_placed(
+/// The record a scatterv's root writes at the head of a member's share
+/// of its data buffer: the block's length, and its address where the
+/// block is exposed (`Some`) or null where its bytes follow the record.
+/// Only the root decides which; the member reads the record
+/// (`take_placed`), so lengths that differ are found either way.
+pub fn record(exposed: Option<*const u8>, len: usize) -> [u8; LEN] {
+    encode(exposed.unwrap_or(std::ptr::null()), len)
+}
+
+/// Copy into `dst` the block that member `m` (process `pid`) placed for
+/// this member at offset `at` of its data buffer of step `t`: after a
+/// [`record`] there, or exposed at the address the record gives.
+/// `dst.len()` bytes expected; errors as for [`pull`]. The caller saw `m`
+/// post `t` and has not posted `t + 1`.
+pub(super) fn take_placed(
     b: &Board<'_>,
     m: usize,
     pid: u32,
@@ -179,7 +188,21 @@ pub(super) fn pull_placed(
 ) -> Ran {
     let mut line = [0; LEN];
     let _ = read(b, m, t, PLACED, at, LEN, |x| line.copy_from_slice(x));
-    copy(pid, &line, dst.len(), 0, dst)
+    let word = |a: usize| u64::from_ne_bytes(line[a..a + 8].try_into().expect("8 bytes"));
+    if word(0) != 0 {
+        return copy(pid, &line, dst.len(), 0, dst);
+    }
+    let len = word(8) as usize;
+    let have = dst.len().min(len);
+    // `read` keeps within the data buffer, whatever the record says.
+    let _ = read(b, m, t, PLACED, at + LEN, have, |x| {
+        dst[..x.len()].copy_from_slice(x)
+    });
+    if len == dst.len() {
+        Ran::Done
+    } else {
+        Ran::Failed(mismatch(len, dst.len()))
+    }
 }
 
 /// Copy bytes `off..off + dst.len()` of the memory of process `pid` that

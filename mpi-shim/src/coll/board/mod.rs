@@ -26,7 +26,8 @@
 //!   the same bits); large: a reduce-scatter, where member `i` reduces
 //!   slice `i` of the piece from every area and posts it, then everyone
 //!   (or the root) copies the reduced slices (an allgather);
-//! - allgather(v), gather: everyone posts its block, the readers copy;
+//! - allgather(v): everyone posts its block, everyone copies the
+//!   others'; gather: the others post their blocks, the root copies;
 //! - scatter: the root places the blocks, everyone copies its own;
 //! - alltoall: everyone places its blocks, each copies its own block from
 //!   every area;
@@ -120,8 +121,9 @@ pub enum BoardStep {
     Settle { oks: Span },
     /// Post step `t`, with `src` (at most [`DATA`] bytes) as this
     /// member's contribution. `ahead`: the member does not then wait for
-    /// everyone's post of `t` (a bcast's root and readers, the non-roots
-    /// of reduce and gather), so a post that stays in the line may run
+    /// everyone's post of `t` (a bcast's root and readers, an exposed
+    /// scatter's root and readers, the non-roots of reduce, gather and
+    /// gatherv), so a post that stays in the line may run
     /// ahead of the others (`shm_engine::board`, BP2); every other post
     /// waits until all posted `t - 1`, as `direct` does.
     Post {
@@ -157,12 +159,19 @@ pub enum BoardStep {
         dst: Span,
     },
     /// Write at offset `at` of this member's data buffer of step `t` the
-    /// exposure of `src` ([`expose::encode`]), for the one member that
-    /// reads it there ([`BoardStep::PullPlaced`]); published as `Place`.
-    PlaceExposure { t: u64, src: Span, at: usize },
-    /// Copy into `dst` the block that member `m` exposed at offset `at` of
-    /// its data buffer of step `t` (`expose::pull_placed`).
-    PullPlaced {
+    /// [`expose::record`] of block `src` and, unless `exposed`, its bytes
+    /// after it, for the one member that takes it ([`BoardStep::Take`]);
+    /// published as `Place`.
+    PlaceBlock {
+        t: u64,
+        src: Span,
+        at: usize,
+        exposed: bool,
+    },
+    /// Copy into `dst` the block that member `m` placed for this member
+    /// at offset `at` of its data buffer of step `t`, or exposed
+    /// (`expose::take_placed`).
+    Take {
         m: usize,
         t: u64,
         at: usize,
@@ -507,17 +516,26 @@ impl Team {
                 self.write_data(&b, t, at, &bufs[src.buf][src.off..src.off + src.len]);
                 Ok(Ran::Done)
             }
-            BoardStep::PlaceExposure { t, src, at } => {
+            BoardStep::PlaceBlock {
+                t,
+                src,
+                at,
+                exposed,
+            } => {
                 if !self.may_post(ep, &b, t, false) {
                     return Ok(Ran::Waiting);
                 }
-                let from = bufs[src.buf][src.off..src.off + src.len].as_ptr();
-                self.write_data(&b, t, at, &expose::encode(from, src.len));
+                let block = &bufs[src.buf][src.off..src.off + src.len];
+                let from = exposed.then_some(block.as_ptr());
+                self.write_data(&b, t, at, &expose::record(from, block.len()));
+                if !exposed {
+                    self.write_data(&b, t, at + expose::LEN, block);
+                }
                 Ok(Ran::Done)
             }
-            BoardStep::PullPlaced { m, t, at, dst } => {
+            BoardStep::Take { m, t, at, dst } => {
                 let out = &mut bufs[dst.buf][dst.off..dst.off + dst.len];
-                Ok(expose::pull_placed(&b, m, areas.pids[m], t, at, out))
+                Ok(expose::take_placed(&b, m, areas.pids[m], t, at, out))
             }
             BoardStep::Post { t, src, ahead } => {
                 let in_line = src.is_none_or(|s| s.len <= INLINE);

@@ -411,10 +411,10 @@ pub unsafe fn gatherv(
 }
 
 /// `MPI_Scatterv` from `root` in the one step `algo::scatterv` compiles:
-/// the root writes each member's block, or its exposure, straight from
-/// its send buffer into that member's share of its data buffer, and each
-/// member copies its block, or pulls it, straight into its receive
-/// buffer. The root's send blocks and the receive buffer must be
+/// the root writes each member's record and block (or the record of its
+/// exposure) straight from its send buffer into that member's share of
+/// its data buffer, and each member copies its block, or pulls it,
+/// straight into its receive buffer. The root's send blocks and the receive buffer must be
 /// contiguous (otherwise the schedule runs). `recv` is `None` for
 /// `MPI_IN_PLACE` (the root's only); `send` matters at the root only.
 ///
@@ -444,19 +444,8 @@ pub unsafe fn scatterv(
             // SAFETY: the receive buffer: `out.len` contiguous writable
             // bytes, nothing else refers to them during the copy.
             let dst = unsafe { slice_mut(out.ptr, out.len) };
-            let got = if expose::scatterv(&run.team, out.len) {
-                let got = run.pull_placed(root, me * per, dst);
-                run.post(cx, &[])?;
-                got
-            } else {
-                // Acknowledge before copying (BP2, as in `scatter`).
-                run.post(cx, &[])?;
-                if out.len == 0 {
-                    Ran::Done
-                } else {
-                    run.copy_out(root, PLACED, me * per, dst)
-                }
-            };
+            let got = run.take_placed(root, me * per, dst);
+            run.post(cx, &[])?;
             run.end();
             return match got {
                 Ran::Failed(e) => Err(e.on(slot)),
@@ -468,22 +457,25 @@ pub unsafe fn scatterv(
             // (checked), not the same (not in place).
             unsafe { std::ptr::copy_nonoverlapping(ins[me].ptr, out.ptr, out.len) };
         }
-        // Each other member's block, or its exposure.
-        let placed = ins
-            .iter()
-            .enumerate()
-            .filter(|&(j, u)| j != me && u.len > 0);
-        let lines: Vec<_> = placed
+        // Each other member's record, then its block unless exposed.
+        let others = ins.iter().enumerate().filter(|&(j, _)| j != me);
+        let exposes = |u: &UserBuf| expose::scatterv(&run.team, u.len);
+        let records: Vec<_> = others
             .clone()
-            .filter(|(_, u)| expose::scatterv(&run.team, u.len))
-            .map(|(j, u)| (j, expose::encode(u.ptr, u.len)))
+            .map(|(j, u)| {
+                (
+                    j * per,
+                    expose::record(exposes(u).then_some(u.ptr.cast_const()), u.len),
+                )
+            })
             .collect();
-        let exposed = !lines.is_empty();
-        let pieces = placed
-            .filter(|(_, u)| !expose::scatterv(&run.team, u.len))
-            // SAFETY: the root's send block j: readable (MPI contract).
-            .map(|(j, u)| (j * per, unsafe { slice_at(u.ptr, u.len) }))
-            .chain(lines.iter().map(|(j, line)| (j * per, &line[..])));
+        let exposed = others.clone().any(|(_, u)| exposes(u));
+        let pieces = records.iter().map(|(at, r)| (*at, &r[..])).chain(
+            others
+                .filter(|(_, u)| !exposes(u))
+                // SAFETY: the root's send block j: readable (MPI contract).
+                .map(|(j, u)| (j * per + expose::LEN, unsafe { slice_at(u.ptr, u.len) })),
+        );
         run.place(cx, 0, pieces)?;
         if exposed {
             run.wait_posted(cx, None, run.t)?;

@@ -217,8 +217,9 @@ impl Run {
     /// Post step `t` with `data` (at most [`DATA`] bytes), once every
     /// member posted `t - 1`: for a member that then waits for every
     /// member's post of this step (barrier, allreduce, allgather,
-    /// alltoall), or for member 0's where member 0 posts last (the
-    /// oversubscribed barrier). Posting sooner would not end its wait
+    /// alltoall, a gather's root), or for member 0's where member 0 posts
+    /// last (the oversubscribed barrier), and for the acknowledgements of
+    /// scatter(v), which follow the root's post of the step anyway. Posting sooner would not end its wait
     /// sooner; and where processes outnumber cores, a member that arrives
     /// last this way runs on into what follows rather than waiting for
     /// the core: a bcast right after a barrier at 4 processes on 2 cores
@@ -233,7 +234,8 @@ impl Run {
     /// where BP2 allows: a contribution that fits in the line waits only
     /// for everyone's `t - 63`. For a member that does not wait for the
     /// others' posts of this step (a bcast's root and its readers'
-    /// acknowledgements, a reduce's non-roots): the root of a stream of
+    /// acknowledgements, an exposed scatter's likewise, the non-roots of
+    /// reduce, gather and gatherv): the root of a stream of
     /// small broadcasts posts many before its readers have read them.
     fn post_ahead(&self, cx: &mut impl Access, data: &[u8]) -> MpiResult<()> {
         self.may_post(cx, data.len() <= INLINE)?;
@@ -328,11 +330,11 @@ impl Run {
         expose::pull(&self.board(), m, pid, self.t, expect, off, dst)
     }
 
-    /// Copy into `dst` the block member `m` exposed for us at offset `at`
-    /// of its data buffer of this step ([`expose::pull_placed`]).
-    fn pull_placed(&self, m: usize, at: usize, dst: &mut [u8]) -> Ran {
+    /// Copy into `dst` the block member `m` placed (or exposed) for us at
+    /// offset `at` of its data buffer of this step (`expose::take_placed`).
+    fn take_placed(&self, m: usize, at: usize, dst: &mut [u8]) -> Ran {
         let pid = self.team.pid(m);
-        expose::pull_placed(&self.board(), m, pid, self.t, at, dst)
+        expose::take_placed(&self.board(), m, pid, self.t, at, dst)
     }
 
     /// Begin the next step exposing `len` bytes at `ptr`, and wait until
