@@ -467,9 +467,10 @@ pub fn scatter(b: &mut Builder, root: usize, parts: &[Span], blk: usize) -> Span
 }
 
 /// Linear gather, for blocks of different sizes (`MPI_Gatherv`; on a
-/// board, `board::algo::gatherv`): every rank sends `own` to `root`, which receives rank `r`'s part into
-/// `parts[r]` (`parts` matters at the root only; its own part is not
-/// received). On shared memory the root's receives run concurrently.
+/// board, `board::algo::gatherv`): every rank sends `own` to `root`,
+/// which receives rank `r`'s part into `parts[r]` (`parts` matters at the
+/// root only; its own part is not received). On shared memory the root's
+/// receives run concurrently.
 pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     if b.team().is_some() {
         return board::algo::gatherv(b, root, own, parts);

@@ -9,16 +9,17 @@
 //! The owner leaves the memory unchanged, and its collective does not
 //! end, until every reader is done copying: the readers of a bcast or a
 //! scatter post the exposure's step only after their copy (their
-//! acknowledgement), and the root waits for every post of it; allgather and alltoall take one more
-//! step, which each member posts after its copies and waits for at all;
-//! a reduction exposes its vector at one step and its reduced slice at
-//! the next, which each member posts after its copies of the first, and
-//! takes a third step, posted after its copies of the second; a gatherv's
-//! root posts a second step once its copies are done.
+//! acknowledgement), and the root waits for every post of it; allgather
+//! and alltoall take one more step, which each member posts after its
+//! copies and waits for at all; a reduction exposes its vector at one
+//! step and its reduced slice at the next, which each member posts after
+//! its copies of the first, and takes a third step, posted after its
+//! copies of the second; a gatherv's root posts a second step once its
+//! copies are done.
 //!
 //! Allgather(v), alltoall, bcast, scatter(v), reduce and allreduce take
-//! this way for blocks from a size that every member of the board knows alike
-//! ([`allgather`], [`alltoall`], [`bcast`], [`scatter`], [`scatterv`],
+//! this way for blocks from a size that every member of the board knows
+//! alike ([`allgather`], [`alltoall`], [`bcast`], [`scatter`], [`scatterv`],
 //! [`reduce`]), and gatherv for blocks larger than a data buffer, in their
 //! schedules ([`super::algo`]) and their direct calls ([`super::direct`]),
 //! which take the same steps. Boards exist only where cross-memory attach
@@ -138,6 +139,12 @@ pub fn encode(ptr: *const u8, len: usize) -> [u8; LEN] {
     line
 }
 
+/// The address and the length that `line` holds ([`encode`]).
+fn decode(line: &[u8; LEN]) -> (u64, usize) {
+    let word = |a: usize| u64::from_ne_bytes(line[a..a + 8].try_into().expect("8 bytes"));
+    (word(0), word(8) as usize)
+}
+
 /// Copy bytes `off..off + dst.len()` of what member `m` (process `pid`)
 /// exposed at step `t` into `dst`; this member expects it to have exposed
 /// `expect` bytes. As with `super::read`, a member that exposed another
@@ -188,11 +195,10 @@ pub(super) fn take_placed(
 ) -> Ran {
     let mut line = [0; LEN];
     let _ = read(b, m, t, PLACED, at, LEN, |x| line.copy_from_slice(x));
-    let word = |a: usize| u64::from_ne_bytes(line[a..a + 8].try_into().expect("8 bytes"));
-    if word(0) != 0 {
+    let (addr, len) = decode(&line);
+    if addr != 0 {
         return copy(pid, &line, dst.len(), 0, dst);
     }
-    let len = word(8) as usize;
     let have = dst.len().min(len);
     // `read` keeps within the data buffer, whatever the record says.
     let _ = read(b, m, t, PLACED, at + LEN, have, |x| {
@@ -208,8 +214,7 @@ pub(super) fn take_placed(
 /// Copy bytes `off..off + dst.len()` of the memory of process `pid` that
 /// `line` exposes, `expect` bytes of it expected ([`pull`]).
 fn copy(pid: u32, line: &[u8; LEN], expect: usize, off: usize, dst: &mut [u8]) -> Ran {
-    let word = |a: usize| u64::from_ne_bytes(line[a..a + 8].try_into().expect("8 bytes"));
-    let (addr, len) = (word(0), word(8) as usize);
+    let (addr, len) = decode(line);
     let have = dst.len().min(len.saturating_sub(off));
     // An address past the end of memory (from an erroneous exposure) is
     // refused like any the kernel will not copy.
