@@ -615,6 +615,12 @@ static void test_outstanding(void) {
     MPI_Comm_free(&dup);
 }
 
+static int class_of(int rc) {
+    int cls;
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
 /* A one-process communicator: every collective is a local copy. */
 static void test_self(void) {
     int x[3] = {rank, 1, 2}, y[3] = {-1, -1, -1};
@@ -626,12 +632,27 @@ static void test_self(void) {
     RUN(MPI_Gather, MPI_Igather, x, 2, MPI_INT, y, 2, MPI_INT, 0, MPI_COMM_SELF);
     CHECK(y[0] == rank && y[1] == 1, "self gather");
     RUN(MPI_Barrier, MPI_Ibarrier, MPI_COMM_SELF);
-}
+    RUN(MPI_Bcast, MPI_Ibcast, x, 3, MPI_INT, 0, MPI_COMM_SELF);
+    CHECK(x[0] == rank && x[1] == 1 && x[2] == 2, "self bcast");
+    double d[2] = {rank + 0.5, 2.0}, e[2] = {-1, -1};
+    RUN(MPI_Reduce, MPI_Ireduce, d, e, 2, MPI_DOUBLE, MPI_PROD, 0, MPI_COMM_SELF);
+    CHECK(e[0] == rank + 0.5 && e[1] == 2.0, "self reduce");
+    y[0] = 7, y[1] = 8, y[2] = 9;
+    RUN(MPI_Allreduce, MPI_Iallreduce, MPI_IN_PLACE, y, 3, MPI_INT, MPI_MAX, MPI_COMM_SELF);
+    CHECK(y[0] == 7 && y[1] == 8 && y[2] == 9, "self allreduce in place");
 
-static int class_of(int rc) {
-    int cls;
-    MPI_Error_class(rc, &cls);
-    return cls;
+    /* Arguments are still checked where nothing moves. */
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    CHECK(class_of(MPI_Bcast(x, 3, MPI_INT, 1, MPI_COMM_SELF)) == MPI_ERR_ROOT, "self bcast root");
+    CHECK(class_of(MPI_Reduce(d, e, 2, MPI_DOUBLE, MPI_SUM, -1, MPI_COMM_SELF)) == MPI_ERR_ROOT,
+          "self reduce root");
+    CHECK(class_of(MPI_Allreduce(x, y, 3, MPI_INT, MPI_OP_NULL, MPI_COMM_SELF)) == MPI_ERR_OP,
+          "self allreduce op");
+    CHECK(class_of(MPI_Allreduce(x, y, -1, MPI_INT, MPI_SUM, MPI_COMM_SELF)) == MPI_ERR_COUNT,
+          "self allreduce count");
+    CHECK(class_of(MPI_Reduce(d, NULL, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_SELF)) == MPI_ERR_BUFFER,
+          "self reduce without a receive buffer");
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
 }
 
 static void test_errors(void) {

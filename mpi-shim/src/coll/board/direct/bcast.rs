@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{Access, Run, begin_rooted, slice_at, slice_mut};
+use super::{Access, Run, alone, begin_rooted, slice_at, slice_mut};
 use crate::coll::board::algo::split;
 use crate::coll::board::{Ran, expose, read};
 use crate::coll::calls::Arg;
@@ -45,9 +45,11 @@ pub unsafe fn bcast_flat(
     ptr: *mut u8,
     len: usize,
 ) -> Option<MpiResult<()>> {
-    let (run, root, me) = cx.with(|rt| begin_rooted(rt, slot, root))?;
+    let Some((run, root_rank, me)) = cx.with(|rt| begin_rooted(rt, slot, root)) else {
+        return cx.with(|rt| alone(rt, slot, Some(root))).then_some(Ok(()));
+    };
     // SAFETY: the caller's promise.
-    Some(unsafe { bcast_run(cx, slot, run, root == me, root, (ptr, len), None) })
+    Some(unsafe { bcast_run(cx, slot, run, root_rank == me, root_rank, (ptr, len), None) })
 }
 
 /// The steps of a bcast of the buffer `at` (address, bytes packed) from

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use shm_engine::board::Board;
 
-use super::{Access, Run, rooted, slice_at, slice_mut};
+use super::{Access, Run, alone, rooted, slice_at, slice_mut};
 use crate::coll::board::algo::{pieces, slice};
 use crate::coll::board::{DATA, INLINE, Ran, SMALL, expose, read};
 use crate::coll::calls::Reduce;
@@ -136,8 +136,18 @@ pub unsafe fn reduce_flat(
         Some(s) => s,
         None => out?.cast_const(),
     };
+    let Some(run) = cx.with(|rt| Run::begin(rt, slot)) else {
+        if !cx.with(|rt| alone(rt, slot, root)) {
+            return None;
+        }
+        if let (Some(src), Some(dst)) = (f.send, out) {
+            // SAFETY: `len` bytes each, readable and writable (the
+            // caller's promise); `copy` allows them to overlap.
+            unsafe { std::ptr::copy(src, dst, f.len) };
+        }
+        return Some(Ok(()));
+    };
     let red = Reduction::Predefined(f.kernel);
-    let run = cx.with(|rt| Run::begin(rt, slot))?;
     if f.len * run.team.size() > SMALL {
         // SAFETY: the caller's promise; the two may be one (in place).
         return Some(unsafe { reduce_pieces(cx, slot, run, &red, (src, f.len), out, f.elem) });
