@@ -3,7 +3,14 @@
  * (`size` bytes from each process to each), MPI_Gather and MPI_Scatter (to
  * and from rank 0, blocks of `size` bytes) at 8 B, 64 KiB and 1 MiB, and
  * MPI_Barrier.  Each repetition starts after a barrier; the program reports
- * the median over repetitions of the slowest rank's time. */
+ * the median over repetitions of the slowest rank's time.
+ *
+ * MPI_Bcast runs twice: on a buffer that no process writes between calls,
+ * as the common benchmarks measure it, and with the root writing its
+ * buffer before each call, outside the timing (`buffer=rewritten`), as an
+ * application broadcasts what it just computed.  The two differ where a
+ * reader copies straight from the root's buffer: unwritten, its lines
+ * stay in the reader's caches from the previous call. */
 #include "bench.h"
 
 enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, GATHER, SCATTER, BARRIER };
@@ -12,6 +19,20 @@ static const char *names[] = {"allreduce", "bcast",   "allgather", "alltoall",
 
 static double *in, *out;
 static int warmups = 3; /* untimed calls before each measurement */
+static int rank;
+static int rewritten; /* the root writes its buffer before each call */
+
+/* Before a call: with `rewritten`, the root writes the `count` doubles it
+ * sends, new values each time. */
+static void prepare(int count)
+{
+    static double stamp;
+    if (!rewritten || rank != 0)
+        return;
+    stamp += 1;
+    for (int i = 0; i < count; i++)
+        in[i] = stamp + i;
+}
 
 static void run(enum coll c, int count)
 {
@@ -48,6 +69,7 @@ static double measure(enum coll c, long size, int reps, int adapt)
     int count = (int)(size / (long)sizeof(double));
     double start = MPI_Wtime();
     for (int w = 0; w < warmups; w++) {
+        prepare(count);
         MPI_Barrier(MPI_COMM_WORLD);
         run(c, count);
     }
@@ -55,6 +77,7 @@ static double measure(enum coll c, long size, int reps, int adapt)
         reps = reps_within_budget(reps, (MPI_Wtime() - start) / warmups, MPI_COMM_WORLD);
     double *t = xmalloc((size_t)reps * sizeof *t);
     for (int r = 0; r < reps; r++) {
+        prepare(count);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         run(c, count);
@@ -63,6 +86,12 @@ static double measure(enum coll c, long size, int reps, int adapt)
     double m = median_of_max(t, reps, MPI_COMM_WORLD);
     free(t);
     return m;
+}
+
+/* Repetitions of a measurement at `size` bytes. */
+static int reps_of(const struct opts *o, long size)
+{
+    return (int)(o->iters ? o->iters : o->quick ? 3 : size < MIB ? 50 : 20);
 }
 
 int main(int argc, char **argv)
@@ -81,7 +110,7 @@ int main(int argc, char **argv)
     }
     /* Under MPI_THREAD_MULTIPLE the results carry a key of their own. */
     const char *threads = o.multiple ? " threads=multiple" : "";
-    int rank, np;
+    int np;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     const long full[] = {8, 64 * KIB, MIB}, quick[] = {8, KIB};
@@ -99,13 +128,20 @@ int main(int argc, char **argv)
 
     for (enum coll c = ALLREDUCE; c <= SCATTER; c++) {
         for (int s = 0; s < nsizes; s++) {
-            int reps = (int)(o.iters ? o.iters : o.quick ? 3 : sizes[s] < MIB ? 50 : 20);
-            double m = measure(c, sizes[s], reps, !o.iters);
+            double m = measure(c, sizes[s], reps_of(&o, sizes[s]), !o.iters);
             if (rank == 0)
                 result("colls", names[c], m * 1e6, "us", "size=%ld np=%d%s", sizes[s], np, threads);
         }
     }
-    double m = measure(BARRIER, 0, (int)(o.iters ? o.iters : o.quick ? 3 : 50), !o.iters);
+    rewritten = 1;
+    for (int s = 0; s < nsizes; s++) {
+        double m = measure(BCAST, sizes[s], reps_of(&o, sizes[s]), !o.iters);
+        if (rank == 0)
+            result("colls", names[BCAST], m * 1e6, "us", "size=%ld np=%d buffer=rewritten%s", sizes[s], np,
+                   threads);
+    }
+    rewritten = 0;
+    double m = measure(BARRIER, 0, reps_of(&o, 0), !o.iters);
     if (rank == 0)
         result("colls", names[BARRIER], m * 1e6, "us", "size=0 np=%d%s", np, threads);
 
