@@ -5,12 +5,13 @@
  * MPI_Barrier.  Each repetition starts after a barrier; the program reports
  * the median over repetitions of the slowest rank's time.
  *
- * MPI_Bcast runs twice: on a buffer that no process writes between calls,
- * as the common benchmarks measure it, and with the root writing its
- * buffer before each call, outside the timing (`buffer=rewritten`), as an
- * application broadcasts what it just computed.  The two differ where a
- * reader copies straight from the root's buffer: unwritten, its lines
- * stay in the reader's caches from the previous call. */
+ * MPI_Bcast and MPI_Gather run twice: on buffers that no process writes
+ * between calls, as the common benchmarks measure them, and with every
+ * process that sends writing its send buffer before each call, outside
+ * the timing (`buffer=rewritten`), as an application sends what it just
+ * computed.  The two differ where a process copies straight from
+ * another's buffer: unwritten, its lines stay in the reader's caches from
+ * the previous call. */
 #include "bench.h"
 
 enum coll { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, GATHER, SCATTER, BARRIER };
@@ -20,14 +21,14 @@ static const char *names[] = {"allreduce", "bcast",   "allgather", "alltoall",
 static double *in, *out;
 static int warmups = 3; /* untimed calls before each measurement */
 static int rank;
-static int rewritten; /* the root writes its buffer before each call */
+static int rewritten; /* senders write their send buffers before each call */
 
-/* Before a call: with `rewritten`, the root writes the `count` doubles it
- * sends, new values each time. */
-static void prepare(int count)
+/* Before a call of `c`: with `rewritten`, each process that sends writes
+ * the `count` doubles it sends, new values each time. */
+static void prepare(enum coll c, int count)
 {
     static double stamp;
-    if (!rewritten || rank != 0)
+    if (!rewritten || (c == BCAST && rank != 0))
         return;
     stamp += 1;
     for (int i = 0; i < count; i++)
@@ -69,7 +70,7 @@ static double measure(enum coll c, long size, int reps, int adapt)
     int count = (int)(size / (long)sizeof(double));
     double start = MPI_Wtime();
     for (int w = 0; w < warmups; w++) {
-        prepare(count);
+        prepare(c, count);
         MPI_Barrier(MPI_COMM_WORLD);
         run(c, count);
     }
@@ -77,7 +78,7 @@ static double measure(enum coll c, long size, int reps, int adapt)
         reps = reps_within_budget(reps, (MPI_Wtime() - start) / warmups, MPI_COMM_WORLD);
     double *t = xmalloc((size_t)reps * sizeof *t);
     for (int r = 0; r < reps; r++) {
-        prepare(count);
+        prepare(c, count);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         run(c, count);
@@ -134,11 +135,15 @@ int main(int argc, char **argv)
         }
     }
     rewritten = 1;
-    for (int s = 0; s < nsizes; s++) {
-        double m = measure(BCAST, sizes[s], reps_of(&o, sizes[s]), !o.iters);
-        if (rank == 0)
-            result("colls", names[BCAST], m * 1e6, "us", "size=%ld np=%d buffer=rewritten%s", sizes[s], np,
-                   threads);
+    const enum coll again[] = {BCAST, GATHER};
+    for (int a = 0; a < 2; a++) {
+        enum coll c = again[a];
+        for (int s = 0; s < nsizes; s++) {
+            double m = measure(c, sizes[s], reps_of(&o, sizes[s]), !o.iters);
+            if (rank == 0)
+                result("colls", names[c], m * 1e6, "us", "size=%ld np=%d buffer=rewritten%s", sizes[s], np,
+                       threads);
+        }
     }
     rewritten = 0;
     double m = measure(BARRIER, 0, reps_of(&o, 0), !o.iters);
