@@ -46,7 +46,12 @@ pub const EXPOSE: usize = 32 << 10;
 /// Bytes from which a bcast exposes its buffer, where the members have a
 /// CPU each. Below, its pieces do as well (the root places one while the
 /// readers copy the previous one out): at 2 processes, 64 KiB took 1.1
-/// of their time exposed, 128 KiB 0.93.
+/// of their time exposed, 128 KiB 0.93. On a host with slower hand-offs
+/// between cores (88 ns a cache line), with the root writing its buffer
+/// before each call as applications do, 32 KiB took 1.9 and 64 KiB 1.2 of
+/// the pieces' time exposed. Only on a buffer nobody writes between calls
+/// (what the common benchmarks time) did exposure win there, 0.4-0.7:
+/// the reader finds the root's lines in its own caches from the last call.
 pub const EXPOSE_BCAST: usize = 128 << 10;
 
 /// Bytes of a vector from which reduce and allreduce expose it, where the
