@@ -136,7 +136,7 @@ int main(int argc, char **argv)
     }
     rewritten = 1;
     const enum coll again[] = {BCAST, GATHER};
-    for (int a = 0; a < 2; a++) {
+    for (size_t a = 0; a < sizeof again / sizeof *again; a++) {
         enum coll c = again[a];
         for (int s = 0; s < nsizes; s++) {
             double m = measure(c, sizes[s], reps_of(&o, sizes[s]), !o.iters);

@@ -173,7 +173,7 @@ pub(super) fn pull(
             "a process posted data where this one expects an exposed buffer",
         ));
     }
-    copy(pid, &line, expect, off, dst)
+    copy(pid, decode(&line), expect, off, dst)
 }
 
 /// The record a scatterv's root writes at the head of a member's share
@@ -202,7 +202,7 @@ pub(super) fn take_placed(
     let _ = read(b, m, t, PLACED, at, LEN, |x| line.copy_from_slice(x));
     let (addr, len) = decode(&line);
     if addr != 0 {
-        return copy(pid, &line, dst.len(), 0, dst);
+        return copy(pid, (addr, len), dst.len(), 0, dst);
     }
     let have = dst.len().min(len);
     // `read` keeps within the data buffer, whatever the record says.
@@ -216,10 +216,10 @@ pub(super) fn take_placed(
     }
 }
 
-/// Copy bytes `off..off + dst.len()` of the memory of process `pid` that
-/// `line` exposes, `expect` bytes of it expected ([`pull`]).
-fn copy(pid: u32, line: &[u8; LEN], expect: usize, off: usize, dst: &mut [u8]) -> Ran {
-    let (addr, len) = decode(line);
+/// Copy bytes `off..off + dst.len()` of the `len` bytes at `addr` in the
+/// memory of process `pid` (an exposure, [`decode`]d), `expect` bytes of
+/// them expected ([`pull`]).
+fn copy(pid: u32, (addr, len): (u64, usize), expect: usize, off: usize, dst: &mut [u8]) -> Ran {
     let have = dst.len().min(len.saturating_sub(off));
     // An address past the end of memory (from an erroneous exposure) is
     // refused like any the kernel will not copy.
