@@ -717,6 +717,22 @@ impl Schedule {
                 // collective completes (MPI contract, kept by the entry
                 // layer that made the sink).
                 unsafe { k.dt.unpack(self.slice(src), k.count, k.dst) };
+                // Longer than the sink only where the application's send
+                // and receive type signatures differ (erroneous, as a
+                // root's own block longer than its receive block): what
+                // fits was unpacked, and the call reports it.
+                let room = k.dt.size.saturating_mul(k.count);
+                if src.len > room {
+                    let e = MpiError::new(
+                        Class::Truncate,
+                        format!(
+                            "a block of {} bytes for a receive buffer of {room}: \
+                             the send and receive type signatures differ",
+                            src.len
+                        ),
+                    );
+                    self.fail(e, false);
+                }
             }
         }
     }

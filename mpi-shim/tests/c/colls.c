@@ -699,6 +699,20 @@ static void test_errors(void) {
         MPI_Allreduce(&truncated, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         CHECK(any == (size > 1), "nobody saw the truncation");
     }
+    /* A root whose own block is longer than its receive block: the root
+     * learns of it, every block that fits arrives, and nobody hangs. */
+    for (int root = 0; root < size; root++) {
+        int three[3] = {rank, rank, rank}, *all = malloc(2 * (size_t)size * sizeof *all);
+        int rc = MPI_Gather(three, rank == root ? 3 : 2, MPI_INT, all, 2, MPI_INT, root, MPI_COMM_WORLD);
+        if (rank == root) {
+            CHECK(class_of(rc) == MPI_ERR_TRUNCATE, "gather root's long block: %d", rc);
+            for (int j = 0; j < size; j++)
+                CHECK(all[2 * j] == j && all[2 * j + 1] == j, "gather block %d with a long root block", j);
+        } else {
+            CHECK(rc == MPI_SUCCESS, "gather to a root with a long block: %d", rc);
+        }
+        free(all);
+    }
     MPI_Op op = MPI_SUM;
     CHECK(class_of(MPI_Op_free(&op)) == MPI_ERR_OP, "free predefined op");
     /* Failed calls did not count: collectives still match up. */
