@@ -641,6 +641,45 @@ static void test_self(void) {
     RUN(MPI_Allreduce, MPI_Iallreduce, MPI_IN_PLACE, y, 3, MPI_INT, MPI_MAX, MPI_COMM_SELF);
     CHECK(y[0] == 7 && y[1] == 8 && y[2] == 9, "self allreduce in place");
 
+    /* The collectives that move blocks copy this process's own. */
+    int zero = 0, three = 3, z[6];
+#define SELF_BLOCKS(what, call, ...)                                            \
+    do {                                                                        \
+        for (int i_ = 0; i_ < 6; i_++) z[i_] = -1;                              \
+        RUN(call, __VA_ARGS__);                                                 \
+        CHECK(z[0] == rank && z[1] == 1 && z[2] == 2 && z[3] == -1, "self %s: %d %d %d %d", \
+              what, z[0], z[1], z[2], z[3]);                                    \
+    } while (0)
+    SELF_BLOCKS("gather", MPI_Gather, MPI_Igather, x, 3, MPI_INT, z, 3, MPI_INT, 0, MPI_COMM_SELF);
+    SELF_BLOCKS("scatter", MPI_Scatter, MPI_Iscatter, x, 3, MPI_INT, z, 3, MPI_INT, 0, MPI_COMM_SELF);
+    SELF_BLOCKS("allgather", MPI_Allgather, MPI_Iallgather, x, 3, MPI_INT, z, 3, MPI_INT, MPI_COMM_SELF);
+    SELF_BLOCKS("alltoall", MPI_Alltoall, MPI_Ialltoall, x, 3, MPI_INT, z, 3, MPI_INT, MPI_COMM_SELF);
+    SELF_BLOCKS("allgatherv", MPI_Allgatherv, MPI_Iallgatherv, x, 3, MPI_INT, z, &three, &zero, MPI_INT,
+                MPI_COMM_SELF);
+    SELF_BLOCKS("gatherv", MPI_Gatherv, MPI_Igatherv, x, 3, MPI_INT, z, &three, &zero, MPI_INT, 0,
+                MPI_COMM_SELF);
+    SELF_BLOCKS("scatterv", MPI_Scatterv, MPI_Iscatterv, x, &three, &zero, MPI_INT, z, 3, MPI_INT, 0,
+                MPI_COMM_SELF);
+    /* A strided send type (packed), received as one contiguous block. */
+    int spread[6] = {rank, -7, 1, -7, 2, -7};
+    MPI_Datatype every_other, three_ints;
+    MPI_Type_vector(3, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    MPI_Type_contiguous(3, MPI_INT, &three_ints);
+    MPI_Type_commit(&three_ints);
+    SELF_BLOCKS("strided gather", MPI_Gather, MPI_Igather, spread, 1, every_other, z, 1, three_ints, 0,
+                MPI_COMM_SELF);
+    SELF_BLOCKS("strided allgather", MPI_Allgather, MPI_Iallgather, spread, 1, every_other, z, 3, MPI_INT,
+                MPI_COMM_SELF);
+    /* In place: the receive buffer keeps what it holds. */
+    for (int i = 0; i < 6; i++) z[i] = i == 0 ? rank : i < 3 ? i : -1;
+    RUN(MPI_Gather, MPI_Igather, MPI_IN_PLACE, 3, MPI_INT, z, 3, MPI_INT, 0, MPI_COMM_SELF);
+    RUN(MPI_Allgather, MPI_Iallgather, MPI_IN_PLACE, 3, MPI_INT, z, 3, MPI_INT, MPI_COMM_SELF);
+    RUN(MPI_Scatter, MPI_Iscatter, z, 3, MPI_INT, MPI_IN_PLACE, 3, MPI_INT, 0, MPI_COMM_SELF);
+    RUN(MPI_Gatherv, MPI_Igatherv, MPI_IN_PLACE, 3, MPI_INT, z, &three, &zero, MPI_INT, 0, MPI_COMM_SELF);
+    CHECK(z[0] == rank && z[1] == 1 && z[2] == 2 && z[3] == -1, "self in place");
+#undef SELF_BLOCKS
+
     /* Arguments are still checked where nothing moves. */
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     CHECK(class_of(MPI_Bcast(x, 3, MPI_INT, 1, MPI_COMM_SELF)) == MPI_ERR_ROOT, "self bcast root");
@@ -652,6 +691,14 @@ static void test_self(void) {
           "self allreduce count");
     CHECK(class_of(MPI_Reduce(d, NULL, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_SELF)) == MPI_ERR_BUFFER,
           "self reduce without a receive buffer");
+    CHECK(class_of(MPI_Gather(x, 3, MPI_INT, z, 2, MPI_INT, 0, MPI_COMM_SELF)) == MPI_ERR_TRUNCATE,
+          "self gather into a shorter block");
+    CHECK(class_of(MPI_Scatter(x, 3, MPI_INT, z, 3, MPI_INT, 1, MPI_COMM_SELF)) == MPI_ERR_ROOT,
+          "self scatter root");
+    CHECK(class_of(MPI_Allgather(x, -1, MPI_INT, z, 3, MPI_INT, MPI_COMM_SELF)) == MPI_ERR_COUNT,
+          "self allgather count");
+    MPI_Type_free(&every_other);
+    MPI_Type_free(&three_ints);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
 }
 

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{Access, Run, keep, members, rooted, slice_at, slice_mut};
+use super::{Access, Run, alone_copy, keep, members, rooted, slice_at, slice_mut};
 use crate::coll::board::algo::{gatherv_exposes, pieces, share, split};
 use crate::coll::board::{PLACED, Ran, expose};
 use crate::coll::calls::{Arg, Blocks};
@@ -94,7 +94,11 @@ unsafe fn allgather_blocks(
     send: Option<&UserBuf>,
     block: impl Fn(usize) -> (*mut u8, usize),
 ) -> Option<MpiResult<()>> {
-    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
+        // SAFETY: alone, receive block 0 is this member's, as long as
+        // `send` (the caller's promise).
+        return unsafe { alone_copy(cx, slot, send, Some(block(0).0)) };
+    };
     let (n, me) = (run.team.size(), run.team.me);
     let (mine, blk) = block(me);
     let own = match send {
@@ -172,7 +176,11 @@ unsafe fn alltoall(
         return None;
     }
     let blk = recv.len;
-    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
+        // SAFETY: alone, one block to send and one to receive, of one
+        // length (checked by `allgather`).
+        return unsafe { alone_copy(cx, slot, Some(send), Some(recv.ptr)) };
+    };
     let (n, me) = (run.team.size(), run.team.me);
     let recv_at = |j: usize| recv.ptr.wrapping_add(j * blk);
     // Bytes `off..off + len` of send block `j`.
@@ -235,7 +243,11 @@ pub unsafe fn gather(
     let (root, me, n) = cx.with(|rt| rooted(rt, slot, root))?;
     // SAFETY: forwarded from the caller.
     let (sb, rb, blk) = unsafe { rooted_blocks(root == me, send, recv) }?;
-    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
+        // SAFETY: alone, this member is the root: its receive buffer is
+        // one block as long as its send data (checked).
+        return unsafe { alone_copy(cx, slot, sb.as_ref(), rb.as_ref().map(|r| r.ptr)) };
+    };
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
     let Some(rb) = rb else {
@@ -360,7 +372,11 @@ pub unsafe fn gatherv(
     let is_root = root == me;
     // SAFETY: forwarded from the caller.
     let (sb, outs) = unsafe { rooted_v_blocks(is_root, (me, n), send, recv) }?;
-    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
+        // SAFETY: alone, this member is the root: its one receive block
+        // is as long as its send data (checked).
+        return unsafe { alone_copy(cx, slot, sb.as_ref(), outs.first().map(|o| o.ptr)) };
+    };
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
     Some((|| {
@@ -434,7 +450,11 @@ pub unsafe fn scatterv(
     if rb.as_ref().is_some_and(|r| !r.dt.is_contiguous()) {
         return None;
     }
-    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
+        // SAFETY: alone, this member is the root: its one send block is
+        // as long as its receive buffer (checked).
+        return unsafe { alone_copy(cx, slot, ins.first(), rb.as_ref().map(|r| r.ptr)) };
+    };
     let per = share(n);
     run.next();
     Some((|| {
@@ -508,7 +528,11 @@ pub unsafe fn scatter(
     if rb.as_ref().is_some_and(|r| !r.dt.is_contiguous()) {
         return None;
     }
-    let mut run = cx.with(|rt| Run::begin(rt, slot))?;
+    let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
+        // SAFETY: alone, this member is the root: its send buffer is one
+        // block as long as its receive buffer (checked).
+        return unsafe { alone_copy(cx, slot, sb.as_ref(), rb.as_ref().map(|r| r.ptr)) };
+    };
     let per = share(n);
     if expose::scatter(&run.team, blk) {
         // SAFETY: forwarded from the caller.

@@ -40,6 +40,7 @@ use shm_engine::board::{self as bp, Board};
 use super::expose;
 use super::{INLINE, Ran, Team, missing, read, watch};
 use crate::coll::calls::root_and_me;
+use crate::core::buffer::UserBuf;
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
 use crate::core::{MpiError, MpiResult, Runtime, threads};
@@ -429,6 +430,40 @@ fn alone(rt: &mut Runtime, slot: usize, root: Option<Root>) -> bool {
         c.coll_seq = c.coll_seq.wrapping_add(1);
     }
     solo
+}
+
+/// A collective that moves members' blocks (gather, scatter, allgather,
+/// alltoall and their `v` forms) where [`Run::begin`] found no board:
+/// if communicator `slot` is this process alone ([`alone`]; the caller
+/// checked the root, if any), copy this member's own block, `from` (its
+/// send data, packed where it is not contiguous), to `to` (its receive
+/// block) unless either is absent (in place), and end the call there.
+/// `None` otherwise: the schedule runs.
+///
+/// # Safety
+/// `from` is readable, and `to`, where both are given, holds `from.len`
+/// writable bytes (MPI contract; the caller checked that the block
+/// lengths agree).
+unsafe fn alone_copy(
+    cx: &mut impl Access,
+    slot: usize,
+    from: Option<&UserBuf>,
+    to: Option<*mut u8>,
+) -> Option<MpiResult<()>> {
+    if !cx.with(|rt| alone(rt, slot, None)) {
+        return None;
+    }
+    if let (Some(from), Some(to)) = (from, to) {
+        // SAFETY: the caller's promise.
+        let data = unsafe { from.data() };
+        if !data.is_empty() {
+            // SAFETY: `data.len()` writable bytes at `to` (the caller's
+            // promise); `copy`, not `copy_nonoverlapping`, as the two may
+            // be the same bytes in an erroneous call.
+            unsafe { std::ptr::copy(data.as_ptr(), to, data.len()) };
+        }
+    }
+    Some(Ok(()))
 }
 
 /// [`Run::begin`] of a rooted collective: the run, the root's rank and
