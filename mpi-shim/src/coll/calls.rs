@@ -654,7 +654,22 @@ pub unsafe fn alltoall(
         }
     });
     unpack_all(&mut b, &recvs, &outs, None);
-    Ok(b.finish())
+    let mut s = b.finish();
+    // The block to itself is copied as far as it fits (erroneous where it
+    // does not); the process still takes its part, and reports it at the
+    // end, as a receive from another process would.
+    let me = rank_size(rt, slot)?.0;
+    if ins[me].len > outs[me].len {
+        s.record_error(MpiError::new(
+            Class::Truncate,
+            format!(
+                "this process's block to itself has {} bytes, its receive block {}: \
+                 the send and receive type signatures differ",
+                ins[me].len, outs[me].len
+            ),
+        ));
+    }
+    Ok(s)
 }
 
 /// `MPI_Reduce_scatter` and `MPI_Reduce_scatter_block` (§6.10):

@@ -695,6 +695,12 @@ static void test_self(void) {
           "self gather into a shorter block");
     CHECK(class_of(MPI_Scatter(x, 3, MPI_INT, z, 3, MPI_INT, 1, MPI_COMM_SELF)) == MPI_ERR_ROOT,
           "self scatter root");
+    int two = 2;
+    CHECK(class_of(MPI_Alltoall(x, 3, MPI_INT, z, 2, MPI_INT, MPI_COMM_SELF)) == MPI_ERR_TRUNCATE,
+          "self alltoall into a shorter block");
+    CHECK(class_of(MPI_Alltoallv(x, &three, &zero, MPI_INT, z, &two, &zero, MPI_INT, MPI_COMM_SELF)) ==
+              MPI_ERR_TRUNCATE,
+          "self alltoallv into a shorter block");
     CHECK(class_of(MPI_Allgather(x, -1, MPI_INT, z, 3, MPI_INT, MPI_COMM_SELF)) == MPI_ERR_COUNT,
           "self allgather count");
     MPI_Type_free(&every_other);
@@ -759,6 +765,18 @@ static void test_errors(void) {
             CHECK(rc == MPI_SUCCESS, "gather to a root with a long block: %d", rc);
         }
         free(all);
+    }
+    /* Every process sends blocks longer than it receives: each learns of
+     * it from its block to itself, blocking or not, and nobody hangs. */
+    for (int nb = 0; nb < 2; nb++) {
+        int *s3 = calloc(3 * (size_t)size, sizeof *s3), *r2 = calloc(2 * (size_t)size, sizeof *r2);
+        MPI_Request q;
+        int rc = nb ? MPI_Ialltoall(s3, 3, MPI_INT, r2, 2, MPI_INT, MPI_COMM_WORLD, &q)
+                    : MPI_Alltoall(s3, 3, MPI_INT, r2, 2, MPI_INT, MPI_COMM_WORLD);
+        if (nb && rc == MPI_SUCCESS)
+            rc = MPI_Wait(&q, MPI_STATUS_IGNORE);
+        CHECK(class_of(rc) == MPI_ERR_TRUNCATE, "alltoall with long blocks (nonblocking %d): %d", nb, rc);
+        free(s3), free(r2);
     }
     MPI_Op op = MPI_SUM;
     CHECK(class_of(MPI_Op_free(&op)) == MPI_ERR_OP, "free predefined op");
