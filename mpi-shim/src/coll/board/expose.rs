@@ -242,10 +242,42 @@ fn copy(pid: u32, (addr, len): (u64, usize), expect: usize, off: usize, dst: &mu
 
 #[cfg(test)]
 mod tests {
-    use shm_engine::board::Area;
+    use std::alloc::{Layout, alloc_zeroed, dealloc};
+
+    use shm_engine::board::{Area, area_len};
 
     use super::*;
     use crate::core::Code;
+
+    /// A member's whole area, flag lines and data buffers, zeroed (nothing
+    /// posted), as a board's lives in the shared heap.
+    struct Whole(*mut u8);
+
+    impl Whole {
+        fn layout() -> Layout {
+            Layout::from_size_align(area_len(DATA), 64).expect("an area's layout")
+        }
+
+        fn new() -> Self {
+            // SAFETY: the layout is not empty.
+            let p = unsafe { alloc_zeroed(Self::layout()) };
+            assert!(!p.is_null(), "out of memory");
+            Self(p)
+        }
+
+        fn area(&self) -> &Area {
+            // SAFETY: aligned and zeroed, which is a valid `Area` (its
+            // lines' words and bytes); the data buffers follow it.
+            unsafe { &*self.0.cast::<Area>() }
+        }
+    }
+
+    impl Drop for Whole {
+        fn drop(&mut self) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { dealloc(self.0, Self::layout()) }
+        }
+    }
 
     /// The class of a failed pull.
     fn failed(r: Ran) -> Code {
@@ -290,5 +322,73 @@ mod tests {
         owner.post(3, 4, &[1, 2, 3, 4]);
         let code = failed(pull(&reader, 1, pid, 3, 4, 0, &mut [0u8; 4]));
         assert_eq!(code, Code::Class(Class::Intern));
+    }
+
+    /// Member 1, a scatterv's root, writes a record and a block at offset
+    /// `at` of its data buffer of each step, or a record of an exposure
+    /// of this process's memory; member 0 takes its block.
+    #[test]
+    fn a_placed_block_is_taken_from_the_buffer_or_pulled_where_its_record_says() {
+        let wholes = [Whole::new(), Whole::new()];
+        let refs: Vec<&Area> = wholes.iter().map(Whole::area).collect();
+        let (root, reader) = (Board::new(&refs, 1), Board::new(&refs, 0));
+        let pid = std::process::id();
+        let block: Vec<u8> = (0..200u8).collect();
+        let at = 4096;
+        let place = |t: u64, rec: [u8; LEN], bytes: &[u8]| {
+            // SAFETY: the root's own data buffer of step `t`, which the
+            // reader reads only after the post.
+            unsafe {
+                let dst = root.data(1, t, DATA).add(at);
+                std::ptr::copy_nonoverlapping(rec.as_ptr(), dst, LEN);
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(LEN), bytes.len());
+            }
+            root.post(t, 0, &[]);
+        };
+
+        // The bytes follow the record.
+        place(1, record(None, 100), &block[..100]);
+        let mut out = [0u8; 100];
+        assert!(matches!(
+            take_placed(&reader, 1, pid, 1, at, &mut out),
+            Ran::Done
+        ));
+        assert_eq!(out[..], block[..100]);
+
+        // Lengths that differ (type signatures that differ), both ways:
+        // what fits, and a truncation error.
+        place(2, record(None, 120), &block[..120]);
+        let mut out = [0u8; 100];
+        let code = failed(take_placed(&reader, 1, pid, 2, at, &mut out));
+        assert_eq!(code, Code::Class(Class::Truncate));
+        assert_eq!(out[..], block[..100]);
+        place(3, record(None, 50), &block[50..100]);
+        let mut out = [7u8; 100];
+        let code = failed(take_placed(&reader, 1, pid, 3, at, &mut out));
+        assert_eq!(code, Code::Class(Class::Truncate));
+        assert_eq!(out[..50], block[50..100]);
+        assert_eq!(out[50..], [7; 50]);
+
+        // The record gives the block's address: pulled from there, with
+        // cross-memory attach (on this process itself), whatever follows
+        // the record in the buffer.
+        place(4, record(Some(block.as_ptr()), 200), &[0xee; 16]);
+        let mut out = [0u8; 200];
+        assert!(matches!(
+            take_placed(&reader, 1, pid, 4, at, &mut out),
+            Ran::Done
+        ));
+        assert_eq!(out[..], block[..]);
+        place(5, record(Some(block.as_ptr()), 200), &[]);
+        let mut out = [0u8; 150];
+        let code = failed(take_placed(&reader, 1, pid, 5, at, &mut out));
+        assert_eq!(code, Code::Class(Class::Truncate));
+        assert_eq!(out[..], block[..150]);
+
+        // An address the kernel does not let the reader copy: an error,
+        // not a fault.
+        place(6, record(Some(8 as *const u8), 64), &[]);
+        let code = failed(take_placed(&reader, 1, pid, 6, at, &mut [0u8; 64]));
+        assert_eq!(code, Code::Class(Class::Other));
     }
 }
