@@ -766,6 +766,25 @@ static void test_errors(void) {
         }
         free(all);
     }
+    /* Scatters whose root and readers disagree on the block length (on a
+     * board, one side carries the blocks in a flag line and the other
+     * expects them in a data buffer): nobody hangs, and where the root
+     * sends more than the readers expect, one of them at least learns of
+     * it (on messages, a tree's inner readers forward only what fits, so
+     * its leaves may not; a reader sent less may not either). */
+    for (int root = 0; root < size && size > 1; root++) {
+        for (int longer_at_root = 0; longer_at_root < 2; longer_at_root++) {
+            int root_n = longer_at_root ? 20 : 1, reader_n = longer_at_root ? 1 : 20;
+            int *s = calloc(20 * (size_t)size, sizeof *s), r[20];
+            int rc = rank == root ? MPI_Scatter(s, root_n, MPI_INT, r, root_n, MPI_INT, root, MPI_COMM_WORLD)
+                                  : MPI_Scatter(NULL, 0, MPI_INT, r, reader_n, MPI_INT, root, MPI_COMM_WORLD);
+            int truncated = rc != MPI_SUCCESS && class_of(rc) == MPI_ERR_TRUNCATE, any;
+            CHECK(rc == MPI_SUCCESS || truncated, "scatter of %d ints read as %d: %d", root_n, reader_n, rc);
+            MPI_Allreduce(&truncated, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            CHECK(any || !longer_at_root, "nobody saw a scatter of %d ints read as %d", root_n, reader_n);
+            free(s);
+        }
+    }
     /* Every process sends blocks longer than it receives: each learns of
      * it from its block to itself, blocking or not, and nobody hangs. */
     for (int nb = 0; nb < 2; nb++) {

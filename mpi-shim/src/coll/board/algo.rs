@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::sched::{Builder, Span};
 use super::expose;
-use super::{BoardStep, DATA, PLACED, REF_LEN, SMALL, Team};
+use super::{BoardStep, DATA, INLINE, PLACED, REF_LEN, SMALL, Team};
 
 /// The first collective of a board: trade the areas' references, map
 /// them, and trade whether that worked ([`Team::settle`]). A member
@@ -480,6 +480,18 @@ pub fn scatterv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     });
 }
 
+/// Whether a scatter or an alltoall of `n` blocks of `blk` bytes carries
+/// a member's blocks all in its flag line, as a bcast or an allgather of
+/// up to [`INLINE`] bytes does: each reader then reads one line of each
+/// member it reads from (the data buffer would be a second), and a
+/// scatter's root posts without waiting for the readers' previous step.
+/// Every member decides alike from its own block length; one whose
+/// length differs (type signatures that differ) and decides otherwise
+/// learns of it from the length the other posted.
+pub(super) fn in_line(n: usize, blk: usize) -> bool {
+    blk > 0 && n.saturating_mul(blk) <= INLINE
+}
+
 /// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root
 /// `blocks[j]` holds member `j`'s, end to end; `own` receives this
 /// member's. Where [`expose::scatter`] says so, the root exposes the
@@ -488,6 +500,33 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
     let team = team(b);
     let n = b.size;
     let me = b.rank;
+    if in_line(n, blk) {
+        // As a bcast of the blocks, each member copying its own.
+        let t = team.step();
+        if me == root {
+            debug_assert!(blocks.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
+            let all = Span {
+                len: blocks.iter().map(|s| s.len).sum(),
+                ..blocks[0]
+            };
+            b.board(BoardStep::Post {
+                t,
+                src: Some(all),
+                ahead: true,
+            });
+            let len = own.len.min(blocks[me].len);
+            b.copy(blocks[me].sub(0, len), own.sub(0, len));
+        } else {
+            b.board(BoardStep::Wait { t, who: Some(root) });
+            b.board(BoardStep::Post {
+                t,
+                src: None,
+                ahead: true,
+            });
+            fetch(b, root, t, n * blk, me * blk, own);
+        }
+        return;
+    }
     if expose::scatter(&team, blk) {
         let t = team.step();
         if me == root {
@@ -576,6 +615,31 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
             }
         }
         return barrier(b);
+    }
+    if in_line(n, blk) {
+        // As an allgather, each member copying its own block from every
+        // line.
+        let t = team.step();
+        debug_assert!(sends.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
+        let all = Span {
+            len: sends.iter().map(|s| s.len).sum(),
+            ..sends[0]
+        };
+        b.board(BoardStep::Post {
+            t,
+            src: Some(all),
+            ahead: false,
+        });
+        b.board(BoardStep::Wait { t, who: None });
+        for (j, &r) in recvs.iter().enumerate() {
+            if j == me {
+                let len = r.len.min(sends[me].len);
+                b.copy(sends[me].sub(0, len), r.sub(0, len));
+            } else {
+                fetch(b, j, t, n * blk, me * blk, r);
+            }
+        }
+        return;
     }
     let per = share(n);
     for (off, len) in split(blk, per) {

@@ -324,6 +324,24 @@ mod tests {
         assert_eq!(code, Code::Class(Class::Intern));
     }
 
+    /// A reader of data placed in a data buffer finds bytes posted in
+    /// the line instead (a poster that chose the line from another block
+    /// length): a truncation error, whatever the buffer holds.
+    #[test]
+    fn placed_data_posted_in_the_line_is_a_truncation() {
+        let wholes = [Whole::new(), Whole::new()];
+        let refs: Vec<&Area> = wholes.iter().map(Whole::area).collect();
+        let (poster, reader) = (Board::new(&refs, 1), Board::new(&refs, 0));
+        poster.post(1, 8, &[1; 8]);
+        let code = failed(read(&reader, 1, 1, PLACED, 0, 8, |_| ()));
+        assert_eq!(code, Code::Class(Class::Truncate));
+        poster.post(2, 0, &[]);
+        assert!(matches!(
+            read(&reader, 1, 2, PLACED, 0, 8, |_| ()),
+            Ran::Done
+        ));
+    }
+
     /// Member 1, a scatterv's root, writes a record and a block at offset
     /// `at` of its data buffer of each step, or a record of an exposure
     /// of this process's memory; member 0 takes its block.

@@ -28,9 +28,10 @@
 //!   (or the root) copies the reduced slices (an allgather);
 //! - allgather(v): everyone posts its block, everyone copies the
 //!   others'; gather: the others post their blocks, the root copies;
-//! - scatter: the root places the blocks, everyone copies its own;
+//! - scatter: the root places the blocks, everyone copies its own (blocks
+//!   that all fit in the line, 48 bytes, go in it, as a bcast's do);
 //! - alltoall: everyone places its blocks, each copies its own block from
-//!   every area;
+//!   every area (from every line where a member's blocks all fit in it);
 //! - reduce_scatter(_block), scan, exscan: everyone posts its vector, each
 //!   reduces the part it needs in rank order;
 //! - gatherv and scatterv, whose counts only the root knows, take steps
@@ -817,6 +818,18 @@ fn read(
     debug_assert!(b.posted(m, t));
     let mut line = [0; INLINE];
     let actual = b.read(m, t, &mut line) as usize;
+    if posted == PLACED && actual != 0 {
+        // A member that places data posts no length: this one posted
+        // bytes in its line, having chosen another way than this member
+        // from its own block length (type signatures that differ).
+        return Ran::Failed(MpiError::new(
+            Class::Truncate,
+            format!(
+                "a process posted {actual} bytes in its flag line where this one expects \
+                 a block in its data buffer: the send and receive type signatures differ"
+            ),
+        ));
+    }
     let (actual, inline) = if posted == PLACED {
         (DATA, false)
     } else {

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::{Access, Run, alone_copy, keep, members, rooted, slice_at, slice_mut};
-use crate::coll::board::algo::{gatherv_exposes, pieces, share, split};
+use crate::coll::board::algo::{gatherv_exposes, in_line, pieces, share, split};
 use crate::coll::board::{PLACED, Ran, expose};
 use crate::coll::calls::{Arg, Blocks};
 use crate::core::MpiResult;
@@ -203,6 +203,19 @@ unsafe fn alltoall(
                 keep(&mut bad, run.pull(j, n * blk, me * blk, out));
             }
             run.release(cx)?;
+            run.end();
+            return bad.map_or(Ok(()), |e| Err(e.on(slot)));
+        }
+        if in_line(n, blk) {
+            run.next();
+            run.post(cx, send_part(0, 0, n * blk))?;
+            run.wait_posted(cx, None, run.t)?;
+            for j in (0..n).filter(|&j| j != me) {
+                // SAFETY: receive block j: `blk` writable bytes, not our
+                // own block.
+                let out = unsafe { slice_mut(recv_at(j), blk) };
+                keep(&mut bad, run.copy_out(j, n * blk, me * blk, out));
+            }
             run.end();
             return bad.map_or(Ok(()), |e| Err(e.on(slot)));
         }
@@ -538,6 +551,10 @@ pub unsafe fn scatter(
         // SAFETY: forwarded from the caller.
         return Some(unsafe { scatter_exposed(cx, slot, run, root, sb.as_ref(), rb.as_ref()) });
     }
+    if in_line(n, blk) {
+        // SAFETY: forwarded from the caller.
+        return Some(unsafe { scatter_in_line(cx, slot, run, root, sb.as_ref(), rb.as_ref()) });
+    }
     let Some(sb) = sb else {
         let out = rb.expect("a member other than the root receives");
         return Some((|| {
@@ -580,6 +597,49 @@ pub unsafe fn scatter(
         run.end();
         Ok(())
     })())
+}
+
+/// The step of a scatter whose blocks all fit in the root's flag line
+/// (`algo::in_line`): the root posts them, each reader
+/// acknowledges and copies its own. `send` is the root's (one block of
+/// it), `recv` a reader's, or the root's unless in place.
+///
+/// # Safety
+/// As for [`scatter`].
+unsafe fn scatter_in_line(
+    cx: &mut impl Access,
+    slot: usize,
+    mut run: Run,
+    root: usize,
+    send: Option<&UserBuf>,
+    recv: Option<&UserBuf>,
+) -> MpiResult<()> {
+    let (n, me) = (run.team.size(), run.team.me);
+    run.next();
+    if let Some(sb) = send {
+        let blk = sb.len;
+        if let Some(out) = recv {
+            // SAFETY: the root's send block and its receive buffer: `blk`
+            // bytes each, not the same (not in place).
+            unsafe { std::ptr::copy_nonoverlapping(sb.ptr.add(me * blk), out.ptr, blk) };
+        }
+        // SAFETY: the root's `n` contiguous send blocks (MPI contract).
+        run.post_ahead(cx, unsafe { slice_at(sb.ptr, n * blk) })?;
+        run.end();
+        return Ok(());
+    }
+    let out = recv.expect("a member other than the root receives");
+    run.wait_posted(cx, Some(root), run.t)?;
+    // Acknowledge before copying, as a bcast's reader does.
+    run.post_ahead(cx, &[])?;
+    // SAFETY: the receive buffer: `out.len` contiguous writable bytes.
+    let dst = unsafe { slice_mut(out.ptr, out.len) };
+    let got = run.copy_out(root, n * out.len, me * out.len, dst);
+    run.end();
+    match got {
+        Ran::Failed(e) => Err(e.on(slot)),
+        _ => Ok(()),
+    }
 }
 
 /// The steps of a scatter that the root exposes (`algo::scatter`): each
