@@ -492,6 +492,15 @@ pub(super) fn in_line(n: usize, blk: usize) -> bool {
     blk > 0 && n.saturating_mul(blk) <= INLINE
 }
 
+/// The span of `blocks`, which lie end to end (a member's send blocks).
+fn end_to_end(blocks: &[Span]) -> Span {
+    debug_assert!(blocks.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
+    Span {
+        len: blocks.iter().map(|s| s.len).sum(),
+        ..blocks[0]
+    }
+}
+
 /// `MPI_Scatter` from `root` of blocks of `blk` bytes: at the root
 /// `blocks[j]` holds member `j`'s, end to end; `own` receives this
 /// member's. Where [`expose::scatter`] says so, the root exposes the
@@ -504,11 +513,7 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
         // As a bcast of the blocks, each member copying its own.
         let t = team.step();
         if me == root {
-            debug_assert!(blocks.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
-            let all = Span {
-                len: blocks.iter().map(|s| s.len).sum(),
-                ..blocks[0]
-            };
+            let all = end_to_end(blocks);
             b.board(BoardStep::Post {
                 t,
                 src: Some(all),
@@ -530,11 +535,7 @@ pub fn scatter(b: &mut Builder, root: usize, blocks: &[Span], own: Span, blk: us
     if expose::scatter(&team, blk) {
         let t = team.step();
         if me == root {
-            debug_assert!(blocks.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
-            let all = Span {
-                len: blocks.iter().map(|s| s.len).sum(),
-                ..blocks[0]
-            };
+            let all = end_to_end(blocks);
             b.board(BoardStep::Expose {
                 t,
                 src: all,
@@ -600,11 +601,7 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
     let n = b.size;
     let me = b.rank;
     if expose::alltoall(&team, blk) {
-        let all = Span {
-            len: sends.iter().map(|s| s.len).sum(),
-            ..sends[0]
-        };
-        debug_assert!(sends.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
+        let all = end_to_end(sends);
         let t = expose_all(b, &team, all);
         for (j, &r) in recvs.iter().enumerate() {
             if j == me {
@@ -620,11 +617,7 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
         // As an allgather, each member copying its own block from every
         // line.
         let t = team.step();
-        debug_assert!(sends.windows(2).all(|w| w[0].off + w[0].len == w[1].off));
-        let all = Span {
-            len: sends.iter().map(|s| s.len).sum(),
-            ..sends[0]
-        };
+        let all = end_to_end(sends);
         b.board(BoardStep::Post {
             t,
             src: Some(all),

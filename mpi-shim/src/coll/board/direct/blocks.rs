@@ -547,13 +547,11 @@ pub unsafe fn scatter(
         return unsafe { alone_copy(cx, slot, sb.as_ref(), rb.as_ref().map(|r| r.ptr)) };
     };
     let per = share(n);
-    if expose::scatter(&run.team, blk) {
+    let exposed = expose::scatter(&run.team, blk);
+    if exposed || in_line(n, blk) {
+        let bufs = (sb.as_ref(), rb.as_ref());
         // SAFETY: forwarded from the caller.
-        return Some(unsafe { scatter_exposed(cx, slot, run, root, sb.as_ref(), rb.as_ref()) });
-    }
-    if in_line(n, blk) {
-        // SAFETY: forwarded from the caller.
-        return Some(unsafe { scatter_in_line(cx, slot, run, root, sb.as_ref(), rb.as_ref()) });
+        return Some(unsafe { scatter_whole(cx, slot, run, root, bufs, exposed) });
     }
     let Some(sb) = sb else {
         let out = rb.expect("a member other than the root receives");
@@ -599,20 +597,22 @@ pub unsafe fn scatter(
     })())
 }
 
-/// The step of a scatter whose blocks all fit in the root's flag line
-/// (`algo::in_line`): the root posts them, each reader
-/// acknowledges and copies its own. `send` is the root's (one block of
-/// it), `recv` a reader's, or the root's unless in place.
+/// The one step of a scatter whose root hands over all its blocks at
+/// once: in its flag line where they all fit (`exposed` false,
+/// `algo::in_line`), or exposed (`algo::scatter`). Each reader copies its
+/// own block and acknowledges; the root of an exposure waits for every
+/// acknowledgement. `send` is the root's (one block of it), `recv` a
+/// reader's, or the root's unless in place.
 ///
 /// # Safety
 /// As for [`scatter`].
-unsafe fn scatter_in_line(
+unsafe fn scatter_whole(
     cx: &mut impl Access,
     slot: usize,
     mut run: Run,
     root: usize,
-    send: Option<&UserBuf>,
-    recv: Option<&UserBuf>,
+    (send, recv): (Option<&UserBuf>, Option<&UserBuf>),
+    exposed: bool,
 ) -> MpiResult<()> {
     let (n, me) = (run.team.size(), run.team.me);
     run.next();
@@ -623,52 +623,13 @@ unsafe fn scatter_in_line(
             // bytes each, not the same (not in place).
             unsafe { std::ptr::copy_nonoverlapping(sb.ptr.add(me * blk), out.ptr, blk) };
         }
-        // SAFETY: the root's `n` contiguous send blocks (MPI contract).
-        run.post_ahead(cx, unsafe { slice_at(sb.ptr, n * blk) })?;
-        run.end();
-        return Ok(());
-    }
-    let out = recv.expect("a member other than the root receives");
-    run.wait_posted(cx, Some(root), run.t)?;
-    // Acknowledge before copying, as a bcast's reader does.
-    run.post_ahead(cx, &[])?;
-    // SAFETY: the receive buffer: `out.len` contiguous writable bytes.
-    let dst = unsafe { slice_mut(out.ptr, out.len) };
-    let got = run.copy_out(root, n * out.len, me * out.len, dst);
-    run.end();
-    match got {
-        Ran::Failed(e) => Err(e.on(slot)),
-        _ => Ok(()),
-    }
-}
-
-/// The steps of a scatter that the root exposes (`algo::scatter`): each
-/// reader copies its block from the root's send buffer, then
-/// acknowledges, and the root waits for every acknowledgement. `send` is
-/// the root's (one block of it), `recv` a reader's, or the root's unless
-/// in place.
-///
-/// # Safety
-/// As for [`scatter`].
-unsafe fn scatter_exposed(
-    cx: &mut impl Access,
-    slot: usize,
-    mut run: Run,
-    root: usize,
-    send: Option<&UserBuf>,
-    recv: Option<&UserBuf>,
-) -> MpiResult<()> {
-    let (n, me) = (run.team.size(), run.team.me);
-    run.next();
-    if let Some(sb) = send {
-        let blk = sb.len;
-        if let Some(out) = recv {
-            // SAFETY: the root's send block and its receive buffer: `blk`
-            // bytes each, not the same (not in place).
-            unsafe { std::ptr::copy_nonoverlapping(sb.ptr.add(me * blk), out.ptr, blk) };
+        if exposed {
+            run.expose(cx, sb.ptr, n * blk, true)?;
+            run.wait_posted(cx, None, run.t)?;
+        } else {
+            // SAFETY: the root's `n` contiguous send blocks (MPI contract).
+            run.post_ahead(cx, unsafe { slice_at(sb.ptr, n * blk) })?;
         }
-        run.expose(cx, sb.ptr, n * blk, true)?;
-        run.wait_posted(cx, None, run.t)?;
         run.end();
         return Ok(());
     }
@@ -677,8 +638,19 @@ unsafe fn scatter_exposed(
     // SAFETY: the receive buffer: `out.len` contiguous writable bytes,
     // nothing else refers to them during the copy.
     let dst = unsafe { slice_mut(out.ptr, out.len) };
-    let got = run.pull(root, n * out.len, me * out.len, dst);
-    run.post_ahead(cx, &[])?;
+    let (all, at) = (n * out.len, me * out.len);
+    let got = if exposed {
+        // The root's memory is the application's again once everyone
+        // acknowledged: copy first.
+        let got = run.pull(root, all, at, dst);
+        run.post_ahead(cx, &[])?;
+        got
+    } else {
+        // Acknowledge before copying, as a bcast's reader does: BP2 lets
+        // a member read step `t` until it posts `t + 1`.
+        run.post_ahead(cx, &[])?;
+        run.copy_out(root, all, at, dst)
+    };
     run.end();
     match got {
         Ran::Failed(e) => Err(e.on(slot)),
