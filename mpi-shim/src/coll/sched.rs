@@ -503,8 +503,10 @@ impl Schedule {
         Some((comm, id))
     }
 
-    /// Record `e` as the schedule's outcome (an error found after it
-    /// ended, in what its completion does).
+    /// Record `e` as the schedule's outcome: an error found after it
+    /// ended, in what its completion does, or one found as it was
+    /// compiled that must not keep this process from taking its part (the
+    /// others would wait for it); every step still runs.
     pub fn record_error(&mut self, e: MpiError) {
         self.error.get_or_insert(e);
     }
