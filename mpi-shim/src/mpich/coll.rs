@@ -997,7 +997,22 @@ unsafe fn reduce_scatter_block<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::reduce_scatter(rt, slot, &args, &vec![recvcount.get(); n]) }
 }
-collective!(MPI_Reduce_scatter_block / MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block / MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init / MPI_Reduce_scatter_block_init_c: reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: C, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Reduce_scatter_block / MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block / MPI_Ireduce_scatter_block_c, MPI_Reduce_scatter_block_init / MPI_Reduce_scatter_block_init_c: reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: C, datatype: MPI_Datatype, op: MPI_Op) direct reduce_scatter_block_direct);
+
+/// On a communicator of this process alone, as its scan
+/// ([`board::direct::alone_ranked`]); elsewhere the schedule runs.
+unsafe fn reduce_scatter_block_direct<C: Count>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: C,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan_direct(cx, sendbuf, recvbuf, recvcount, datatype, op, comm) }
+}
 
 unsafe fn scan<C: Count>(
     rt: &mut Runtime,
@@ -1013,7 +1028,25 @@ unsafe fn scan<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::scan(rt, slot, &args, count.get(), false) }
 }
-collective!(MPI_Scan / MPI_Scan_c, MPI_Iscan / MPI_Iscan_c, MPI_Scan_init / MPI_Scan_init_c: scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Scan / MPI_Scan_c, MPI_Iscan / MPI_Iscan_c, MPI_Scan_init / MPI_Scan_init_c: scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op) direct scan_direct);
+
+/// A scan of a predefined type and operation on a communicator of this
+/// process alone ([`board::direct::alone_ranked`]); elsewhere the
+/// schedule runs.
+unsafe fn scan_direct<C: Count>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let f = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op)?;
+    // SAFETY: forwarded from the caller; `f` names its buffers.
+    unsafe { board::direct::alone_ranked(cx, slot, f, false) }
+}
 
 unsafe fn exscan<C: Count>(
     rt: &mut Runtime,
@@ -1029,4 +1062,20 @@ unsafe fn exscan<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::scan(rt, slot, &args, count.get(), true) }
 }
-collective!(MPI_Exscan / MPI_Exscan_c, MPI_Iexscan / MPI_Iexscan_c, MPI_Exscan_init / MPI_Exscan_init_c: exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Exscan / MPI_Exscan_c, MPI_Iexscan / MPI_Iexscan_c, MPI_Exscan_init / MPI_Exscan_init_c: exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: C, datatype: MPI_Datatype, op: MPI_Op) direct exscan_direct);
+
+/// As [`scan_direct`], for an exscan.
+unsafe fn exscan_direct<C: Count>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: C,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    let f = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op)?;
+    // SAFETY: forwarded from the caller; `f` names its buffers.
+    unsafe { board::direct::alone_ranked(cx, slot, f, true) }
+}

@@ -628,7 +628,16 @@ static void test_self(void) {
     CHECK(y[0] == rank && y[2] == 2, "self allreduce");
     RUN(MPI_Alltoall, MPI_Ialltoall, x, 3, MPI_INT, y, 3, MPI_INT, MPI_COMM_SELF);
     CHECK(y[0] == rank && y[1] == 1, "self alltoall");
+    y[0] = y[1] = y[2] = -5;
     RUN(MPI_Exscan, MPI_Iexscan, x, y, 3, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+    CHECK(y[0] == -5 && y[2] == -5, "self exscan wrote the first process's result");
+    RUN(MPI_Scan, MPI_Iscan, x, y, 3, MPI_INT, MPI_SUM, MPI_COMM_SELF);
+    CHECK(y[0] == rank && y[1] == 1 && y[2] == 2, "self scan");
+    y[0] = y[1] = y[2] = -5;
+    RUN(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, x, y, 2, MPI_INT, MPI_MAX, MPI_COMM_SELF);
+    CHECK(y[0] == rank && y[1] == 1 && y[2] == -5, "self reduce_scatter_block");
+    RUN(MPI_Scan, MPI_Iscan, MPI_IN_PLACE, y, 2, MPI_INT, MPI_PROD, MPI_COMM_SELF);
+    CHECK(y[0] == rank && y[1] == 1 && y[2] == -5, "self scan in place");
     RUN(MPI_Gather, MPI_Igather, x, 2, MPI_INT, y, 2, MPI_INT, 0, MPI_COMM_SELF);
     CHECK(y[0] == rank && y[1] == 1, "self gather");
     RUN(MPI_Barrier, MPI_Ibarrier, MPI_COMM_SELF);

@@ -51,7 +51,7 @@ mod reduce;
 
 pub use bcast::{bcast, bcast_flat};
 pub use blocks::{allgather, allgatherv, gather, gatherv, scatter, scatterv};
-pub use reduce::{Flat, reduce, reduce_flat};
+pub use reduce::{Flat, alone_ranked, reduce, reduce_flat};
 
 /// Looks at the flags a wait needs before it starts progressing the rest
 /// of the library and backing off.

@@ -111,6 +111,35 @@ pub struct Flat {
     pub kernel: Kernel,
 }
 
+/// A reduction whose result depends on the rank (scan, exscan,
+/// reduce_scatter_block) of a [`Flat`] vector, where communicator `slot`
+/// is this process alone (`alone`): the result of a scan or of a
+/// reduce_scatter_block is the process's contribution, copied unless in
+/// place; an exscan's (`exclusive`) is not defined at the first process,
+/// whose receive buffer stays as it is. `None` elsewhere (these run as
+/// schedules), and where the receive buffer is not valid (the schedule
+/// reports it).
+///
+/// # Safety
+/// The buffers are as [`Flat`] describes them (MPI contract).
+pub unsafe fn alone_ranked(
+    cx: &mut impl Access,
+    slot: usize,
+    f: Flat,
+    exclusive: bool,
+) -> Option<MpiResult<()>> {
+    let out = f.recv?;
+    if !cx.with(|rt| alone(rt, slot, None)) {
+        return None;
+    }
+    if let Some(src) = f.send.filter(|_| !exclusive) {
+        // SAFETY: `len` bytes each, readable and writable (the caller's
+        // promise); `copy` allows them to overlap.
+        unsafe { std::ptr::copy(src, out, f.len) };
+    }
+    Some(Ok(()))
+}
+
 /// [`reduce`] of a [`Flat`] reduction: the same steps, from the
 /// application's buffers.
 ///
