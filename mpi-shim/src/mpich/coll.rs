@@ -1042,10 +1042,33 @@ unsafe fn scan_direct<C: Count>(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
+    let args = (sendbuf, recvbuf, count.get(), datatype, op);
+    // SAFETY: forwarded from the caller.
+    unsafe { ranked_direct(cx, args, comm, false) }
+}
+
+/// [`board::direct::alone_ranked`] of a reduction's arguments (send and
+/// receive buffers, count, datatype, operation) where they are of a
+/// predefined type and operation.
+///
+/// # Safety
+/// The buffers hold `count` elements of the datatype (MPI contract).
+unsafe fn ranked_direct(
+    cx: &mut impl Access,
+    (sendbuf, recvbuf, count, datatype, op): (
+        *const c_void,
+        *mut c_void,
+        MPI_Count,
+        MPI_Datatype,
+        MPI_Op,
+    ),
+    comm: MPI_Comm,
+    exclusive: bool,
+) -> Option<MpiResult<()>> {
     let slot = comm_slot(comm).ok()?;
-    let f = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op)?;
+    let f = flat_reduction(sendbuf, recvbuf, count, datatype, op)?;
     // SAFETY: forwarded from the caller; `f` names its buffers.
-    unsafe { board::direct::alone_ranked(cx, slot, f, false) }
+    unsafe { board::direct::alone_ranked(cx, slot, f, exclusive) }
 }
 
 unsafe fn exscan<C: Count>(
@@ -1074,8 +1097,7 @@ unsafe fn exscan_direct<C: Count>(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    let slot = comm_slot(comm).ok()?;
-    let f = flat_reduction(sendbuf, recvbuf, count.get(), datatype, op)?;
-    // SAFETY: forwarded from the caller; `f` names its buffers.
-    unsafe { board::direct::alone_ranked(cx, slot, f, true) }
+    let args = (sendbuf, recvbuf, count.get(), datatype, op);
+    // SAFETY: forwarded from the caller.
+    unsafe { ranked_direct(cx, args, comm, true) }
 }
