@@ -42,7 +42,7 @@ RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
 
 # The same RUSTFLAGS and target directory: each mutation rebuilds only
 # shm-engine and loom-tests (their build scripts read TESSEL_MUTATION).
-for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask board_post doorbell_poll lock_release; do
+for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask board_post doorbell_poll lock_release lock_any_time; do
     step "mutation $m: loom must find the weakened ordering"
     TESSEL_MUTATION=$m RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
         cargo test --release --locked -p loom-tests

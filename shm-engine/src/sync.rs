@@ -44,6 +44,15 @@ mod imp {
     pub fn spin_hint() {
         core::hint::spin_loop();
     }
+
+    /// The light side of an asymmetric fence: keeps the compiler from
+    /// moving memory accesses across it, and nothing more. It orders like
+    /// a full fence only against a heavy side that makes every thread of
+    /// the process run one (`membarrier`, `shm_engine::lock`).
+    #[inline(always)]
+    pub fn light_fence() {
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    }
 }
 
 #[cfg(tessel_loom)]
@@ -55,6 +64,15 @@ mod imp {
     #[inline(always)]
     pub fn spin_hint() {
         loom::thread::yield_now();
+    }
+
+    /// The light side of an asymmetric fence. Loom has no asymmetric
+    /// fences: the models run a full fence on both sides, which is what
+    /// the pair amounts to (the heavy side makes every running thread
+    /// execute one).
+    #[inline(always)]
+    pub fn light_fence() {
+        fence(Ordering::SeqCst);
     }
 }
 

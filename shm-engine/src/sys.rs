@@ -61,6 +61,43 @@ pub fn online_cpus() -> usize {
     usize::try_from(n).unwrap_or(1).max(1)
 }
 
+/// `membarrier(2)` commands (`linux/membarrier.h`). (The loom models
+/// stand a full fence in for the system call.)
+#[cfg(not(tessel_loom))]
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+#[cfg(not(tessel_loom))]
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+/// Register this process for [`membarrier`]: `false` where the kernel
+/// lacks it (before Linux 4.14) or a sandbox refuses the system call.
+#[cfg(not(tessel_loom))]
+pub fn membarrier_register() -> bool {
+    // SAFETY: no pointers; an unknown command fails with EINVAL.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+            0,
+            0,
+        ) == 0
+    }
+}
+
+/// Make every running thread of this process execute a full memory
+/// barrier before this returns: the heavy side of an asymmetric fence,
+/// whose light side is a compiler fence (`crate::sync::light_fence`).
+/// The process registered first ([`membarrier_register`] said `true`).
+#[cfg(not(tessel_loom))]
+pub fn membarrier() -> io::Result<()> {
+    // SAFETY: no pointers.
+    let r = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Give the CPU to another runnable thread.
 pub fn yield_now() {
     // SAFETY: no arguments, no memory.

@@ -37,6 +37,7 @@ const PROGRAMS: &[&str] = &[
     "intercomm",
     "rma",
     "threads",
+    "anytime",
     "dynamic",
     "psetops",
     "boards",

@@ -45,7 +45,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use shm_engine::lock::{Lock, LockGuard};
 use shm_engine::{Endpoint, bootstrap};
@@ -940,14 +940,23 @@ static STATE: Lock<Locked> = Lock::new(Locked(Library::Before));
 
 /// The library's state, locked: one MPI call at a time (a blocking call
 /// under `MPI_THREAD_MULTIPLE` releases it while it waits, [`threads`]).
+/// For the application's calls; see [`state_any_time`].
+#[inline]
 pub fn state() -> StateGuard {
-    StateGuard(threads::take(&STATE))
+    StateGuard(threads::take(&STATE, threads::Caller::Serial))
+}
+
+/// [`state`] for a function MPI lets any thread call at any time, whatever
+/// the thread level ([`threads::Caller::AnyTime`]).
+pub fn state_any_time() -> StateGuard {
+    StateGuard(threads::take(&STATE, threads::Caller::AnyTime))
 }
 
 /// The library's state if no call holds it (`None` when the process exits
-/// from inside an MPI call, as an abort does).
+/// from inside an MPI call, as an abort does). Taken as by an any-time
+/// caller: the process may exit on any thread.
 pub fn try_state() -> Option<StateGuard> {
-    STATE.try_lock().map(StateGuard)
+    STATE.try_lock_any_time().map(StateGuard)
 }
 
 /// The runtime of the latest library call ([`in_call`]): of the call that
@@ -1040,15 +1049,31 @@ impl Drop for Counted {
     }
 }
 
-/// The world model's phase, also from inside a callback (where the lock is
-/// this thread's already).
-pub fn world_phase() -> Phase {
-    match callback_runtime() {
-        // SAFETY: read only, while the call that lent the runtime waits
-        // for the callback (see `run_callback`).
-        Some(rt) => unsafe { (*rt).world },
-        None => state().world(),
-    }
+/// The world model's phase as `MPI_Initialized` and `MPI_Finalized` see
+/// it, without the library lock: any thread may call them at any time.
+/// 0 before `MPI_Init`, 1 once it returned, 2 once `MPI_Finalize` did (or
+/// the process is exiting).
+static WORLD_PHASE: AtomicU8 = AtomicU8::new(0);
+
+/// Publish a move of the world model's phase (by the call that made it,
+/// under the lock).
+pub fn publish_world(phase: Phase) {
+    let v = match phase {
+        Phase::Before => 0,
+        Phase::Running { .. } => 1,
+        Phase::After => 2,
+    };
+    WORLD_PHASE.store(v, Ordering::Release);
+}
+
+/// Whether `MPI_Init` has returned (also after `MPI_Finalize`).
+pub fn world_initialized() -> bool {
+    WORLD_PHASE.load(Ordering::Acquire) != 0
+}
+
+/// Whether `MPI_Finalize` has returned.
+pub fn world_finalized() -> bool {
+    WORLD_PHASE.load(Ordering::Acquire) == 2
 }
 
 /// The runtime of the library call whose callback is running on this

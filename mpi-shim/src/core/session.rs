@@ -403,6 +403,7 @@ impl Runtime {
         self.thread_level = thread_level;
         self.main_thread = std::thread::current().id();
         self.world = Phase::Running { session };
+        super::publish_world(self.world);
         // A spawned job meets its parents (MPI-4.1 §11.8.2).
         self.connect_parent()
     }
@@ -424,6 +425,7 @@ impl Runtime {
         self.comms[SELF] = None;
         self.sessions.remove(session);
         self.world = Phase::After;
+        super::publish_world(self.world);
         Ok(())
     }
 }

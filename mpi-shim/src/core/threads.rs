@@ -25,7 +25,9 @@
 //!
 //! Below `MPI_THREAD_MULTIPLE` only [`take`] runs, and finds the lock
 //! free: one call holds it from its start to its end, as a `SERIALIZED`
-//! library may, and releases it with a plain store (`shm_engine::lock`).
+//! library may. The application's calls take it with a plain store and
+//! release it with another; only the functions MPI lets any thread call
+//! at any time pay for excluding them ([`Caller`], `shm_engine::lock`).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,15 +73,35 @@ pub fn waits_hold_lock() -> bool {
     !multiple() || super::callback_runtime().is_some()
 }
 
-/// Take `lock`: at once if it is free; else, under
-/// `MPI_THREAD_MULTIPLE`, wake its holder first (below it, only the
-/// functions any thread may call at any time wait here).
-pub(super) fn take<T>(lock: &'static Lock<T>) -> LockGuard<'static, T> {
+/// How a call takes the library lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// The application's calls, one at a time below
+    /// `MPI_THREAD_MULTIPLE`: they take the lock without a locked
+    /// instruction (`shm_engine::lock`, LK4).
+    Serial,
+    /// The functions MPI lets any thread call at any time, whatever the
+    /// thread level (`MPI_Session_init`, `MPI_Query_thread`,
+    /// `MPI_Error_string`, ...): they may run while the serial caller
+    /// holds the lock, so they wait for it in a way that excludes the
+    /// serial caller's (a `membarrier`, a system call). Also `MPI_Init`
+    /// and `MPI_Init_thread`: only an any-time caller may switch the lock
+    /// to threaded mode.
+    AnyTime,
+}
+
+/// Take `lock` as `caller`: below `MPI_THREAD_MULTIPLE` as the lock's
+/// protocol says for it; under it at once if it is free, else waking its
+/// holder first.
+pub(super) fn take<T>(lock: &'static Lock<T>, caller: Caller) -> LockGuard<'static, T> {
+    if !multiple() {
+        return match caller {
+            Caller::Serial => lock.lock(),
+            Caller::AnyTime => lock.lock_any_time(),
+        };
+    }
     if let Some(g) = lock.try_lock() {
         return g;
-    }
-    if !multiple() {
-        return lock.lock();
     }
     QUEUED.fetch_add(1, Ordering::SeqCst);
     if let Some(w) = WAKER.get() {

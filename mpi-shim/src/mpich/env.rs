@@ -107,6 +107,7 @@ extern "C" fn leave_job(status: c_int, _arg: *mut c_void) {
     let Library::Running(rt) = std::mem::replace(&mut *state, Library::Exited) else {
         return;
     };
+    core::publish_world(Phase::After);
     if let Some(missing) = unfinished(&rt) {
         core::report(&format!(
             "rank {} (pid {}) is exiting without calling {missing}: its peers may wait for it \
@@ -160,7 +161,7 @@ fn init(name: &str, required: c_int) -> c_int {
             ))
         });
     }
-    let mut state = core::state();
+    let mut state = core::state_any_time();
     let fail = |why: String| -> ! {
         core::report(&format!("{name}: {why}"));
         std::process::exit(1);
@@ -213,7 +214,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 /// §11.2.5).
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
-    let v = core::world_phase() != Phase::Before;
+    let v = core::world_initialized();
     // SAFETY: `flag` is an output argument.
     unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
@@ -221,7 +222,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 /// Whether `MPI_Finalize` has completed (sessions do not count).
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    let v = core::world_phase() == Phase::After;
+    let v = core::world_finalized();
     // SAFETY: `flag` is an output argument.
     unsafe { out(flag, v as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
@@ -243,7 +244,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
-    call("MPI_Query_thread", abi::MPI_COMM_WORLD, |rt| {
+    call_any_time("MPI_Query_thread", abi::MPI_COMM_WORLD, |rt| {
         // SAFETY: output argument.
         unsafe { out(provided, thread_level_out(rt.thread_level)) }
     })
@@ -251,7 +252,7 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    call("MPI_Is_thread_main", abi::MPI_COMM_WORLD, |rt| {
+    call_any_time("MPI_Is_thread_main", abi::MPI_COMM_WORLD, |rt| {
         let main = std::thread::current().id() == rt.main_thread;
         // SAFETY: output argument.
         unsafe { out(flag, main as c_int) }

@@ -163,7 +163,7 @@ pub extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> 
 /// stays in use by the communicators it is set on.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
-    call("MPI_Errhandler_free", abi::MPI_COMM_WORLD, |rt| {
+    call_any_time("MPI_Errhandler_free", abi::MPI_COMM_WORLD, |rt| {
         nonnull(errhandler, "errhandler")?;
         // SAFETY: non-null pointer to the caller's handle.
         let h = unsafe { *errhandler };
@@ -257,7 +257,7 @@ fn user_code<T>(f: impl FnOnce(&core::errh::Errors) -> Option<T>) -> Option<T> {
         // for the callback (`core::run_callback`).
         return f(unsafe { &(*rt).errors });
     }
-    match &*core::state() {
+    match &*core::state_any_time() {
         core::Library::Running(rt) => f(&rt.errors),
         _ => None,
     }

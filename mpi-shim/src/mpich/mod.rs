@@ -36,6 +36,7 @@ use crate::core::buffer::{self, UserBuf};
 use crate::core::datatype::TypeRef;
 use crate::core::errh::{Errhandler, Handling};
 use crate::core::peer::{Rank, Tag};
+use crate::core::threads::Caller;
 use crate::core::{self, Class, Library, MpiError, MpiResult, Phase, Req, Runtime, Status};
 use errh::ErrhFn;
 
@@ -166,12 +167,35 @@ pub(crate) fn err(class: Class, message: impl Into<String>) -> MpiError {
 /// (using it elsewhere is an `MPI_ERR_COMM` naming the reason). A call
 /// before any initialization cannot raise an error on anything: it ends
 /// the process with a message.
+#[inline]
 pub(crate) fn call(
     name: &str,
     comm: MPI_Comm,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
-    match gate(name, |rt| f(rt).map_err(|e| raise(rt, name, comm, e))) {
+    call_as(Caller::Serial, name, comm, f)
+}
+
+/// [`call`] for the functions MPI lets any thread call at any time
+/// ([`gate_any_time`]).
+pub(crate) fn call_any_time(
+    name: &str,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
+) -> c_int {
+    call_as(Caller::AnyTime, name, comm, f)
+}
+
+#[inline]
+fn call_as(
+    caller: Caller,
+    name: &str,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
+) -> c_int {
+    match gate_as(caller, name, |rt| {
+        f(rt).map_err(|e| raise(rt, name, comm, e))
+    }) {
         Ok(()) => abi::MPI_SUCCESS,
         Err(h) => h.finish(),
     }
@@ -217,7 +241,20 @@ pub(crate) fn call_starting(
 /// The one way into the runtime: inside an application callback, the
 /// runtime the call running it lent (`core::run_callback`); otherwise the
 /// library lock's, through the gate that lends it (`core::in_call`).
+/// For the application's calls; see [`gate_any_time`].
+#[inline]
 pub(crate) fn gate<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
+    gate_as(Caller::Serial, name, f)
+}
+
+/// [`gate`] for the functions MPI lets any thread call at any time
+/// (`core::threads::Caller::AnyTime`).
+pub(crate) fn gate_any_time<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
+    gate_as(Caller::AnyTime, name, f)
+}
+
+#[inline]
+fn gate_as<T>(caller: Caller, name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
     if let Some(rt) = core::callback_runtime() {
         // SAFETY: an application callback is running on this thread, from
         // inside the library call that holds the lock and `rt`
@@ -225,7 +262,10 @@ pub(crate) fn gate<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
         // tables until the callback returns (`core::run_callback`).
         return f(unsafe { &mut *rt });
     }
-    let mut state = core::state();
+    let mut state = match caller {
+        Caller::Serial => core::state(),
+        Caller::AnyTime => core::state_any_time(),
+    };
     core::in_call(running(&mut state, name), f)
 }
 
@@ -386,7 +426,8 @@ pub(crate) fn fail(name: &str, comm: MPI_Comm, e: MpiError) -> c_int {
         // SAFETY: as in `call`.
         return raise(unsafe { &mut *rt }, name, comm, e).finish();
     }
-    let handled = match &mut *core::state() {
+    // Any-time functions fail here too (info objects, error strings).
+    let handled = match &mut *core::state_any_time() {
         Library::Running(rt) => raise(rt, name, comm, e),
         _ => {
             core::report(&format!("{name}: {e}"));

@@ -125,16 +125,28 @@ enum Target {
     Handler(MPI_Errhandler),
 }
 
-/// Run `f` on the runtime (started first if `start` and there is none yet)
-/// and raise its error on `target`'s handler.
+/// How a session function enters the library.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// `MPI_Session_init`: any thread, any time; starts the runtime if
+    /// there is none yet.
+    Start,
+    /// Any thread, any time (`core::threads::Caller::AnyTime`).
+    AnyTime,
+    /// The application's calls (`core::threads::Caller::Serial`).
+    Serial,
+}
+
+/// Run `f` on the runtime (entering as `entry` says) and raise its error
+/// on `target`'s handler.
 fn run(
     name: &str,
     target: Target,
-    start: bool,
+    entry: Entry,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
-    let outcome = if start && core::callback_runtime().is_none() {
-        let mut state = core::state();
+    let outcome = if entry == Entry::Start && core::callback_runtime().is_none() {
+        let mut state = core::state_any_time();
         match super::env::start(&mut state) {
             Ok(rt) => core::in_call(rt, |rt| settle(rt, name, target, f)),
             Err(e) => {
@@ -146,8 +158,10 @@ fn run(
                 std::process::exit(1);
             }
         }
-    } else {
+    } else if entry == Entry::Serial {
         super::gate(name, |rt| settle(rt, name, target, f))
+    } else {
+        super::gate_any_time(name, |rt| settle(rt, name, target, f))
     };
     // The library lock is released: an application's handler may call MPI.
     match outcome {
@@ -193,7 +207,7 @@ pub(super) fn in_session(
     session: MPI_Session,
     f: impl FnOnce(&mut Runtime) -> MpiResult<()>,
 ) -> c_int {
-    run(name, Target::Session(session), false, f)
+    run(name, Target::Session(session), Entry::Serial, f)
 }
 
 /// The session slot of `h`, valid in `rt`.
@@ -225,7 +239,7 @@ pub unsafe extern "C" fn MPI_Session_init(
     run(
         "MPI_Session_init",
         Target::Handler(errhandler),
-        true,
+        Entry::Start,
         |rt| {
             let errhandler = session_errhandler(errhandler)?;
             if session.is_null() {
@@ -255,11 +269,16 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
         // SAFETY: non-null pointer to the caller's handle.
         unsafe { *session }
     };
-    run("MPI_Session_finalize", Target::Session(h), false, |rt| {
-        rt.session_close(session_of(rt, h)?)?;
-        // SAFETY: non-null (else `h` would be invalid above).
-        unsafe { out(session, abi::MPI_SESSION_NULL) }
-    })
+    run(
+        "MPI_Session_finalize",
+        Target::Session(h),
+        Entry::Serial,
+        |rt| {
+            rt.session_close(session_of(rt, h)?)?;
+            // SAFETY: non-null (else `h` would be invalid above).
+            unsafe { out(session, abi::MPI_SESSION_NULL) }
+        },
+    )
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
@@ -271,7 +290,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
     run(
         "MPI_Session_get_num_psets",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             session_of(rt, session)?;
             read_info(info)?;
@@ -297,7 +316,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     run(
         "MPI_Session_get_nth_pset",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             session_of(rt, session)?;
             read_info(info)?;
@@ -341,7 +360,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
     run(
         "MPI_Session_get_pset_info",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             session_of(rt, session)?;
             // SAFETY: a C string argument.
@@ -366,7 +385,7 @@ pub unsafe extern "C" fn MPI_Session_get_info(
     run(
         "MPI_Session_get_info",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             let level = rt.session(session_of(rt, session)?)?.thread_level;
             if info_used.is_null() {
@@ -393,7 +412,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     run(
         "MPI_Group_from_session_pset",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             let s = session_of(rt, session)?;
             // SAFETY: a C string argument.
@@ -428,7 +447,7 @@ pub unsafe extern "C" fn MPIX_Pset_create_op(
     run(
         "MPIX_Pset_create_op",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             session_of(rt, session)?;
             read_info(hints)?;
@@ -473,7 +492,7 @@ pub unsafe extern "C" fn MPIX_Session_get_psets(
     run(
         "MPIX_Session_get_psets",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             session_of(rt, session)?;
             read_info(info)?;
@@ -508,31 +527,36 @@ pub unsafe extern "C" fn MPIX_Dynres_get(
     tag: *mut c_int,
     info: *mut MPI_Info,
 ) -> c_int {
-    run("MPIX_Dynres_get", Target::Session(session), false, |rt| {
-        session_of(rt, session)?;
-        nonnull(rc_type, "rc_type")?;
-        let Some(c) = rt.dynres_get()? else {
-            // SAFETY: non-null output argument.
-            return unsafe { out(rc_type, abi::MPIX_DYNRES_NONE) };
-        };
-        nonnull(delta_pset, "delta_pset")?;
-        nonnull(tag, "tag")?;
-        // SAFETY: output arguments; MPI_MAX_PSET_NAME_LEN bytes at
-        // `delta_pset` (the contract above).
-        unsafe {
-            copy_cstr(delta_pset, abi::MPI_MAX_PSET_NAME_LEN as usize, &c.delta)?;
-            out(tag, c.tag as c_int)?;
-            if !info.is_null() {
-                out(info, new_info(&[("mpix_procs", c.procs.to_string())]))?;
-            }
-            let kind = if c.add {
-                abi::MPIX_DYNRES_ADD
-            } else {
-                abi::MPIX_DYNRES_SUB
+    run(
+        "MPIX_Dynres_get",
+        Target::Session(session),
+        Entry::Serial,
+        |rt| {
+            session_of(rt, session)?;
+            nonnull(rc_type, "rc_type")?;
+            let Some(c) = rt.dynres_get()? else {
+                // SAFETY: non-null output argument.
+                return unsafe { out(rc_type, abi::MPIX_DYNRES_NONE) };
             };
-            out(rc_type, kind)
-        }
-    })
+            nonnull(delta_pset, "delta_pset")?;
+            nonnull(tag, "tag")?;
+            // SAFETY: output arguments; MPI_MAX_PSET_NAME_LEN bytes at
+            // `delta_pset` (the contract above).
+            unsafe {
+                copy_cstr(delta_pset, abi::MPI_MAX_PSET_NAME_LEN as usize, &c.delta)?;
+                out(tag, c.tag as c_int)?;
+                if !info.is_null() {
+                    out(info, new_info(&[("mpix_procs", c.procs.to_string())]))?;
+                }
+                let kind = if c.add {
+                    abi::MPIX_DYNRES_ADD
+                } else {
+                    abi::MPIX_DYNRES_SUB
+                };
+                out(rc_type, kind)
+            }
+        },
+    )
 }
 
 /// `MPIX_Dynres_accept` (the seed's `MPIDYNRES_RC_accept`): accept change
@@ -549,7 +573,7 @@ pub unsafe extern "C" fn MPIX_Dynres_accept(
     run(
         "MPIX_Dynres_accept",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             session_of(rt, session)?;
             let entries = read_info(info)?.entries;
@@ -615,7 +639,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     newcomm: *mut MPI_Comm,
 ) -> c_int {
     let target = from_group_target(errhandler);
-    run("MPI_Comm_create_from_group", target, false, |rt| {
+    run("MPI_Comm_create_from_group", target, Entry::Serial, |rt| {
         let g = group_slot(rt, group)?;
         // SAFETY: forwarded from the caller.
         let (handler, tag) = unsafe { from_group_args(errhandler, stringtag, info)? };
@@ -644,18 +668,29 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     newintercomm: *mut MPI_Comm,
 ) -> c_int {
     let target = from_group_target(errhandler);
-    run("MPI_Intercomm_create_from_groups", target, false, |rt| {
-        let (l, r) = (group_slot(rt, local_group)?, group_slot(rt, remote_group)?);
-        // SAFETY: forwarded from the caller.
-        let (handler, tag) = unsafe { from_group_args(errhandler, stringtag, info)? };
-        nonnull(newintercomm, "newintercomm")?;
-        let local = rt.groups.get(l).expect("checked").clone();
-        let remote = rt.groups.get(r).expect("checked").clone();
-        let slot =
-            rt.intercomm_from_groups(&local, local_leader, &remote, remote_leader, tag, handler)?;
-        // SAFETY: non-null output argument.
-        unsafe { out(newintercomm, comm_handle(slot)) }
-    })
+    run(
+        "MPI_Intercomm_create_from_groups",
+        target,
+        Entry::Serial,
+        |rt| {
+            let (l, r) = (group_slot(rt, local_group)?, group_slot(rt, remote_group)?);
+            // SAFETY: forwarded from the caller.
+            let (handler, tag) = unsafe { from_group_args(errhandler, stringtag, info)? };
+            nonnull(newintercomm, "newintercomm")?;
+            let local = rt.groups.get(l).expect("checked").clone();
+            let remote = rt.groups.get(r).expect("checked").clone();
+            let slot = rt.intercomm_from_groups(
+                &local,
+                local_leader,
+                &remote,
+                remote_leader,
+                tag,
+                handler,
+            )?;
+            // SAFETY: non-null output argument.
+            unsafe { out(newintercomm, comm_handle(slot)) }
+        },
+    )
 }
 
 // ---------------------------------------------------------------------
@@ -669,7 +704,7 @@ pub extern "C" fn MPI_Session_set_errhandler(
     run(
         "MPI_Session_set_errhandler",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             let slot = session_of(rt, session)?;
             rt.session_mut(slot)?.errhandler = session_errhandler(errhandler)?;
@@ -686,7 +721,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
     run(
         "MPI_Session_get_errhandler",
         Target::Session(session),
-        false,
+        Entry::Serial,
         |rt| {
             let h = rt.session(session_of(rt, session)?)?.errhandler;
             if errhandler.is_null() {
@@ -727,13 +762,13 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
 /// handler returns.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub extern "C" fn MPI_Session_call_errhandler(session: MPI_Session, errorcode: c_int) -> c_int {
-    let valid = super::gate("MPI_Session_call_errhandler", |rt| {
+    let valid = super::gate_any_time("MPI_Session_call_errhandler", |rt| {
         session_of(rt, session).is_ok()
     });
     let rc = run(
         "MPI_Session_call_errhandler",
         Target::Session(session),
-        false,
+        Entry::AnyTime,
         |rt| {
             session_of(rt, session)?;
             Err(MpiError::new(
