@@ -44,7 +44,7 @@ impl Arg {
     /// # Safety
     /// As for [`Arg::buf`], there.
     #[inline]
-    unsafe fn buf_at(&self, displ: isize) -> MpiResult<UserBuf> {
+    pub(crate) unsafe fn buf_at(&self, displ: isize) -> MpiResult<UserBuf> {
         let count = check_count(self.count)?;
         let dt = self.dt.clone()?;
         let at = self

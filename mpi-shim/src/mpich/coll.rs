@@ -908,7 +908,75 @@ unsafe fn alltoallv<C: Count, D: Displ>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv, false) }
 }
-collective!(MPI_Alltoallv / MPI_Alltoallv_c, MPI_Ialltoallv / MPI_Ialltoallv_c, MPI_Alltoallv_init / MPI_Alltoallv_init_c: alltoallv(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtype: MPI_Datatype));
+collective!(MPI_Alltoallv / MPI_Alltoallv_c, MPI_Ialltoallv / MPI_Ialltoallv_c, MPI_Alltoallv_init / MPI_Alltoallv_init_c: alltoallv(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtype: MPI_Datatype) direct alltoallv_direct);
+
+/// On a communicator of this process alone, its one block copied
+/// ([`board::direct::alone_exchange`]); elsewhere the schedule runs.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallv_direct<C: Count, D: Displ>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const D,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const D,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        board::direct::alone_exchange(cx, slot, |rt| {
+            let recv = first_block(rt, recvbuf, recvcounts, rdispls, &recvtype, true)?;
+            let send = if abi::is_in_place(sendbuf) {
+                None
+            } else {
+                Some(first_block(
+                    rt, sendbuf, sendcounts, sdispls, &sendtype, true,
+                )?)
+            };
+            Some((send, recv))
+        })
+    }
+}
+
+/// The first block of a side of an alltoallv (`displs` in `extents`) or
+/// alltoallw (in bytes, a datatype per block): `counts[0]` elements of
+/// `dts[0]` at `displs[0]` into `buf`. `None` where an array is null or
+/// the block is not valid.
+///
+/// # Safety
+/// Non-null arrays have an entry per process, at least one, and the
+/// block lies in the application's buffer (MPI contract).
+unsafe fn first_block<C: Count, D: Displ>(
+    rt: &Runtime,
+    buf: *const c_void,
+    counts: *const C,
+    displs: *const D,
+    dts: *const MPI_Datatype,
+    extents: bool,
+) -> Option<UserBuf> {
+    if counts.is_null() || displs.is_null() || dts.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's promise.
+    let (count, displ, dt) = unsafe { ((*counts).get(), (*displs).value(), *dts) };
+    let dt = type_arg(rt, buf, dt).ok()?;
+    let displ = if extents {
+        displ.wrapping_mul(dt.extent)
+    } else {
+        displ
+    };
+    let block = Arg {
+        ptr: buf,
+        count,
+        dt: Ok(dt),
+    };
+    // SAFETY: the caller's promise.
+    unsafe { block.buf_at(displ) }.ok()
+}
 
 /// A side of `MPI_Alltoallw`: byte displacements, a datatype per block.
 ///
@@ -963,7 +1031,38 @@ unsafe fn alltoallw<C: Count, D: Displ>(
         calls::alltoall(rt, slot, send.as_ref(), &recv, false)
     }
 }
-collective!(MPI_Alltoallw / MPI_Alltoallw_c, MPI_Ialltoallw / MPI_Ialltoallw_c, MPI_Alltoallw_init / MPI_Alltoallw_init_c: alltoallw(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtypes: *const MPI_Datatype));
+collective!(MPI_Alltoallw / MPI_Alltoallw_c, MPI_Ialltoallw / MPI_Ialltoallw_c, MPI_Alltoallw_init / MPI_Alltoallw_init_c: alltoallw(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtypes: *const MPI_Datatype) direct alltoallw_direct);
+
+/// As [`alltoallv_direct`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw_direct<C: Count, D: Displ>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    sendcounts: *const C,
+    sdispls: *const D,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    rdispls: *const D,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    let slot = comm_slot(comm).ok()?;
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        board::direct::alone_exchange(cx, slot, |rt| {
+            let recv = first_block(rt, recvbuf, recvcounts, rdispls, recvtypes, false)?;
+            let send = if abi::is_in_place(sendbuf) {
+                None
+            } else {
+                Some(first_block(
+                    rt, sendbuf, sendcounts, sdispls, sendtypes, false,
+                )?)
+            };
+            Some((send, recv))
+        })
+    }
+}
 
 unsafe fn reduce_scatter<C: Count>(
     rt: &mut Runtime,
@@ -981,7 +1080,28 @@ unsafe fn reduce_scatter<C: Count>(
     // SAFETY: forwarded from the caller.
     unsafe { calls::reduce_scatter(rt, slot, &args, &counts) }
 }
-collective!(MPI_Reduce_scatter / MPI_Reduce_scatter_c, MPI_Ireduce_scatter / MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init / MPI_Reduce_scatter_init_c: reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const C, datatype: MPI_Datatype, op: MPI_Op));
+collective!(MPI_Reduce_scatter / MPI_Reduce_scatter_c, MPI_Ireduce_scatter / MPI_Ireduce_scatter_c, MPI_Reduce_scatter_init / MPI_Reduce_scatter_init_c: reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const C, datatype: MPI_Datatype, op: MPI_Op) direct reduce_scatter_direct);
+
+/// On a communicator of this process alone, as its scan, of its one
+/// count ([`board::direct::alone_ranked`]); elsewhere the schedule runs.
+unsafe fn reduce_scatter_direct<C: Count>(
+    cx: &mut impl Access,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    if recvcounts.is_null() {
+        return None;
+    }
+    // SAFETY: the array has an entry per process of the communicator, at
+    // least one (MPI contract).
+    let count = unsafe { *recvcounts };
+    // SAFETY: forwarded from the caller.
+    unsafe { scan_direct(cx, sendbuf, recvbuf, count, datatype, op, comm) }
+}
 
 unsafe fn reduce_scatter_block<C: Count>(
     rt: &mut Runtime,

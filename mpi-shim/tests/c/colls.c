@@ -669,6 +669,25 @@ static void test_self(void) {
                 MPI_COMM_SELF);
     SELF_BLOCKS("scatterv", MPI_Scatterv, MPI_Iscatterv, x, &three, &zero, MPI_INT, z, 3, MPI_INT, 0,
                 MPI_COMM_SELF);
+    /* Displacements: the block at x + 1 lands at z + 2, z + 1 (w: bytes). */
+    int one_disp = 1, two_disp = 2, two_n = 2;
+    int w_from = (int)sizeof(int), w_to = 2 * (int)sizeof(int);
+    MPI_Datatype ints[1] = {MPI_INT};
+    int xs[4] = {-3, rank, 1, 2};
+    SELF_BLOCKS("alltoallv", MPI_Alltoallv, MPI_Ialltoallv, xs, &three, &one_disp, MPI_INT, z, &three,
+                &zero, MPI_INT, MPI_COMM_SELF);
+    SELF_BLOCKS("alltoallw", MPI_Alltoallw, MPI_Ialltoallw, xs, &three, &w_from, ints, z, &three, &zero,
+                ints, MPI_COMM_SELF);
+    for (int i = 0; i < 6; i++) z[i] = -1;
+    RUN(MPI_Alltoallv, MPI_Ialltoallv, x, &two_n, &zero, MPI_INT, z, &two_n, &two_disp, MPI_INT,
+        MPI_COMM_SELF);
+    RUN(MPI_Alltoallw, MPI_Ialltoallw, xs, &two_n, &w_from, ints, z, &two_n, &w_to, ints,
+        MPI_COMM_SELF);
+    CHECK(z[0] == -1 && z[1] == -1 && z[2] == rank && z[3] == 1 && z[4] == -1,
+          "self alltoallv/w at displacements: %d %d %d %d %d", z[0], z[1], z[2], z[3], z[4]);
+    /* reduce_scatter's one count is the process's. */
+    SELF_BLOCKS("reduce_scatter", MPI_Reduce_scatter, MPI_Ireduce_scatter, x, z, &three, MPI_INT,
+                MPI_SUM, MPI_COMM_SELF);
     /* A strided send type (packed), received as one contiguous block. */
     int spread[6] = {rank, -7, 1, -7, 2, -7};
     MPI_Datatype every_other, three_ints;
@@ -686,7 +705,16 @@ static void test_self(void) {
     RUN(MPI_Allgather, MPI_Iallgather, MPI_IN_PLACE, 3, MPI_INT, z, 3, MPI_INT, MPI_COMM_SELF);
     RUN(MPI_Scatter, MPI_Iscatter, z, 3, MPI_INT, MPI_IN_PLACE, 3, MPI_INT, 0, MPI_COMM_SELF);
     RUN(MPI_Gatherv, MPI_Igatherv, MPI_IN_PLACE, 3, MPI_INT, z, &three, &zero, MPI_INT, 0, MPI_COMM_SELF);
+    RUN(MPI_Alltoallv, MPI_Ialltoallv, MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, z, &three, &zero,
+        MPI_INT, MPI_COMM_SELF);
+    RUN(MPI_Alltoallw, MPI_Ialltoallw, MPI_IN_PLACE, NULL, NULL, NULL, z, &three, &zero, ints,
+        MPI_COMM_SELF);
+    RUN(MPI_Reduce_scatter, MPI_Ireduce_scatter, MPI_IN_PLACE, z, &three, MPI_INT, MPI_MAX,
+        MPI_COMM_SELF);
     CHECK(z[0] == rank && z[1] == 1 && z[2] == 2 && z[3] == -1, "self in place");
+    /* A strided send block of alltoallv, packed. */
+    SELF_BLOCKS("strided alltoallv", MPI_Alltoallv, MPI_Ialltoallv, spread, &(int){1}, &zero, every_other,
+                z, &three, &zero, MPI_INT, MPI_COMM_SELF);
 #undef SELF_BLOCKS
 
     /* Arguments are still checked where nothing moves. */
@@ -710,6 +738,14 @@ static void test_self(void) {
     CHECK(class_of(MPI_Alltoallv(x, &three, &zero, MPI_INT, z, &two, &zero, MPI_INT, MPI_COMM_SELF)) ==
               MPI_ERR_TRUNCATE,
           "self alltoallv into a shorter block");
+    CHECK(class_of(MPI_Alltoallw(x, &three, &zero, ints, z, &two, &zero, ints, MPI_COMM_SELF)) ==
+              MPI_ERR_TRUNCATE,
+          "self alltoallw into a shorter block");
+    int minus = -1;
+    CHECK(class_of(MPI_Reduce_scatter(x, z, &minus, MPI_INT, MPI_SUM, MPI_COMM_SELF)) == MPI_ERR_COUNT,
+          "self reduce_scatter count");
+    CHECK(class_of(MPI_Reduce_scatter(x, z, &three, MPI_INT, MPI_OP_NULL, MPI_COMM_SELF)) == MPI_ERR_OP,
+          "self reduce_scatter op");
     CHECK(class_of(MPI_Allgather(x, -1, MPI_INT, z, 3, MPI_INT, MPI_COMM_SELF)) == MPI_ERR_COUNT,
           "self allgather count");
     MPI_Type_free(&every_other);

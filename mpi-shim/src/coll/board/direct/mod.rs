@@ -18,9 +18,12 @@
 //! nonblocking board collective of this process is still running on it,
 //! and only once its arguments are valid. Otherwise the answer is `None`
 //! and the caller compiles the schedule, which also reports any error.
-//! A communicator of this process alone has no board: its barrier, and
-//! its bcast, reduce and allreduce of predefined types and operations,
-//! end here too, with nothing to wait for (`alone`).
+//! A communicator of this process alone has no board: its barrier, the
+//! collectives that move blocks (also alltoallv and alltoallw,
+//! `alone_exchange`), and its reductions of predefined types and
+//! operations (also scan, exscan, reduce_scatter and
+//! reduce_scatter_block, `alone_ranked`) end here too, with nothing to
+//! wait for (`alone`).
 //!
 //! Under `MPI_THREAD_MULTIPLE` a blocking call must not hold the library
 //! lock while it waits ([`crate::core::threads`]): the collective reaches
@@ -464,6 +467,31 @@ unsafe fn alone_copy(
         }
     }
     Some(Ok(()))
+}
+
+/// An alltoallv or alltoallw on communicator `slot` where it is this
+/// process alone: `blocks` makes the one block of each side (`None` for
+/// an `MPI_IN_PLACE` send), and the block is copied as `alone_copy`
+/// does. `None` elsewhere, where `blocks` finds a block not valid, the
+/// receive block is not contiguous, or the two lengths differ: the
+/// schedule runs, and reports what is wrong.
+///
+/// # Safety
+/// The blocks lie in the application's buffers (MPI contract).
+pub unsafe fn alone_exchange(
+    cx: &mut impl Access,
+    slot: usize,
+    blocks: impl FnOnce(&Runtime) -> Option<(Option<UserBuf>, UserBuf)>,
+) -> Option<MpiResult<()>> {
+    if cx.with(|rt| members(rt, slot)) != Some((1, 0)) {
+        return None;
+    }
+    let (send, recv) = cx.with(|rt| blocks(rt))?;
+    if !recv.dt.is_contiguous() || send.as_ref().is_some_and(|s| s.len != recv.len) {
+        return None;
+    }
+    // SAFETY: `recv` is contiguous and as long as `send`.
+    unsafe { alone_copy(cx, slot, send.as_ref(), Some(recv.ptr)) }
 }
 
 /// [`Run::begin`] of a rooted collective: the run, the root's rank and
