@@ -402,8 +402,7 @@ impl Runtime {
         }
         self.thread_level = thread_level;
         self.main_thread = std::thread::current().id();
-        self.world = Phase::Running { session };
-        super::publish_world(self.world);
+        self.set_world(Phase::Running { session });
         // A spawned job meets its parents (MPI-4.1 §11.8.2).
         self.connect_parent()
     }
@@ -424,9 +423,15 @@ impl Runtime {
         self.comms[WORLD] = None;
         self.comms[SELF] = None;
         self.sessions.remove(session);
-        self.world = Phase::After;
-        super::publish_world(self.world);
+        self.set_world(Phase::After);
         Ok(())
+    }
+
+    /// Move the world model to `phase`, also where `MPI_Initialized` and
+    /// `MPI_Finalized` read it without the lock (`super::publish_world`).
+    fn set_world(&mut self, phase: Phase) {
+        self.world = phase;
+        super::publish_world(phase);
     }
 }
 
