@@ -1,6 +1,7 @@
 //! Collective operations (MPI-4.0 chapter 6): blocking, nonblocking and
 //! persistent ([`persistent`]), each in both count widths; the reduction
-//! operations are [`op`]'s, the neighbourhood collectives [`neighbor`]'s.
+//! operations are [`op`]'s, the all-to-all exchanges [`alltoall`]'s and
+//! the neighbourhood collectives [`neighbor`]'s.
 //!
 //! Each collective has one function here that checks its arguments,
 //! packs what this process contributes, and compiles the schedule
@@ -282,6 +283,7 @@ macro_rules! collective {
 }
 
 // After the macro, which they use.
+pub(super) mod alltoall;
 pub(super) mod neighbor;
 pub(crate) mod op;
 mod persistent;
@@ -379,6 +381,35 @@ fn flat_reduction(
         len,
         elem: dt.size,
         kernel,
+    })
+}
+
+/// A side of `MPI_Alltoallw` (and of the neighbourhood form): byte
+/// displacements, a datatype per block.
+///
+/// # Safety
+/// The arrays have `n` entries (MPI contract).
+unsafe fn side_w<C: Count, D: Displ>(
+    rt: &Runtime,
+    buf: *const c_void,
+    counts: *const C,
+    displs: *const D,
+    dts: *const MPI_Datatype,
+    n: usize,
+) -> MpiResult<Blocks> {
+    // SAFETY: the caller's promise.
+    let (counts, displs, dts) = unsafe {
+        (
+            counts::counts(counts, n, "count")?,
+            counts::displs(displs, n)?,
+            types(dts, n)?,
+        )
+    };
+    Ok(Blocks {
+        ptr: buf,
+        counts,
+        displs,
+        types: dts.into_iter().map(|dt| type_arg(rt, buf, dt)).collect(),
     })
 }
 
@@ -829,239 +860,6 @@ unsafe fn allgatherv_direct<C: Count, D: Displ>(
     })?;
     // SAFETY: forwarded from the caller.
     unsafe { board::direct::allgatherv(cx, slot, send.as_ref(), &recv) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoall<C: Count>(
-    rt: &mut Runtime,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult<Schedule> {
-    let (slot, n) = slot_peers(rt, comm)?;
-    let recv = Blocks::regular(recvbuf, recvcount.get(), n, type_arg(rt, recvbuf, recvtype))?;
-    let send = if abi::is_in_place(sendbuf) {
-        None
-    } else {
-        Some(Blocks::regular(
-            sendbuf,
-            sendcount.get(),
-            n,
-            type_arg(rt, sendbuf, sendtype),
-        )?)
-    };
-    // SAFETY: forwarded from the caller.
-    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv, true) }
-}
-collective!(MPI_Alltoall / MPI_Alltoall_c, MPI_Ialltoall / MPI_Ialltoall_c, MPI_Alltoall_init / MPI_Alltoall_init_c: alltoall(sendbuf: *const c_void, sendcount: C, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: C, recvtype: MPI_Datatype) direct alltoall_direct);
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoall_direct<C: Count>(
-    cx: &mut impl Access,
-    sendbuf: *const c_void,
-    sendcount: C,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: C,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    let send = (sendbuf, sendcount.get(), sendtype);
-    let recv = (recvbuf, recvcount.get(), recvtype);
-    // SAFETY: forwarded from the caller.
-    unsafe { exchange_direct(cx, send, recv, comm, true) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv<C: Count, D: Displ>(
-    rt: &mut Runtime,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const D,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const D,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult<Schedule> {
-    let (slot, n) = slot_peers(rt, comm)?;
-    // SAFETY: the arrays have `n` entries (MPI contract).
-    let (rc, rd) = unsafe { counts_displs(recvcounts, rdispls, n)? };
-    let recv = Blocks::typed(recvbuf, rc, &rd, type_arg(rt, recvbuf, recvtype))?;
-    let send = if abi::is_in_place(sendbuf) {
-        None
-    } else {
-        // SAFETY: as above.
-        let (sc, sd) = unsafe { counts_displs(sendcounts, sdispls, n)? };
-        Some(Blocks::typed(
-            sendbuf,
-            sc,
-            &sd,
-            type_arg(rt, sendbuf, sendtype),
-        )?)
-    };
-    // SAFETY: forwarded from the caller.
-    unsafe { calls::alltoall(rt, slot, send.as_ref(), &recv, false) }
-}
-collective!(MPI_Alltoallv / MPI_Alltoallv_c, MPI_Ialltoallv / MPI_Ialltoallv_c, MPI_Alltoallv_init / MPI_Alltoallv_init_c: alltoallv(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtype: MPI_Datatype) direct alltoallv_direct);
-
-/// On a communicator of this process alone, its one block copied
-/// ([`board::direct::alone_exchange`]); elsewhere the schedule runs.
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv_direct<C: Count, D: Displ>(
-    cx: &mut impl Access,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const D,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const D,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    let slot = comm_slot(comm).ok()?;
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        board::direct::alone_exchange(cx, slot, |rt| {
-            let recv = first_block(rt, recvbuf, recvcounts, rdispls, &recvtype, true)?;
-            let send = if abi::is_in_place(sendbuf) {
-                None
-            } else {
-                Some(first_block(
-                    rt, sendbuf, sendcounts, sdispls, &sendtype, true,
-                )?)
-            };
-            Some((send, recv))
-        })
-    }
-}
-
-/// The first block of a side of an alltoallv (`displs` in `extents`) or
-/// alltoallw (in bytes, a datatype per block): `counts[0]` elements of
-/// `dts[0]` at `displs[0]` into `buf`. `None` where an array is null or
-/// the block is not valid.
-///
-/// # Safety
-/// Non-null arrays have an entry per process, at least one, and the
-/// block lies in the application's buffer (MPI contract).
-unsafe fn first_block<C: Count, D: Displ>(
-    rt: &Runtime,
-    buf: *const c_void,
-    counts: *const C,
-    displs: *const D,
-    dts: *const MPI_Datatype,
-    extents: bool,
-) -> Option<UserBuf> {
-    if counts.is_null() || displs.is_null() || dts.is_null() {
-        return None;
-    }
-    // SAFETY: the caller's promise.
-    let (count, displ, dt) = unsafe { ((*counts).get(), (*displs).value(), *dts) };
-    let dt = type_arg(rt, buf, dt).ok()?;
-    let displ = if extents {
-        displ.wrapping_mul(dt.extent)
-    } else {
-        displ
-    };
-    let block = Arg {
-        ptr: buf,
-        count,
-        dt: Ok(dt),
-    };
-    // SAFETY: the caller's promise.
-    unsafe { block.buf_at(displ) }.ok()
-}
-
-/// A side of `MPI_Alltoallw`: byte displacements, a datatype per block.
-///
-/// # Safety
-/// The arrays have `n` entries (MPI contract).
-unsafe fn side_w<C: Count, D: Displ>(
-    rt: &Runtime,
-    buf: *const c_void,
-    counts: *const C,
-    displs: *const D,
-    dts: *const MPI_Datatype,
-    n: usize,
-) -> MpiResult<Blocks> {
-    // SAFETY: the caller's promise.
-    let (counts, displs, dts) = unsafe {
-        (
-            counts::counts(counts, n, "count")?,
-            counts::displs(displs, n)?,
-            types(dts, n)?,
-        )
-    };
-    Ok(Blocks {
-        ptr: buf,
-        counts,
-        displs,
-        types: dts.into_iter().map(|dt| type_arg(rt, buf, dt)).collect(),
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallw<C: Count, D: Displ>(
-    rt: &mut Runtime,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const D,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const D,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult<Schedule> {
-    let (slot, n) = slot_peers(rt, comm)?;
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        let recv = side_w(rt, recvbuf, recvcounts, rdispls, recvtypes, n)?;
-        let send = if abi::is_in_place(sendbuf) {
-            None
-        } else {
-            Some(side_w(rt, sendbuf, sendcounts, sdispls, sendtypes, n)?)
-        };
-        calls::alltoall(rt, slot, send.as_ref(), &recv, false)
-    }
-}
-collective!(MPI_Alltoallw / MPI_Alltoallw_c, MPI_Ialltoallw / MPI_Ialltoallw_c, MPI_Alltoallw_init / MPI_Alltoallw_init_c: alltoallw(sendbuf: *const c_void, sendcounts: *const C, sdispls: *const D, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const C, rdispls: *const D, recvtypes: *const MPI_Datatype) direct alltoallw_direct);
-
-/// As [`alltoallv_direct`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallw_direct<C: Count, D: Displ>(
-    cx: &mut impl Access,
-    sendbuf: *const c_void,
-    sendcounts: *const C,
-    sdispls: *const D,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    rdispls: *const D,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> Option<MpiResult<()>> {
-    let slot = comm_slot(comm).ok()?;
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        board::direct::alone_exchange(cx, slot, |rt| {
-            let recv = first_block(rt, recvbuf, recvcounts, rdispls, recvtypes, false)?;
-            let send = if abi::is_in_place(sendbuf) {
-                None
-            } else {
-                Some(first_block(
-                    rt, sendbuf, sendcounts, sdispls, sendtypes, false,
-                )?)
-            };
-            Some((send, recv))
-        })
-    }
 }
 
 unsafe fn reduce_scatter<C: Count>(

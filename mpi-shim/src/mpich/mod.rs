@@ -70,6 +70,7 @@ pub(crate) use status::{status_in, status_out, write_status};
 /// layer ([`crate::std_abi`]) calls after translating its arguments.
 pub(crate) mod entries {
     pub(crate) use super::attr::*;
+    pub(crate) use super::coll::alltoall::*;
     pub(crate) use super::coll::neighbor::*;
     pub(crate) use super::coll::op::*;
     pub(crate) use super::coll::*;
