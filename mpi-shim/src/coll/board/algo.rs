@@ -291,15 +291,24 @@ fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: b
     let (lo, sl) = slice(acc.len, elem, n, me);
     let mine = acc.sub(lo, sl);
     let res = b.buf(sl);
-    let operand = b.buf(sl);
-    // res = x_0 op (x_1 op (... op x_{n-1})), as `reduce_posted` folds.
-    for j in (0..n).rev() {
-        if j == me && j == n - 1 {
-            b.copy(mine, res);
-        } else if j == me {
+    // res = x_0 op (x_1 op (... op x_{n-1})), as `reduce_posted` folds,
+    // with the innermost operand straight in `res`: x_{n-1}, or at member
+    // n-1, for an operation that commutes, x_{n-2} (as the direct call
+    // does, `direct::reduce`).
+    let swap = me == n - 1 && n > 1 && b.op().is_none_or(|o| o.commutative());
+    let first = if swap { n - 2 } else { n - 1 };
+    if first == me {
+        b.copy(mine, res);
+    } else {
+        pull(b, first, t1, acc.len, lo, res);
+    }
+    if swap {
+        b.reduce(mine, res, true);
+    }
+    let operand = b.buf(if (0..first).any(|j| j != me) { sl } else { 0 });
+    for j in (0..first).rev() {
+        if j == me {
             b.reduce(mine, res, true);
-        } else if j == n - 1 {
-            pull(b, j, t1, acc.len, lo, res);
         } else {
             pull(b, j, t1, acc.len, lo, operand);
             b.reduce(operand, res, true);

@@ -387,24 +387,36 @@ unsafe fn reduce_exposed(
     // SAFETY: our slice of the vector, readable (the caller's promise);
     // nothing writes it before the fold ends.
     let mine = unsafe { slice_at(own.0.add(lo), sl) };
-    let mut operand = pool::take(if n > 2 || me == n - 1 { sl } else { 0 });
-    // res = x_0 op (x_1 op (... op x_{n-1})), as `fold` does.
-    for j in (0..n).rev() {
-        let got = if j == me && j == n - 1 {
-            res.copy_from_slice(mine);
-            Ran::Done
-        } else if j == me {
-            cx.with(|_| red.apply(mine, res));
-            Ran::Done
-        } else if j == n - 1 {
-            run.pull(j, len, lo, res)
-        } else {
-            let got = run.pull(j, len, lo, &mut operand);
-            cx.with(|_| red.apply(&operand, res));
-            got
-        };
+    // res = x_0 op (x_1 op (... op x_{n-1})), as `fold` does, built from
+    // the inside out. The innermost operand goes straight into `res`:
+    // x_{n-1}, pulled. At member n-1 itself, an operation that commutes
+    // takes x_{n-2} op x_{n-1} as x_{n-1} op x_{n-2}: x_{n-2} is pulled
+    // there and the member's own slice folded in. Only a non-commutative
+    // operation makes that member copy its own slice first (at 2 members,
+    // a copy of half the vector that the other member does not make).
+    let swap = me == n - 1 && n > 1 && red.commutative();
+    let first = if swap { n - 2 } else { n - 1 };
+    let more = (0..first).any(|j| j != me);
+    let mut operand = pool::take(if more { sl } else { 0 });
+    let mut note = |got: Ran| {
         if let Ran::Failed(e) = got {
             bad.get_or_insert(e);
+        }
+    };
+    if first == me {
+        res.copy_from_slice(mine);
+    } else {
+        note(run.pull(first, len, lo, res));
+    }
+    if swap {
+        cx.with(|_| red.apply(mine, res));
+    }
+    for j in (0..first).rev() {
+        if j == me {
+            cx.with(|_| red.apply(mine, res));
+        } else {
+            note(run.pull(j, len, lo, &mut operand));
+            cx.with(|_| red.apply(&operand, res));
         }
     }
     pool::give(operand);
