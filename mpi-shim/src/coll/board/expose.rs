@@ -45,14 +45,18 @@ pub const EXPOSE: usize = 32 << 10;
 
 /// Bytes from which a bcast exposes its buffer, where the members have a
 /// CPU each. Below, its pieces do as well (the root places one while the
-/// readers copy the previous one out): at 2 processes, 64 KiB took 1.1
-/// of their time exposed, 128 KiB 0.93. On a host with slower hand-offs
-/// between cores (88 ns a cache line), with the root writing its buffer
-/// before each call as applications do, 32 KiB took 1.9 and 64 KiB 1.2 of
-/// the pieces' time exposed. Only on a buffer nobody writes between calls
-/// (what the common benchmarks time) did exposure win there, 0.4-0.7:
-/// the reader finds the root's lines in its own caches from the last call.
-pub const EXPOSE_BCAST: usize = 128 << 10;
+/// readers copy the previous one out). At 2 processes, medians of 7
+/// alternating runs, on a host whose cores hand a cache line over in
+/// about 100 ns: with the root writing its buffer before each call, as
+/// applications do, exposed took 0.93-1.08 of the pieces' time at 32 KiB,
+/// 0.86 at 48 KiB, 0.80-0.90 at 64 KiB and 0.77 at 96 KiB; on a buffer
+/// nobody writes between calls (what the common benchmarks time: the
+/// reader finds the root's lines in its own caches from the last call),
+/// 0.45-0.55 from 32 to 96 KiB. When this was 128 KiB, the host in
+/// another state (88 ns a line) had 1.9 at 32 KiB and 1.2 at 64 KiB on
+/// rewritten buffers, 0.4-0.7 on unwritten ones: from 64 KiB exposure
+/// lost little in one state and won in the other.
+pub const EXPOSE_BCAST: usize = 64 << 10;
 
 /// Bytes of a vector from which reduce and allreduce expose it, where the
 /// members have a CPU each. At 2 processes, medians of 6 alternating runs:
