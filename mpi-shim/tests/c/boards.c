@@ -203,8 +203,9 @@ static void mixed(MPI_Op l) {
 }
 
 /* Blocks large enough that the members copy them straight out of each
- * other's buffers (from 32 KiB; 128 KiB for bcast, and where members
- * outnumber cores, more than one data buffer's worth): odd ranks describe
+ * other's buffers (from 32 KiB; 64 KiB for bcast, 64 to 128 KiB for
+ * gather, and where members outnumber cores, more than one data buffer's
+ * worth; 36, 80 and 160 KB here): odd ranks describe
  * their blocks with a strided type, so their blocking calls compile
  * schedules, and even ranks with plain ints, so theirs run straight on
  * the board; both must take the same steps. Also an allgatherv whose
@@ -213,8 +214,8 @@ static void layouts(void) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const int counts[] = {9000, 40000};
-    for (int k = 0; k < 2; k++) {
+    const int counts[] = {9000, 20000, 40000};
+    for (int k = 0; k < 3; k++) {
         int n = counts[k], odd = rank % 2;
         /* n ints, every other one of 2n: consecutive blocks 2n ints apart. */
         MPI_Datatype vec, strided;
@@ -258,9 +259,9 @@ static void layouts(void) {
         free(kept);
         /* Gather and scatter: odd ranks start theirs nonblocking, so the
          * blocking members run straight on the board and the others run
-         * the schedule; the root takes MPI_IN_PLACE the second time. */
+         * the schedule; the root takes MPI_IN_PLACE after the first time. */
         root = (k + 1) % size;
-        int in_place = k == 1 && rank == root;
+        int in_place = k >= 1 && rank == root;
         for (size_t i = 0; i < span * size; i++) s[i] = d[i] = -1;
         for (int i = 0; i < n; i++) AT(in_place ? d : s, in_place ? rank : 0, i) = rank * 1000003 + i;
         const void *gs = in_place ? MPI_IN_PLACE : s;
@@ -297,10 +298,10 @@ static void layouts(void) {
         int *rc = malloc(size * sizeof *rc), *dis = malloc(size * sizeof *dis), at = 0;
         for (int p = 0; p < size; p++) rc[p] = p * n / 2, dis[p] = at, at += rc[p];
         int *v = malloc(((size_t)at + 1) * sizeof *v);
-        /* Odd ranks nonblocking, the second time in place. */
-        int *own = k == 1 ? v + dis[rank] : s;
+        /* Odd ranks nonblocking, in place after the first time. */
+        int *own = k >= 1 ? v + dis[rank] : s;
         for (int i = 0; i < rc[rank]; i++) own[i] = rank * 1000003 + i;
-        const void *as = k == 1 ? MPI_IN_PLACE : s;
+        const void *as = k >= 1 ? MPI_IN_PLACE : s;
         if (odd)
             MPI_Iallgatherv(as, rc[rank], MPI_INT, v, rc, dis, MPI_INT, MPI_COMM_WORLD, &q);
         else
@@ -313,12 +314,12 @@ static void layouts(void) {
         free(v);
         /* Gatherv: rank p sends (p + 1) * n ints (from 160 KB, more than a
          * data buffer holds, exposed); odd ranks nonblocking, the root in
-         * place the second time. */
+         * place after the first time. */
         root = k % size;
         at = 0;
         for (int p = 0; p < size; p++) rc[p] = (p + 1) * n, dis[p] = at, at += rc[p];
         v = malloc(((size_t)at + 1) * sizeof *v);
-        in_place = k == 1 && rank == root;
+        in_place = k >= 1 && rank == root;
         own = in_place ? v + dis[rank] : s;
         for (int i = 0; i < rc[rank]; i++) own[i] = rank * 1000003 + 3 * i;
         as = in_place ? MPI_IN_PLACE : s;

@@ -336,18 +336,26 @@ fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: b
 
 /// `MPI_Allgatherv` (`root: None`) or `MPI_Gather` to `root`: `blocks[j]`
 /// is member `j`'s block; this member's holds its data. An allgather
-/// exposes the blocks where [`expose::allgather`] says so.
+/// exposes the blocks where [`expose::allgather`] says so, a gather where
+/// [`expose::gather`] does (in the two steps of a gatherv).
 pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
     let team = team(b);
     let me = b.rank;
     let reads = root.is_none_or(|r| r == me);
     let longest = blocks.iter().map(|s| s.len).max().unwrap_or(0);
-    if root.is_none() && expose::allgather(&team, longest) {
-        let t = expose_all(b, &team, blocks[me]);
-        for (j, &s) in blocks.iter().enumerate().filter(|&(j, _)| j != me) {
-            pull(b, j, t, s.len, 0, s);
+    match root {
+        None if expose::allgather(&team, longest) => {
+            let t = expose_all(b, &team, blocks[me]);
+            for (j, &s) in blocks.iter().enumerate().filter(|&(j, _)| j != me) {
+                pull(b, j, t, s.len, 0, s);
+            }
+            return barrier(b);
         }
-        return barrier(b);
+        // Every block is as long as the others (one type signature).
+        Some(r) if expose::gather(&team, longest) => {
+            return gather_released(b, r, blocks[me], blocks, |_| true);
+        }
+        _ => {}
     }
     for (off, len) in pieces(longest, 1) {
         let t = team.step();
@@ -377,11 +385,25 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
 
 /// `MPI_Gatherv` to `root`, whose blocks only the root knows (`parts`,
 /// at the root; `own` is this member's data): every member takes two
-/// steps whatever the lengths. At the first, each member posts its block
-/// (`gatherv_exposes`: through its data buffer, or exposed), and the
-/// root copies every block; at the second, the root posts once its copies
-/// are done, and a member that exposed its block waits for that.
+/// steps whatever the lengths ([`gather_released`], blocks exposed where
+/// [`gatherv_exposes`] says so).
 pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
+    gather_released(b, root, own, parts, gatherv_exposes);
+}
+
+/// A gather to `root` in two steps (`parts`, at the root; `own` is this
+/// member's data). At the first, each member posts its block (through
+/// its data buffer, or exposed where `exposes` says so of its length,
+/// which the root and the member must decide alike), and the root copies
+/// every block; at the second, the root posts once its copies are done,
+/// and a member that exposed its block waits for that.
+fn gather_released(
+    b: &mut Builder,
+    root: usize,
+    own: Span,
+    parts: &[Span],
+    exposes: impl Fn(usize) -> bool,
+) {
     let team = team(b);
     let me = b.rank;
     let (t, release) = (team.step(), team.step());
@@ -393,7 +415,7 @@ pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
         });
         b.board(BoardStep::Wait { t, who: None });
         for (j, &part) in parts.iter().enumerate().filter(|&(j, _)| j != me) {
-            if gatherv_exposes(part.len) {
+            if exposes(part.len) {
                 pull(b, j, t, part.len, 0, part);
             } else {
                 fetch(b, j, t, part.len, 0, part);
@@ -406,8 +428,8 @@ pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
         });
         return;
     }
-    let exposes = gatherv_exposes(own.len);
-    b.board(if exposes {
+    let exposed = exposes(own.len);
+    b.board(if exposed {
         BoardStep::Expose {
             t,
             src: own,
@@ -425,7 +447,7 @@ pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
         src: None,
         ahead: true,
     });
-    if exposes {
+    if exposed {
         b.board(BoardStep::Wait {
             t: release,
             who: Some(root),

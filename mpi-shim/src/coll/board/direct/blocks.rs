@@ -236,13 +236,14 @@ unsafe fn alltoall(
     })())
 }
 
-/// `MPI_Gather` to `root` of blocks of one length, in pieces of up to
-/// [`DATA`](crate::coll::board::DATA) bytes as `algo::gather` compiles it: each member posts a
-/// piece of its block straight from its send buffer (packed first where
-/// it is not contiguous), and the root copies every member's piece
-/// straight into its receive buffer, which must be contiguous (otherwise
-/// the schedule runs). `send` is `None` for `MPI_IN_PLACE` (the root's
-/// only).
+/// `MPI_Gather` to `root` of blocks of one length, as `algo::gather`
+/// compiles it: in pieces of up to [`DATA`](crate::coll::board::DATA)
+/// bytes, each member posting a piece of its block straight from its
+/// send buffer (packed first where it is not contiguous) and the root
+/// copying every member's piece straight into its receive buffer; or,
+/// where [`expose::gather`] says so, exposed in the two steps of a
+/// gatherv. The receive buffer must be contiguous (otherwise the
+/// schedule runs). `send` is `None` for `MPI_IN_PLACE` (the root's only).
 ///
 /// # Safety
 /// As for `calls::gather`.
@@ -263,6 +264,18 @@ pub unsafe fn gather(
     };
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
+    if expose::gather(&run.team, blk) {
+        let outs: Vec<_> = (rb.iter())
+            .flat_map(|rb| (0..n).map(move |j| (rb.ptr.wrapping_add(j * blk), blk)))
+            .collect();
+        // SAFETY: at the root, receive block j is `blk` contiguous
+        // writable bytes of the receive buffer (checked, MPI contract),
+        // not the send buffer (not in place), and the send data is `blk`
+        // bytes (checked).
+        return Some(unsafe {
+            gather_released(cx, slot, run, root, own.as_deref(), &outs, |_| true)
+        });
+    }
     let Some(rb) = rb else {
         let own = own.expect("a member other than the root sends");
         return Some((|| {
@@ -385,58 +398,84 @@ pub unsafe fn gatherv(
     let is_root = root == me;
     // SAFETY: forwarded from the caller.
     let (sb, outs) = unsafe { rooted_v_blocks(is_root, (me, n), send, recv) }?;
-    let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
+    let Some(run) = cx.with(|rt| Run::begin(rt, slot)) else {
         // SAFETY: alone, this member is the root: its one receive block
         // is as long as its send data (checked).
         return unsafe { alone_copy(cx, slot, sb.as_ref(), outs.first().map(|o| o.ptr)) };
     };
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
-    Some((|| {
-        run.next();
-        if !is_root {
-            let own = own.expect("a member other than the root sends");
-            let exposes = gatherv_exposes(own.len());
-            if exposes {
-                run.expose(cx, own.as_ptr(), own.len(), true)?;
-            } else {
-                run.post_ahead(cx, &own)?;
-            }
-            run.next();
-            run.post_ahead(cx, &[])?;
-            if exposes {
-                run.wait_posted(cx, Some(root), run.t)?;
-            }
-            run.end();
-            return Ok(());
-        }
-        if let Some(own) = &own {
-            // SAFETY: the root's receive block: writable, as long as the
-            // send data (checked), not the send buffer (not in place).
-            unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), outs[me].ptr, own.len()) };
-        }
-        run.post(cx, &[])?;
-        run.wait_posted(cx, None, run.t)?;
-        let mut bad = None;
-        for (j, u) in outs
-            .iter()
-            .enumerate()
-            .filter(|&(j, u)| j != me && u.len > 0)
-        {
-            // SAFETY: receive block j: `u.len` contiguous writable bytes.
-            let out = unsafe { slice_mut(u.ptr, u.len) };
-            let got = if gatherv_exposes(u.len) {
-                run.pull(j, u.len, 0, out)
-            } else {
-                run.copy_out(j, u.len, 0, out)
-            };
-            keep(&mut bad, got);
+    let outs: Vec<_> = outs.iter().map(|u| (u.ptr, u.len)).collect();
+    // SAFETY: the receive blocks are contiguous and writable (checked,
+    // MPI contract), not the send buffer (not in place), and the root's
+    // is as long as its send data (checked).
+    Some(unsafe { gather_released(cx, slot, run, root, own.as_deref(), &outs, gatherv_exposes) })
+}
+
+/// A gather to `root` in the two steps of `algo::gather_released`: each
+/// member posts its block `own` (`None`: in place, the root's only)
+/// straight from its send buffer, or exposes it where `exposes` says so
+/// of its length, and the root copies every block straight into its
+/// receive blocks `outs` (address, bytes; none at the other members);
+/// then the root posts its release.
+///
+/// # Safety
+/// At the root, each of `outs` is writable for its bytes, not `own`, and
+/// its own is as long as `own`.
+unsafe fn gather_released(
+    cx: &mut impl Access,
+    slot: usize,
+    mut run: Run,
+    root: usize,
+    own: Option<&[u8]>,
+    outs: &[(*mut u8, usize)],
+    exposes: impl Fn(usize) -> bool,
+) -> MpiResult<()> {
+    let me = run.team.me;
+    run.next();
+    if me != root {
+        let own = own.expect("a member other than the root sends");
+        let exposed = exposes(own.len());
+        if exposed {
+            run.expose(cx, own.as_ptr(), own.len(), true)?;
+        } else {
+            run.post_ahead(cx, own)?;
         }
         run.next();
-        run.post(cx, &[])?;
+        run.post_ahead(cx, &[])?;
+        if exposed {
+            run.wait_posted(cx, Some(root), run.t)?;
+        }
         run.end();
-        bad.map_or(Ok(()), |e| Err(e.on(slot)))
-    })())
+        return Ok(());
+    }
+    if let Some(own) = own {
+        // SAFETY: the root's receive block: writable, as long as the
+        // send data, not the send buffer (the caller's promise).
+        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), outs[me].0, own.len()) };
+    }
+    run.post(cx, &[])?;
+    run.wait_posted(cx, None, run.t)?;
+    let mut bad = None;
+    for (j, &(ptr, len)) in outs
+        .iter()
+        .enumerate()
+        .filter(|&(j, &(_, len))| j != me && len > 0)
+    {
+        // SAFETY: receive block j: `len` writable bytes (the caller's
+        // promise).
+        let out = unsafe { slice_mut(ptr, len) };
+        let got = if exposes(len) {
+            run.pull(j, len, 0, out)
+        } else {
+            run.copy_out(j, len, 0, out)
+        };
+        keep(&mut bad, got);
+    }
+    run.next();
+    run.post(cx, &[])?;
+    run.end();
+    bad.map_or(Ok(()), |e| Err(e.on(slot)))
 }
 
 /// `MPI_Scatterv` from `root` in the one step `algo::scatterv` compiles:
