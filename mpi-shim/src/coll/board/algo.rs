@@ -385,8 +385,8 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
 
 /// `MPI_Gatherv` to `root`, whose blocks only the root knows (`parts`,
 /// at the root; `own` is this member's data): every member takes two
-/// steps whatever the lengths ([`gather_released`], blocks exposed where
-/// [`gatherv_exposes`] says so).
+/// steps whatever the lengths (`gather_released`, blocks exposed where
+/// `gatherv_exposes` says so).
 pub fn gatherv(b: &mut Builder, root: usize, own: Span, parts: &[Span]) {
     gather_released(b, root, own, parts, gatherv_exposes);
 }
