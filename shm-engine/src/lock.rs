@@ -36,7 +36,7 @@
 //! - LK4 (serial mode, the light way): below `MPI_THREAD_MULTIPLE` the
 //!   application's calls come one at a time, but the functions MPI lets
 //!   any thread call at any time ("any-time" callers: `MPI_Session_init`,
-//!   `MPI_Query_thread`, ...) may come from another thread meanwhile. The
+//!   `MPI_Error_string`, ...) may come from another thread meanwhile. The
 //!   serial caller takes the lock with no locked instruction: it stores
 //!   `inside = 1`, passes the light side of an asymmetric fence (a
 //!   compiler fence), and holds the lock if it then reads `heavy == 0`

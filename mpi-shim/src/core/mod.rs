@@ -45,7 +45,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use shm_engine::lock::{Lock, LockGuard};
 use shm_engine::{Endpoint, bootstrap};
@@ -237,10 +237,6 @@ pub struct Runtime {
     pub attrs: attr::Attrs,
     /// User error handlers and error codes.
     pub errors: errh::Errors,
-    /// The world model's thread level (`MPI_Query_thread`).
-    pub thread_level: session::ThreadLevel,
-    /// The thread that initialized the world model (`MPI_Is_thread_main`).
-    pub main_thread: std::thread::ThreadId,
     /// Open sessions, the world model's hidden one included.
     pub sessions: table::Table<session::Session>,
     /// The process sets of the job, the same in every session: the job's
@@ -265,6 +261,9 @@ impl Runtime {
     /// Start the engine and learn the job's process sets. Collective over
     /// every process of the job.
     pub fn new() -> MpiResult<Self> {
+        // The thread that makes the runtime is the main one until
+        // `MPI_Init(_thread)` (unless one asked before).
+        world_threads();
         let boot = bootstrap::from_env()
             .map_err(|e| MpiError::new(Class::Other, format!("bootstrap: {e}")))?;
         let mut ep = Endpoint::new(boot)
@@ -294,8 +293,6 @@ impl Runtime {
             wins: win::Windows::default(),
             attrs: attr::Attrs::default(),
             errors: errh::Errors::default(),
-            thread_level: session::ThreadLevel::Single,
-            main_thread: std::thread::current().id(),
             sessions: table::Table::new(0),
             psets,
             created_psets: 0,
@@ -1074,6 +1071,34 @@ pub fn world_initialized() -> bool {
 /// Whether `MPI_Finalize` has returned.
 pub fn world_finalized() -> bool {
     WORLD_PHASE.load(Ordering::Acquire) == 2
+}
+
+/// The world model's thread level (`MPI_Query_thread`) and the number of
+/// its main thread (`MPI_Is_thread_main`, [`threads::number`]), which
+/// any thread may ask for at any time, without the library lock:
+/// `number << 2 | level`. 0 until the first thread asks or makes the
+/// runtime; that thread is the main one, at `MPI_THREAD_SINGLE`, until
+/// `MPI_Init(_thread)` names its own ([`publish_threads`]).
+static THREADS: AtomicU64 = AtomicU64::new(0);
+
+/// `MPI_Init(_thread)` on this thread provided `level`.
+pub fn publish_threads(level: session::ThreadLevel) {
+    THREADS.store(threads::number() << 2 | level as u64, Ordering::Release);
+}
+
+/// The world model's thread level and the number of its main thread.
+pub fn world_threads() -> (session::ThreadLevel, u64) {
+    use session::ThreadLevel::*;
+    let mut v = THREADS.load(Ordering::Acquire);
+    if v == 0 {
+        let first = threads::number() << 2 | Single as u64;
+        v = match THREADS.compare_exchange(0, first, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => first,
+            Err(now) => now,
+        };
+    }
+    let level = [Single, Funneled, Serialized, Multiple][(v & 3) as usize];
+    (level, v >> 2)
 }
 
 /// The runtime of the library call whose callback is running on this

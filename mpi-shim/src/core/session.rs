@@ -400,8 +400,7 @@ impl Runtime {
             let members = self.pset(name)?.members.clone();
             self.make_comm(members, name, Errhandler::Fatal, Some(slot))?;
         }
-        self.thread_level = thread_level;
-        self.main_thread = std::thread::current().id();
+        super::publish_threads(thread_level);
         self.set_world(Phase::Running { session });
         // A spawned job meets its parents (MPI-4.1 §11.8.2).
         self.connect_parent()

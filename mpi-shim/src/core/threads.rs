@@ -30,7 +30,7 @@
 //! at any time pay for excluding them ([`Caller`], `shm_engine::lock`).
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use shm_engine::Waker;
 use shm_engine::lock::{Lock, LockGuard};
@@ -81,8 +81,8 @@ pub enum Caller {
     /// instruction (`shm_engine::lock`, LK4).
     Serial,
     /// The functions MPI lets any thread call at any time, whatever the
-    /// thread level (`MPI_Session_init`, `MPI_Query_thread`,
-    /// `MPI_Error_string`, ...): they may run while the serial caller
+    /// thread level (`MPI_Session_init`, `MPI_Error_string`,
+    /// `MPI_Error_class`, ...): they may run while the serial caller
     /// holds the lock, so they wait for it in a way that excludes the
     /// serial caller's (a `membarrier`, a system call). Also `MPI_Init`
     /// and `MPI_Init_thread`: only an any-time caller may switch the lock
@@ -129,4 +129,14 @@ pub fn let_others_in() {
             return;
         }
     }
+}
+
+/// The calling thread's number: unique in the process while it runs,
+/// from 1 (`MPI_Is_thread_main` compares them without the lock).
+pub fn number() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static NUMBER: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    NUMBER.with(|n| *n)
 }

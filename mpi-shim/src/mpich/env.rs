@@ -204,9 +204,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
     if rc != abi::MPI_SUCCESS {
         return rc;
     }
-    call("MPI_Init_thread", abi::MPI_COMM_WORLD, |rt| {
+    call("MPI_Init_thread", abi::MPI_COMM_WORLD, |_| {
         // SAFETY: `provided` is an output argument.
-        unsafe { out(provided, thread_level_out(rt.thread_level)) }
+        unsafe { out(provided, thread_level_out(core::world_threads().0)) }
     })
 }
 
@@ -242,21 +242,23 @@ pub extern "C" fn MPI_Finalize() -> c_int {
     call("MPI_Finalize", abi::MPI_COMM_WORLD, Runtime::world_finalize)
 }
 
+/// Any thread may call it at any time: it reads the published level
+/// (`core::world_threads`) without the library lock, as
+/// `MPI_Initialized` reads the phase.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
-    call_any_time("MPI_Query_thread", abi::MPI_COMM_WORLD, |rt| {
-        // SAFETY: output argument.
-        unsafe { out(provided, thread_level_out(rt.thread_level)) }
-    })
+    let (level, _) = core::world_threads();
+    // SAFETY: `provided` is an output argument.
+    unsafe { out(provided, thread_level_out(level)) }
+        .map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
 
+/// Without the library lock, as `MPI_Query_thread`.
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    call_any_time("MPI_Is_thread_main", abi::MPI_COMM_WORLD, |rt| {
-        let main = std::thread::current().id() == rt.main_thread;
-        // SAFETY: output argument.
-        unsafe { out(flag, main as c_int) }
-    })
+    let main = core::world_threads().1 == core::threads::number();
+    // SAFETY: `flag` is an output argument.
+    unsafe { out(flag, main as c_int) }.map_or(abi::MPI_ERR_ARG, |()| abi::MPI_SUCCESS)
 }
 
 #[cfg_attr(not(tessel_std_abi), unsafe(no_mangle))]

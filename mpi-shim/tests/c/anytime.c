@@ -64,10 +64,28 @@ static void *any_time(void *unused) {
     return NULL;
 }
 
+/* Before MPI_Init_thread, on a thread other than the main one: the main
+ * thread is the one that initializes, whoever asked first. */
+static void *before_init(void *flag) {
+    int level = -1;
+    OK(MPI_Query_thread(&level));
+    CHECK(level == MPI_THREAD_SINGLE, "MPI_Query_thread before MPI_Init_thread says %d", level);
+    OK(MPI_Is_thread_main(flag));
+    return NULL;
+}
+
 int main(int argc, char **argv) {
+    int flag = -1, level = -1;
+    pthread_t early;
+    CHECK(pthread_create(&early, NULL, before_init, &flag) == 0, "pthread_create");
+    pthread_join(early, NULL);
     OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
     CHECK(provided >= MPI_THREAD_FUNNELED, "provided %d", provided);
     report_library();
+    OK(MPI_Is_thread_main(&flag));
+    CHECK(flag == 1, "MPI_Is_thread_main says %d on the thread that initialized", flag);
+    OK(MPI_Query_thread(&level));
+    CHECK(level == provided, "MPI_Query_thread says %d, MPI_Init_thread %d", level, provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     OK(MPI_Add_error_class(&user_class));
