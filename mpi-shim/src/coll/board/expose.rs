@@ -46,14 +46,14 @@ pub const EXPOSE: usize = 32 << 10;
 
 /// Bytes from which a bcast exposes its buffer, where the members have a
 /// CPU each. Below, its pieces do as well (the root places one while the
-/// readers copy the previous one out). At 2 processes, medians of 7
-/// alternating runs, on a host whose cores hand a cache line over in
-/// about 100 ns: with the root writing its buffer before each call, as
+/// readers copy the previous one out). At 2 processes, medians of 5 and
+/// of 7 alternating runs, on a host whose cores hand a cache line over
+/// in about 95 ns: with the root writing its buffer before each call, as
 /// applications do, exposed took 0.93-1.08 of the pieces' time at 32 KiB,
-/// 0.86 at 48 KiB, 0.80-0.90 at 64 KiB and 0.77 at 96 KiB; on a buffer
-/// nobody writes between calls (what the common benchmarks time: the
-/// reader finds the root's lines in its own caches from the last call),
-/// 0.45-0.55 from 32 to 96 KiB. When this was 128 KiB, the host in
+/// 0.86-0.97 at 48 KiB, 0.80-0.90 at 64 KiB and 0.77-0.79 at 96 KiB; on
+/// a buffer nobody writes between calls (what the common benchmarks
+/// time: the reader finds the root's lines in its own caches from the
+/// last call), 0.32-0.53 from 32 to 96 KiB. When this was 128 KiB, the host in
 /// another state (88 ns a line) had 1.9 at 32 KiB and 1.2 at 64 KiB on
 /// rewritten buffers, 0.4-0.7 on unwritten ones: from 64 KiB exposure
 /// lost little in one state and won in the other.
@@ -90,13 +90,13 @@ pub fn allgather(team: &Team, blk: usize) -> bool {
 /// where the members have a CPU each, up to one data buffer's worth
 /// ([`gather`]). A block of one piece is otherwise copied in and then
 /// out, one after the other; exposed, it is copied once. At 2 processes
-/// (medians of 5 and of 9 alternating runs), exposed took 0.50-0.62 of
+/// (medians of 5 and of 9 alternating runs), exposed took 0.47-0.62 of
 /// the pieces' time from 32 to 256 KiB on buffers nobody writes between
 /// calls; on buffers rewritten before each call, 0.98-1.42 at 32 KiB,
-/// 0.92-1.10 at 64 KiB and 0.85-0.97 at 128 KiB. Longer blocks keep the
+/// 0.92-1.11 at 64 KiB and 0.85-0.97 at 128 KiB. Longer blocks keep the
 /// pieces, which pipeline (the root copies one out while the member
-/// writes the next): exposed, 256 KiB took 1.0-1.08 of their time
-/// rewritten, and 1 MiB 1.2-1.5.
+/// writes the next): exposed, 256 KiB took 1.08 of their time rewritten
+/// (in one run), and 1 MiB 1.2-1.5.
 pub const EXPOSE_GATHER: usize = 64 << 10;
 
 /// Whether a gather of blocks of `blk` bytes exposes them: from
