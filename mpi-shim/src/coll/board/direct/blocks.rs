@@ -265,15 +265,14 @@ pub unsafe fn gather(
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
     if expose::gather(&run.team, blk) {
-        let outs: Vec<_> = (rb.iter())
-            .flat_map(|rb| (0..n).map(move |j| (rb.ptr.wrapping_add(j * blk), blk)))
-            .collect();
+        let recv = rb.as_ref().map_or(std::ptr::null_mut(), |rb| rb.ptr);
+        let out = |j: usize| (recv.wrapping_add(j * blk), blk);
         // SAFETY: at the root, receive block j is `blk` contiguous
         // writable bytes of the receive buffer (checked, MPI contract),
         // not the send buffer (not in place), and the send data is `blk`
         // bytes (checked).
         return Some(unsafe {
-            gather_released(cx, slot, run, root, own.as_deref(), &outs, |_| true)
+            gather_released(cx, slot, run, root, own.as_deref(), out, |_| true)
         });
     }
     let Some(rb) = rb else {
@@ -405,22 +404,22 @@ pub unsafe fn gatherv(
     };
     // SAFETY: the send buffer is readable (MPI contract).
     let own = sb.as_ref().map(|s| unsafe { s.data() });
-    let outs: Vec<_> = outs.iter().map(|u| (u.ptr, u.len)).collect();
+    let out = |j: usize| (outs[j].ptr, outs[j].len);
     // SAFETY: the receive blocks are contiguous and writable (checked,
     // MPI contract), not the send buffer (not in place), and the root's
     // is as long as its send data (checked).
-    Some(unsafe { gather_released(cx, slot, run, root, own.as_deref(), &outs, gatherv_exposes) })
+    Some(unsafe { gather_released(cx, slot, run, root, own.as_deref(), out, gatherv_exposes) })
 }
 
 /// A gather to `root` in the two steps of `algo::gather_released`: each
 /// member posts its block `own` (`None`: in place, the root's only)
 /// straight from its send buffer, or exposes it where `exposes` says so
 /// of its length, and the root copies every block straight into its
-/// receive blocks `outs` (address, bytes; none at the other members);
-/// then the root posts its release.
+/// receive block `out(j)` (address, bytes; asked at the root only); then
+/// the root posts its release.
 ///
 /// # Safety
-/// At the root, each of `outs` is writable for its bytes, not `own`, and
+/// At the root, each `out(j)` is writable for its bytes, not `own`, and
 /// its own is as long as `own`.
 unsafe fn gather_released(
     cx: &mut impl Access,
@@ -428,10 +427,10 @@ unsafe fn gather_released(
     mut run: Run,
     root: usize,
     own: Option<&[u8]>,
-    outs: &[(*mut u8, usize)],
+    out: impl Fn(usize) -> (*mut u8, usize),
     exposes: impl Fn(usize) -> bool,
 ) -> MpiResult<()> {
-    let me = run.team.me;
+    let (me, n) = (run.team.me, run.team.size());
     run.next();
     if me != root {
         let own = own.expect("a member other than the root sends");
@@ -452,15 +451,14 @@ unsafe fn gather_released(
     if let Some(own) = own {
         // SAFETY: the root's receive block: writable, as long as the
         // send data, not the send buffer (the caller's promise).
-        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), outs[me].0, own.len()) };
+        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), out(me).0, own.len()) };
     }
     run.post(cx, &[])?;
     run.wait_posted(cx, None, run.t)?;
     let mut bad = None;
-    for (j, &(ptr, len)) in outs
-        .iter()
-        .enumerate()
-        .filter(|&(j, &(_, len))| j != me && len > 0)
+    for (j, (ptr, len)) in (0..n)
+        .map(|j| (j, out(j)))
+        .filter(|&(j, (_, len))| j != me && len > 0)
     {
         // SAFETY: receive block j: `len` writable bytes (the caller's
         // promise).
