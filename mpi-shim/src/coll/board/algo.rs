@@ -221,6 +221,20 @@ pub(super) fn slice(len: usize, elem: usize, n: usize, j: usize) -> (usize, usiz
     (lo, hi - lo)
 }
 
+/// Where member `me` of `n` starts folding its slice of the exposed
+/// vectors, `x_0 op (x_1 op (... op x_{n-1}))` built from the inside
+/// out: the member whose vector goes straight into the result, and
+/// whether the member's own is folded in next. That is x_{n-1}, except
+/// at member n-1 for an operation that `commutes`: it takes x_{n-2} op
+/// x_{n-1} as x_{n-1} op x_{n-2}, so it pulls x_{n-2} into the result and
+/// folds its own in, rather than copy its own first (at 2 members, a copy
+/// of half the vector that the other member does not make). The rest
+/// follow from the one before `first` down to 0.
+pub(super) fn innermost(n: usize, me: usize, commutes: bool) -> (usize, bool) {
+    let swap = me == n - 1 && n > 1 && commutes;
+    (if swap { n - 2 } else { n - 1 }, swap)
+}
+
 /// `MPI_Allreduce` (`root: None`) or `MPI_Reduce` to `root` of `acc`
 /// (elements of `elem` bytes); the result replaces `acc` (at the root).
 pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
@@ -292,11 +306,8 @@ fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: b
     let mine = acc.sub(lo, sl);
     let res = b.buf(sl);
     // res = x_0 op (x_1 op (... op x_{n-1})), as `reduce_posted` folds,
-    // with the innermost operand straight in `res`: x_{n-1}, or at member
-    // n-1, for an operation that commutes, x_{n-2} (as the direct call
-    // does, `direct::reduce`).
-    let swap = me == n - 1 && n > 1 && b.op().is_none_or(|o| o.commutative());
-    let first = if swap { n - 2 } else { n - 1 };
+    // the innermost operand straight in `res` ([`innermost`]).
+    let (first, swap) = innermost(n, me, b.op().is_none_or(|o| o.commutative()));
     if first == me {
         b.copy(mine, res);
     } else {

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use shm_engine::board::Board;
 
 use super::{Access, Run, alone, rooted, slice_at, slice_mut};
-use crate::coll::board::algo::{pieces, slice};
+use crate::coll::board::algo::{innermost, pieces, slice};
 use crate::coll::board::{DATA, INLINE, Ran, SMALL, expose, read};
 use crate::coll::calls::Reduce;
 use crate::core::peer::Root;
@@ -387,15 +387,9 @@ unsafe fn reduce_exposed(
     // SAFETY: our slice of the vector, readable (the caller's promise);
     // nothing writes it before the fold ends.
     let mine = unsafe { slice_at(own.0.add(lo), sl) };
-    // res = x_0 op (x_1 op (... op x_{n-1})), as `fold` does, built from
-    // the inside out. The innermost operand goes straight into `res`:
-    // x_{n-1}, pulled. At member n-1 itself, an operation that commutes
-    // takes x_{n-2} op x_{n-1} as x_{n-1} op x_{n-2}: x_{n-2} is pulled
-    // there and the member's own slice folded in. Only a non-commutative
-    // operation makes that member copy its own slice first (at 2 members,
-    // a copy of half the vector that the other member does not make).
-    let swap = me == n - 1 && n > 1 && red.commutative();
-    let first = if swap { n - 2 } else { n - 1 };
+    // res = x_0 op (x_1 op (... op x_{n-1})), as `fold` does, the
+    // innermost operand straight in `res` (`algo::innermost`).
+    let (first, swap) = innermost(n, me, red.commutative());
     let more = (0..first).any(|j| j != me);
     let mut operand = pool::take(if more { sl } else { 0 });
     let mut note = |got: Ran| {
