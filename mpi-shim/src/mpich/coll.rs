@@ -165,10 +165,11 @@ fn blocking(
             crate::coll::run(rt, s)
         });
     }
-    // Threads call at once: the lock is taken for each step of the
-    // collective and released while it waits.
-    let enter = |f: &mut dyn FnMut(&mut Runtime)| gate(name, f);
-    match (direct.1)(&mut Released(&enter)) {
+    // Threads call at once: the lock is released while the collective
+    // waits, and in any case before what follows takes it again.
+    let enter = || enter(name);
+    let direct = (direct.1)(&mut Released::new(&enter));
+    match direct {
         Some(Ok(())) => return abi::MPI_SUCCESS,
         Some(Err(e)) => return call(name, comm, |_| Err(e)),
         None => {}

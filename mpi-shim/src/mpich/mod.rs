@@ -248,6 +248,16 @@ pub(crate) fn gate<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {
     gate_as(Caller::Serial, name, f)
 }
 
+/// Take the library lock for the application's call `name` and hand
+/// back its guard, once the library is known to run (otherwise the
+/// process ends with a message saying why, as in [`gate`]): for a caller
+/// that keeps the lock across steps (`board::direct::Released`).
+pub(crate) fn enter(name: &str) -> core::StateGuard {
+    let mut state = core::state();
+    running(&mut state, name);
+    state
+}
+
 /// [`gate`] for the functions MPI lets any thread call at any time
 /// (`core::threads::Caller::AnyTime`).
 pub(crate) fn gate_any_time<T>(name: &str, f: impl FnOnce(&mut Runtime) -> T) -> T {

@@ -27,8 +27,9 @@
 //!
 //! Under `MPI_THREAD_MULTIPLE` a blocking call must not hold the library
 //! lock while it waits ([`crate::core::threads`]): the collective reaches
-//! the runtime through [`Released`], which takes the lock for
-//! each step and releases it between the turns of a wait. The check that
+//! the runtime through [`Released`], which takes the lock at its first
+//! step, keeps it while the steps need not wait (or wait a short spin),
+//! and releases it between the turns of a longer wait. The check that
 //! the board is free and the taking of its turn happen under one lock.
 //! During its turn this run is the only one to touch the board's
 //! counters, also between locks: MPI does not allow two threads to run
@@ -46,7 +47,7 @@ use crate::coll::calls::root_and_me;
 use crate::core::buffer::UserBuf;
 use crate::core::peer::Root;
 use crate::core::progress::Poll;
-use crate::core::{MpiError, MpiResult, Runtime, threads};
+use crate::core::{Library, MpiError, MpiResult, Runtime, StateGuard, in_call, threads};
 
 mod bcast;
 mod blocks;
@@ -99,27 +100,54 @@ impl Access for Held<'_> {
     }
 }
 
-/// Runs its argument on the runtime, under the library lock.
-pub type Enter<'a> = &'a dyn Fn(&mut dyn FnMut(&mut Runtime));
+/// Takes the library lock for a call and hands back its guard, once it
+/// checked that the library runs (the entry layer's gate).
+pub type Enter<'a> = &'a dyn Fn() -> StateGuard;
 
-/// The runtime under `MPI_THREAD_MULTIPLE`: the lock taken for each step
-/// only (`Enter`), and released between the turns of a wait.
-pub struct Released<'a>(pub Enter<'a>);
+/// The runtime under `MPI_THREAD_MULTIPLE`: the lock is taken ([`Enter`])
+/// by the first step that needs the runtime and kept through the steps
+/// that follow and the short spin of a wait ([`Run::wait`]), so that a
+/// collective that does not wait long takes it once, as a held one does.
+/// Once a wait turns to progressing the rest of the library and backing
+/// off, the lock is released between its turns. Dropping the value
+/// releases it too.
+pub struct Released<'a> {
+    enter: Enter<'a>,
+    held: Option<StateGuard>,
+}
+
+impl<'a> Released<'a> {
+    /// Nothing taken yet: the first step takes the lock through `enter`.
+    pub fn new(enter: Enter<'a>) -> Self {
+        Self { enter, held: None }
+    }
+
+    /// Release the lock, if taken.
+    fn release(&mut self) {
+        self.held = None;
+    }
+}
 
 impl std::fmt::Debug for Released<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Released")
+        f.debug_struct("Released")
+            .field("held", &self.held.is_some())
+            .finish()
     }
 }
 
 impl Access for Released<'_> {
     fn with<T>(&mut self, f: impl FnOnce(&mut Runtime) -> T) -> T {
-        let (mut f, mut out) = (Some(f), None);
-        (self.0)(&mut |rt| out = f.take().map(|f| f(rt)));
-        out.expect("`Enter` runs its argument once")
+        let enter = self.enter;
+        let guard = self.held.get_or_insert_with(enter);
+        let Library::Running(rt) = &mut **guard else {
+            unreachable!("`Enter` hands back the lock of a running library")
+        };
+        in_call(rt, f)
     }
 
-    /// One turn of the wait per lock taken.
+    /// One turn of the wait per lock taken; the lock is kept once the
+    /// wait is over.
     fn wait_until(
         &mut self,
         mut step: impl FnMut(&mut Runtime) -> MpiResult<Poll<()>>,
@@ -139,6 +167,7 @@ impl Access for Released<'_> {
             if let Some(done) = done {
                 return done;
             }
+            self.release();
             threads::let_others_in();
         }
     }
