@@ -235,7 +235,7 @@ impl<'a> Board<'a> {
         // of this line waits for our post of `t + 1` (BP2).
         self.line(m, t).body.with(|p| unsafe {
             let src = std::ptr::addr_of!((*p).inline).cast::<u8>();
-            std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len());
+            crate::copy::bytes(src, out.as_mut_ptr(), out.len());
             (*p).len
         })
     }

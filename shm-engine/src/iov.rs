@@ -59,7 +59,7 @@ pub unsafe fn gather(pieces: &[Piece], dst: *mut u8, n: usize) {
     }
     match pieces.first() {
         // SAFETY: the caller's promise; the first piece holds `n` bytes.
-        Some(one) if one.len >= n => unsafe { std::ptr::copy_nonoverlapping(one.ptr, dst, n) },
+        Some(one) if one.len >= n => unsafe { crate::copy::bytes(one.ptr, dst, n) },
         _ => {
             // SAFETY: the caller's promise.
             unsafe { Cursor::start(pieces).gather(pieces, dst, n) };
@@ -80,7 +80,7 @@ pub unsafe fn scatter(pieces: &[Piece], src: *const u8, n: usize) {
     }
     match pieces.first() {
         // SAFETY: the caller's promise; the first piece holds `n` bytes.
-        Some(one) if one.len >= n => unsafe { std::ptr::copy_nonoverlapping(src, one.ptr, n) },
+        Some(one) if one.len >= n => unsafe { crate::copy::bytes(src, one.ptr, n) },
         _ => {
             // SAFETY: the caller's promise.
             unsafe { Cursor::start(pieces).scatter(pieces, src, n) };
@@ -105,7 +105,7 @@ pub unsafe fn copy(dst: &[Piece], src: &[Piece], n: usize) -> usize {
         let step = room.min(have).min(n - done);
         // SAFETY: `step` bytes fit in both current pieces (the caller's
         // promise: readable, writable, apart).
-        unsafe { std::ptr::copy_nonoverlapping(from, to, step) };
+        unsafe { crate::copy::bytes(from, to, step) };
         done += step;
         d.off += step;
         d.settle(dst);
@@ -204,7 +204,7 @@ impl Cursor {
             let step = rest.min(n - done);
             // SAFETY: `done + step <= n` bytes of `src` (caller); `step`
             // bytes fit in the current piece (caller: writable).
-            unsafe { std::ptr::copy_nonoverlapping(src.add(done), dst, step) };
+            unsafe { crate::copy::bytes(src.add(done), dst, step) };
             done += step;
             self.off += step;
             self.settle(pieces);
@@ -225,7 +225,7 @@ impl Cursor {
         {
             let step = rest.min(n - done);
             // SAFETY: as for `scatter`, directions swapped.
-            unsafe { std::ptr::copy_nonoverlapping(src, dst.add(done), step) };
+            unsafe { crate::copy::bytes(src, dst.add(done), step) };
             done += step;
             self.off += step;
             self.settle(pieces);

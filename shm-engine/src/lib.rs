@@ -28,6 +28,7 @@
 pub mod board;
 pub mod bootstrap;
 pub mod config;
+pub mod copy;
 pub mod doorbell;
 pub mod endpoint;
 pub mod error;

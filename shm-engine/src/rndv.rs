@@ -274,7 +274,7 @@ pub unsafe fn copy(src: Addr, dst: Addr, off: usize, len: usize) -> io::Result<(
     match (src, dst) {
         // SAFETY: both mapped here (caller), distinct buffers.
         (Addr::Local(s), Addr::Local(d)) => unsafe {
-            std::ptr::copy_nonoverlapping(s.add(off), d.add(off), len);
+            crate::copy::bytes(s.add(off), d.add(off), len);
             Ok(())
         },
         // SAFETY: `d + off` is ours to write for `len` bytes (caller).

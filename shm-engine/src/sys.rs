@@ -61,6 +61,15 @@ pub fn online_cpus() -> usize {
     usize::try_from(n).unwrap_or(1).max(1)
 }
 
+/// Bytes of one core's level-2 cache as the C library reports it (what
+/// glibc bounds its use of `rep movsb` by on AMD processors), `None`
+/// where it does not know.
+pub fn l2_cache_bytes() -> Option<usize> {
+    // SAFETY: sysconf reads a system setting.
+    let n = unsafe { libc::sysconf(libc::_SC_LEVEL2_CACHE_SIZE) };
+    usize::try_from(n).ok().filter(|&n| n > 0)
+}
+
 /// `membarrier(2)` commands (`linux/membarrier.h`). (The loom models
 /// stand a full fence in for the system call.)
 #[cfg(not(tessel_loom))]

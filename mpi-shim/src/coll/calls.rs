@@ -228,7 +228,7 @@ unsafe fn pack_into(ub: &UserBuf, out: &mut [u8]) {
     }
     if ub.dt.is_contiguous() {
         // SAFETY: `len` contiguous readable bytes (the caller's promise).
-        out.copy_from_slice(unsafe { std::slice::from_raw_parts(ub.ptr, ub.len) });
+        shm_engine::copy::slice(out, unsafe { std::slice::from_raw_parts(ub.ptr, ub.len) });
     } else {
         // SAFETY: `count` elements of `dt` at `ptr` (the caller's promise).
         unsafe { ub.dt.pack(ub.ptr, ub.count, out) };

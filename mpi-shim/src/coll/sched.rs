@@ -694,7 +694,7 @@ impl Schedule {
                     op.apply(sa, sb);
                 } else {
                     op.apply(sb, sa);
-                    sb.copy_from_slice(sa);
+                    shm_engine::copy::slice(sb, sa);
                 }
                 self.bufs[src.buf] = a;
                 self.bufs[dst.buf] = b;
@@ -708,7 +708,7 @@ impl Schedule {
                     self.bufs[dst.buf].copy_within(from, to.start);
                 } else {
                     let a = std::mem::take(&mut self.bufs[src.buf]);
-                    self.bufs[dst.buf][to].copy_from_slice(&a[from]);
+                    shm_engine::copy::slice(&mut self.bufs[dst.buf][to], &a[from]);
                     self.bufs[src.buf] = a;
                 }
             }

@@ -77,7 +77,7 @@ impl Copied {
     pub(super) fn of(data: &[u8]) -> Self {
         if data.len() <= IN_PLACE {
             let mut copy = [0; IN_PLACE];
-            copy[..data.len()].copy_from_slice(data);
+            crate::copy::slice(&mut copy[..data.len()], data);
             Self::InPlace {
                 len: data.len() as u8,
                 data: copy,

@@ -235,7 +235,7 @@ pub(super) fn take_placed(
     let have = dst.len().min(len);
     // `read` keeps within the data buffer, whatever the record says.
     let _ = read(b, m, t, PLACED, at + LEN, have, |x| {
-        dst[..x.len()].copy_from_slice(x)
+        shm_engine::copy::slice(&mut dst[..x.len()], x)
     });
     if len == dst.len() {
         Ran::Done
@@ -387,7 +387,7 @@ mod tests {
             unsafe {
                 let dst = root.data(1, t, DATA).add(at);
                 std::ptr::copy_nonoverlapping(rec.as_ptr(), dst, LEN);
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(LEN), bytes.len());
+                shm_engine::copy::bytes(bytes.as_ptr(), dst.add(LEN), bytes.len());
             }
             root.post(t, 0, &[]);
         };

@@ -583,7 +583,7 @@ impl Team {
             } => {
                 let out = &mut bufs[dst.buf][dst.off..dst.off + dst.len];
                 Ok(read(&b, m, t, posted, off, dst.len, |x| {
-                    out[..x.len()].copy_from_slice(x)
+                    shm_engine::copy::slice(&mut out[..x.len()], x)
                 }))
             }
             BoardStep::Reduce {
@@ -625,7 +625,7 @@ impl Team {
         // above), which no member reads any more: all posted `t - 1` (BP2).
         unsafe {
             let dst = b.data(self.me, t, DATA).add(at);
-            std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len());
+            shm_engine::copy::bytes(data.as_ptr(), dst, data.len());
         }
     }
 

@@ -637,7 +637,7 @@ impl Datatype {
         // SAFETY: every block lies in one of the `count` elements (the
         // caller's promise); `walk` stays within `dst.len()` packed bytes.
         self.walk(count, dst.len(), |off, at, len| unsafe {
-            std::ptr::copy_nonoverlapping(address(src, off), out.add(at), len)
+            shm_engine::copy::bytes(address(src, off), out.add(at), len)
         });
     }
 
@@ -653,7 +653,7 @@ impl Datatype {
         // SAFETY: every block lies in one of the `count` elements (the
         // caller's promise); `walk` stays within `src.len()` packed bytes.
         self.walk(count, src.len(), |off, at, len| unsafe {
-            std::ptr::copy_nonoverlapping(input.add(at), address(dst, off).cast_mut(), len)
+            shm_engine::copy::bytes(input.add(at), address(dst, off).cast_mut(), len)
         });
     }
 

@@ -130,7 +130,7 @@ impl Control<'_> {
         match *self {
             Self::Inline { tag, data, ack } => {
                 let mut cell = inline(tag, data.len(), ack);
-                cell.payload[..data.len()].copy_from_slice(data);
+                crate::copy::slice(&mut cell.payload[..data.len()], data);
                 cell
             }
             Self::Eager {

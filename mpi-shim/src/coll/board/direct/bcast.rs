@@ -99,10 +99,8 @@ unsafe fn bcast_run(
             match (layout, packed.as_mut()) {
                 // SAFETY: bytes `off..off + len` of the contiguous
                 // buffer, writable elsewhere (MPI contract).
-                (None, _) => unsafe {
-                    std::ptr::copy_nonoverlapping(x.as_ptr(), ptr.add(off), x.len())
-                },
-                (Some(_), Some(p)) => p[off..off + x.len()].copy_from_slice(x),
+                (None, _) => unsafe { shm_engine::copy::bytes(x.as_ptr(), ptr.add(off), x.len()) },
+                (Some(_), Some(p)) => shm_engine::copy::slice(&mut p[off..off + x.len()], x),
                 // SAFETY: one piece in all (`packed` is for several);
                 // the buffer is writable (MPI contract).
                 (Some(ub), None) => unsafe { ub.unpack(x) },

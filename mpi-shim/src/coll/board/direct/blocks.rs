@@ -110,7 +110,7 @@ unsafe fn allgather_blocks(
     if send.is_some() {
         // SAFETY: our receive block: `blk` writable bytes, not the send
         // buffer (not in place).
-        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), mine, blk) };
+        unsafe { shm_engine::copy::bytes(own.as_ptr(), mine, blk) };
     }
     let longest = (0..n).map(|j| block(j).1).max().unwrap_or(0);
     let others = || (0..n).filter(move |&j| j != me);
@@ -190,7 +190,7 @@ unsafe fn alltoall(
     };
     // SAFETY: our receive block: `blk` writable bytes, not the send
     // buffer.
-    unsafe { std::ptr::copy_nonoverlapping(send_part(me, 0, blk).as_ptr(), recv_at(me), blk) };
+    unsafe { shm_engine::copy::bytes(send_part(me, 0, blk).as_ptr(), recv_at(me), blk) };
     Some((|| {
         let mut bad = None;
         if expose::alltoall(&run.team, blk) {
@@ -290,7 +290,7 @@ pub unsafe fn gather(
     if let Some(own) = &own {
         // SAFETY: the root's receive block: `blk` writable bytes, not the
         // send buffer (not in place).
-        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), recv_at(me), blk) };
+        unsafe { shm_engine::copy::bytes(own.as_ptr(), recv_at(me), blk) };
     }
     Some((|| {
         let mut bad = None;
@@ -451,7 +451,7 @@ unsafe fn gather_released(
     if let Some(own) = own {
         // SAFETY: the root's receive block: writable, as long as the
         // send data, not the send buffer (the caller's promise).
-        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr(), out(me).0, own.len()) };
+        unsafe { shm_engine::copy::bytes(own.as_ptr(), out(me).0, own.len()) };
     }
     run.post(cx, &[])?;
     run.wait_posted(cx, None, run.t)?;
@@ -525,7 +525,7 @@ pub unsafe fn scatterv(
         if let Some(out) = &rb {
             // SAFETY: the root's send block and receive buffer: as long
             // (checked), not the same (not in place).
-            unsafe { std::ptr::copy_nonoverlapping(ins[me].ptr, out.ptr, out.len) };
+            unsafe { shm_engine::copy::bytes(ins[me].ptr, out.ptr, out.len) };
         }
         // Each other member's record, then its block unless exposed.
         let others = ins.iter().enumerate().filter(|&(j, _)| j != me);
@@ -622,7 +622,7 @@ pub unsafe fn scatter(
     if let Some(out) = &rb {
         // SAFETY: the root's receive buffer: `blk` writable bytes, not
         // the send buffer (not in place).
-        unsafe { std::ptr::copy_nonoverlapping(send_part(me, 0, blk).as_ptr(), out.ptr, blk) };
+        unsafe { shm_engine::copy::bytes(send_part(me, 0, blk).as_ptr(), out.ptr, blk) };
     }
     Some((|| {
         for (off, len) in split(blk, per) {
@@ -658,7 +658,7 @@ unsafe fn scatter_whole(
         if let Some(out) = recv {
             // SAFETY: the root's send block and its receive buffer: `blk`
             // bytes each, not the same (not in place).
-            unsafe { std::ptr::copy_nonoverlapping(sb.ptr.add(me * blk), out.ptr, blk) };
+            unsafe { shm_engine::copy::bytes(sb.ptr.add(me * blk), out.ptr, blk) };
         }
         if exposed {
             run.expose(cx, sb.ptr, n * blk, true)?;

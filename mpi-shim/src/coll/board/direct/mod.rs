@@ -355,7 +355,7 @@ impl Run {
     /// into `dst` (`super::read`).
     fn copy_out(&self, m: usize, posted: usize, at: usize, dst: &mut [u8]) -> Ran {
         read(&self.board(), m, self.t, posted, at, dst.len(), |x| {
-            dst[..x.len()].copy_from_slice(x)
+            shm_engine::copy::slice(&mut dst[..x.len()], x)
         })
     }
 

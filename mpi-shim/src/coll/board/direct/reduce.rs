@@ -259,14 +259,14 @@ fn fold(
     for j in (0..n).rev() {
         let got = if j == me {
             if j == n - 1 {
-                acc.copy_from_slice(own);
+                shm_engine::copy::slice(acc, own);
             } else {
                 red.apply(own, acc);
             }
             Ran::Done
         } else if j == n - 1 {
             read(b, j, t, posted, off, len, |x| {
-                acc[..x.len()].copy_from_slice(x)
+                shm_engine::copy::slice(&mut acc[..x.len()], x)
             })
         } else {
             read(b, j, t, posted, off, len, |x| {
@@ -340,7 +340,7 @@ unsafe fn reduce_pieces(
             // buffer, contiguous and writable (MPI contract).
             let dst = unsafe { std::slice::from_raw_parts_mut(out.add(off + lo), sl) };
             if let Ran::Failed(e) = read(&b, j, run.t, sl, 0, sl, |x| {
-                dst[..x.len()].copy_from_slice(x)
+                shm_engine::copy::slice(&mut dst[..x.len()], x)
             }) {
                 bad.get_or_insert(e);
             }
@@ -398,7 +398,7 @@ unsafe fn reduce_exposed(
         }
     };
     if first == me {
-        res.copy_from_slice(mine);
+        shm_engine::copy::slice(res, mine);
     } else {
         note(run.pull(first, len, lo, res));
     }
@@ -428,7 +428,7 @@ unsafe fn reduce_exposed(
                     // SAFETY: bytes `lo..lo + sl` of the receive buffer,
                     // contiguous and writable (MPI contract); `res`
                     // borrows `scratch` here, not them.
-                    unsafe { slice_mut(out.add(lo), sl) }.copy_from_slice(v);
+                    shm_engine::copy::slice(unsafe { slice_mut(out.add(lo), sl) }, v);
                 }
                 continue;
             }
