@@ -41,9 +41,15 @@ pub fn read_remote(pid: u32, remote: u64, dst: &mut [u8]) -> std::io::Result<()>
     if dst.is_empty() {
         return Ok(());
     }
+    let n = dst.len();
+    let local = [Piece::new(dst.as_mut_ptr(), n)];
+    let remote = [Piece::new(remote as usize as *mut u8, n)];
     // SAFETY: `dst` is valid for writes of its length and borrowed
     // exclusively for the call.
-    unsafe { crate::sys::cma_read(pid, remote, dst.as_mut_ptr(), dst.len()) }
+    if unsafe { crate::copy::from_remote(pid, &local, &remote)? } < n {
+        return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+    }
+    Ok(())
 }
 
 /// Copy the first `n` bytes of `pieces` (at most their total) to `dst`:

@@ -37,12 +37,12 @@ use std::io;
 
 use crate::config::RndvMode;
 use crate::heap::{HeapRef, PeerHeaps};
+use crate::iov::Piece;
 use crate::layout::{CopyTask, MAX_CHUNKS};
 use crate::segment::XferView;
 use crate::stats::Protocol;
 use crate::steal::Completion;
 use crate::sync::{AtomicU64, Ordering};
-use crate::sys;
 
 /// What the receiver does with one matched rendezvous.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,12 +279,17 @@ pub unsafe fn copy(src: Addr, dst: Addr, off: usize, len: usize) -> io::Result<(
         },
         // SAFETY: `d + off` is ours to write for `len` bytes (caller).
         (Addr::Remote { pid, addr }, Addr::Local(d)) => unsafe {
-            sys::cma_read(pid, addr + off as u64, d.add(off), len)
+            let local = [Piece::new(d.add(off), len)];
+            let remote = [Piece::new((addr as usize + off) as *mut u8, len)];
+            if crate::copy::from_remote(pid, &local, &remote)? < len {
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+            }
+            Ok(())
         },
         // SAFETY: `s + off` is readable for `len` bytes (caller); the task
         // gives us the remote range.
         (Addr::Local(s), Addr::Remote { pid, addr }) => unsafe {
-            sys::cma_write(pid, addr + off as u64, s.add(off), len)
+            crate::copy::to_remote(pid, addr + off as u64, s.add(off), len)
         },
         (Addr::Remote { .. }, Addr::Remote { .. }) => {
             Err(io::Error::from(io::ErrorKind::Unsupported))

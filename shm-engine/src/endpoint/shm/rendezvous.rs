@@ -97,8 +97,9 @@ impl Endpoint {
         };
         // SAFETY: the receive's pieces are writable and untouched until
         // completion (irecv contract, or our own Vec); the sink is a local
-        // array nothing reads. `cma_readv` fills the shorter list or fails.
-        unsafe { sys::cma_readv(rts.pid, local, remote)? };
+        // array nothing reads. `from_remote` fills the shorter list or
+        // fails.
+        unsafe { crate::copy::from_remote(rts.pid, local, remote)? };
         Ok(())
     }
 
