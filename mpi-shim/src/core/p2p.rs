@@ -149,6 +149,46 @@ impl Runtime {
         })
     }
 
+    /// Post a receive of at most `cap` bytes into `data` on communicator
+    /// `comm` from `source` with `tag`: the flat path of a nonblocking
+    /// receive of a predefined contiguous datatype, without a
+    /// [`UserBuf`]. It takes the steps [`Runtime::start_recv`] takes for
+    /// such a buffer. `None` when an argument is invalid: the caller then
+    /// goes the general way, which reports the error.
+    ///
+    /// # Safety
+    /// `cap` bytes at `data` stay writable and untouched until the request
+    /// completes.
+    #[inline]
+    pub unsafe fn irecv_now(
+        &mut self,
+        comm: usize,
+        source: Rank,
+        tag: Tag,
+        data: *mut u8,
+        cap: usize,
+    ) -> Option<MpiResult<Req>> {
+        let c = self.comm(comm).ok()?;
+        let Some((src, matcher)) = c.recv_from(source, tag).ok()? else {
+            return Some(Ok(Req::Done(Status::proc_null())));
+        };
+        let one = [Piece::new(data, cap)];
+        if self.ep.has_unexpected() {
+            // SAFETY: writable until completion (the caller's promise),
+            // and this completes now.
+            if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, &one) } {
+                return Some(self.comm(comm).map(|c| Req::Done(c.status_of(&st))));
+            }
+        }
+        // SAFETY: the caller's promise: writable until completion.
+        let posted = unsafe { self.ep.irecv_iov_raw(src, matcher, &one) };
+        Some(posted.map_err(MpiError::from).map(|req| Req::Engine {
+            req,
+            comm,
+            staged: None,
+        }))
+    }
+
     /// Receive at most `cap` bytes into `data` on communicator `comm` from
     /// `source` with `tag`, and wait for the message: the flat path of a
     /// blocking receive of a predefined contiguous datatype, without a

@@ -192,6 +192,38 @@ unsafe fn send_flat(
     })
 }
 
+/// The flat path of a nonblocking send: a standard or ready send of a
+/// predefined contiguous datatype that the engine sends at once (see
+/// [`Runtime::send_now`]) completes in the call, its request born done,
+/// without the general decoding of its arguments. `None` leaves the call,
+/// and any error in its arguments, to the general path.
+///
+/// # Safety
+/// The arguments are a send's (MPI contract).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+unsafe fn isend_flat(
+    rt: &mut Runtime,
+    buf: *const c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> Option<MpiResult<()>> {
+    if !matches!(mode, SendMode::Standard | SendMode::Ready) {
+        return None;
+    }
+    let (_, len) = contiguous_bytes(count, dt)?;
+    if len > 0 && buf.is_null() || abi::is_in_place(buf) {
+        return None;
+    }
+    let slot = comm_slot(comm).ok()?;
+    // SAFETY: `len` readable bytes at `buf` (MPI contract).
+    unsafe { rt.send_now(slot, rank_arg(dest), tag_arg(tag), buf.cast(), len) }
+}
+
 /// A nonblocking send in `mode`: its request goes to `request`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn nonblocking_send_in(
@@ -206,6 +238,11 @@ unsafe fn nonblocking_send_in(
     mode: SendMode,
 ) -> c_int {
     call_starting(name, comm, request, |rt| {
+        // SAFETY: the send's buffer, readable (MPI contract).
+        if let Some(sent) = unsafe { isend_flat(rt, buf, count, dt, dest, tag, comm, mode) } {
+            sent?;
+            return Ok(rt.add_req(Req::Done(Status::empty())));
+        }
         // SAFETY: MPI forbids touching the buffer until completion.
         let r = unsafe { isend_in(rt, buf, count, dt, dest, tag, comm, mode)? };
         Ok(rt.add_req(r))
@@ -312,6 +349,34 @@ unsafe fn post_recv(
     unsafe { rt.start_recv(from, &ub, slot) }
 }
 
+/// The flat path of a nonblocking receive: one of a predefined
+/// contiguous datatype into a buffer (not a library-managed one) skips
+/// the general decoding of its arguments (see [`Runtime::irecv_now`]).
+/// `None` leaves the call, and any error in its arguments, to the general
+/// path.
+///
+/// # Safety
+/// The arguments are a receive's (MPI contract).
+#[inline]
+unsafe fn irecv_flat(
+    rt: &mut Runtime,
+    buf: *mut c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<MpiResult<Req>> {
+    let (_, cap) = contiguous_bytes(count, dt)?;
+    if cap > 0 && buf.is_null() || abi::is_in_place(buf) {
+        return None;
+    }
+    let slot = comm_slot(comm).ok()?;
+    // SAFETY: `cap` bytes at `buf`, writable until completion (MPI
+    // contract).
+    unsafe { rt.irecv_now(slot, rank_arg(source), tag_arg(tag), buf.cast(), cap) }
+}
+
 /// The flat path of a blocking receive, below `MPI_THREAD_MULTIPLE`: one
 /// of a predefined contiguous datatype (see [`Runtime::recv_now`]) skips
 /// the general decoding of its arguments. `None` leaves the call, and any
@@ -387,6 +452,10 @@ large_count! {
         request: *mut MPI_Request,
     ) {
         call_starting(NAME, comm, request, |rt| {
+            // SAFETY: forwarded from the caller.
+            if let Some(r) = unsafe { irecv_flat(rt, buf, count.get(), datatype, source, tag, comm) } {
+                return Ok(rt.add_req(r?));
+            }
             let managed = buf.is_null() && count.get() > 0 && super::datatype(rt, datatype)?.is_contiguous();
             let r = if managed {
                 post_managed(rt, count.get(), datatype, source, tag, comm)?
