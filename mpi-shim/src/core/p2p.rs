@@ -4,7 +4,7 @@
 //! the application's memory or a packed copy, library-managed receives,
 //! and receives of a matched message.
 
-use shm_engine::{Endpoint, Message, Next, Piece, Source};
+use shm_engine::{Endpoint, Message, Next, Piece, Source, TagMatch};
 
 use super::buffer::{UserBuf, Way, Wire};
 use super::peer::{Rank, RecvFrom, Tag};
@@ -168,18 +168,12 @@ impl Runtime {
         data: *mut u8,
         cap: usize,
     ) -> Option<MpiResult<Req>> {
-        let c = self.comm(comm).ok()?;
-        let Some((src, matcher)) = c.recv_from(source, tag).ok()? else {
-            return Some(Ok(Req::Done(Status::proc_null())));
-        };
         let one = [Piece::new(data, cap)];
-        if self.ep.has_unexpected() {
-            // SAFETY: writable until completion (the caller's promise),
-            // and this completes now.
-            if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, &one) } {
-                return Some(self.comm(comm).map(|c| Req::Done(c.status_of(&st))));
-            }
-        }
+        // SAFETY: writable until completion (the caller's promise).
+        let (src, matcher) = match unsafe { self.flat_recv_start(comm, source, tag, &one)? } {
+            Ok(from) => from,
+            Err(done) => return Some(done.map(Req::Done)),
+        };
         // SAFETY: the caller's promise: writable until completion.
         let posted = unsafe { self.ep.irecv_iov_raw(src, matcher, &one) };
         Some(posted.map_err(MpiError::from).map(|req| Req::Engine {
@@ -207,17 +201,12 @@ impl Runtime {
         data: *mut u8,
         cap: usize,
     ) -> Option<MpiResult<Status>> {
-        let Some((src, matcher)) = self.comm(comm).ok()?.recv_from(source, tag).ok()? else {
-            return Some(Ok(Status::proc_null()));
-        };
         let one = [Piece::new(data, cap)];
-        // A message that arrived whole is taken at once (see `start_recv`).
-        if self.ep.has_unexpected() {
-            // SAFETY: writable during the call (the caller's promise).
-            if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, &one) } {
-                return Some(self.received(comm, &st));
-            }
-        }
+        // SAFETY: writable during the call (the caller's promise).
+        let (src, matcher) = match unsafe { self.flat_recv_start(comm, source, tag, &one)? } {
+            Ok(from) => from,
+            Err(done) => return Some(done),
+        };
         // A message that comes within a few looks at its sender's ring is
         // taken from there, without a request (see `Endpoint::take_next`);
         // not where processes outnumber cores, as the sender may need ours.
@@ -242,6 +231,34 @@ impl Runtime {
                 staged: None,
             })
         }))
+    }
+
+    /// The start the flat receives share ([`Runtime::recv_now`],
+    /// [`Runtime::irecv_now`]) on communicator `comm` from `source` with
+    /// `tag`: whom the receive accepts, or (`Err`) its outcome already,
+    /// for `MPI_PROC_NULL` or a message that arrived whole before it (a
+    /// copy in the unexpected queue), taken at once into `one` (see
+    /// `start_recv`). `None` when an argument is invalid.
+    ///
+    /// # Safety
+    /// `one` is writable during the call.
+    unsafe fn flat_recv_start(
+        &mut self,
+        comm: usize,
+        source: Rank,
+        tag: Tag,
+        one: &[Piece],
+    ) -> Option<Result<(Source, TagMatch), MpiResult<Status>>> {
+        let Some((src, matcher)) = self.comm(comm).ok()?.recv_from(source, tag).ok()? else {
+            return Some(Err(Ok(Status::proc_null())));
+        };
+        if self.ep.has_unexpected() {
+            // SAFETY: writable during the call (the caller's promise).
+            if let Some(st) = unsafe { self.ep.try_recv_iov_now(src, matcher, one) } {
+                return Some(Err(self.received(comm, &st)));
+            }
+        }
+        Some(Ok((src, matcher)))
     }
 
     /// The status of a message a blocking receive on communicator `comm`

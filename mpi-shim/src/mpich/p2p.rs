@@ -181,22 +181,18 @@ unsafe fn send_flat(
     if !matches!(mode, SendMode::Standard | SendMode::Ready) {
         return None;
     }
-    let (_, len) = contiguous_bytes(count, dt)?;
-    if len > 0 && buf.is_null() || abi::is_in_place(buf) {
-        return None;
-    }
-    let slot = comm_slot(comm).ok()?;
     call_or_decline(name, comm, |rt| {
-        // SAFETY: `len` readable bytes at `buf` (MPI contract).
-        unsafe { rt.send_now(slot, rank_arg(dest), tag_arg(tag), buf.cast(), len) }
+        // SAFETY: forwarded from the caller.
+        unsafe { isend_flat(rt, buf, count, dt, dest, tag, comm, mode) }
     })
 }
 
-/// The flat path of a nonblocking send: a standard or ready send of a
-/// predefined contiguous datatype that the engine sends at once (see
-/// [`Runtime::send_now`]) completes in the call, its request born done,
-/// without the general decoding of its arguments. `None` leaves the call,
-/// and any error in its arguments, to the general path.
+/// The flat path of a send, blocking or not: a standard or ready send of
+/// a predefined contiguous datatype that the engine sends at once (see
+/// [`Runtime::send_now`]) is over in the call (a nonblocking one's
+/// request is born done), without the general decoding of its
+/// arguments. `None` leaves the call, and any error in its arguments, to
+/// the general path.
 ///
 /// # Safety
 /// The arguments are a send's (MPI contract).

@@ -106,7 +106,7 @@ pub type Enter<'a> = &'a dyn Fn() -> StateGuard;
 
 /// The runtime under `MPI_THREAD_MULTIPLE`: the lock is taken ([`Enter`])
 /// by the first step that needs the runtime and kept through the steps
-/// that follow and the short spin of a wait ([`Run::wait`]), so that a
+/// that follow and the short spin of a wait (`Run::wait`), so that a
 /// collective that does not wait long takes it once, as a held one does.
 /// Once a wait turns to progressing the rest of the library and backing
 /// off, the lock is released between its turns. Dropping the value
