@@ -23,9 +23,9 @@
 //!
 //! The kernel copies with `rep movsb` too, so cross-memory attach
 //! (`process_vm_readv`, `process_vm_writev`) is as slow at those
-//! distances, at every length: on that host 64 KiB read 16 bytes past the
-//! source's distance took 36 us against 8.4 us, and 1 MiB 621 us against
-//! 123 us. [`from_remote`] and [`to_remote`] move such a transfer of one
+//! distances, at every length: on that host 64 KiB read into a buffer 16
+//! bytes further into its page than the source took 36 us against 8.4 us
+//! at the same offset, and 1 MiB 621 us against 123 us. [`from_remote`] and [`to_remote`] move such a transfer of one
 //! piece each side in [`BOUNCE`]-byte steps through a buffer of this
 //! thread placed at distance 0 from the peer's bytes, and copy between
 //! that buffer and the local one as [`bytes`] does (1 MiB in 200 us).
@@ -59,7 +59,7 @@ const DEFAULT_LIMIT: usize = 1 << 20;
 #[inline]
 fn limit() -> usize {
     static LIMIT: OnceLock<usize> = OnceLock::new();
-    *LIMIT.get_or_init(|| crate::sys::l2_cache_bytes().unwrap_or(DEFAULT_LIMIT))
+    *LIMIT.get_or_init(|| sys::l2_cache_bytes().unwrap_or(DEFAULT_LIMIT))
 }
 
 /// Whether `dst` lies 1 to 63 bytes past `src` within a page.
