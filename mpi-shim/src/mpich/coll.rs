@@ -167,8 +167,8 @@ fn blocking(
     }
     // Threads call at once: the lock is released while the collective
     // waits, and in any case before what follows takes it again.
-    let enter = || enter(name);
-    let direct = (direct.1)(&mut Released::new(&enter));
+    let take = || enter(name);
+    let direct = (direct.1)(&mut Released::new(&take));
     match direct {
         Some(Ok(())) => return abi::MPI_SUCCESS,
         Some(Err(e)) => return call(name, comm, |_| Err(e)),
