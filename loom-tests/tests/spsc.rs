@@ -1,7 +1,8 @@
 //! loom model of the production SPSC control ring (`shm_engine::queue::spsc`).
 //!
 //! A producer pushes more cells than the ring holds, so both the "full"
-//! path (SP2) and the "empty" path (SP1) are explored; the consumer checks
+//! path (SP2, with the consumer's batched hand-back) and the "empty"
+//! path (SP1) are explored; the consumer checks
 //! order and contents. loom's `UnsafeCell` tracking reports any read of a
 //! cell that is not ordered after its write.
 //!
@@ -25,8 +26,10 @@ fn cell(n: u64) -> Cell {
 
 fn model() {
     loom::model(|| {
-        let (mut p, mut c) = OwnedRing::new(2).into_split();
-        const ITEMS: u64 = 3;
+        // Four cells, handed back two at a time (or when a pop finds the
+        // ring empty); five items make the producer wait for room.
+        let (mut p, mut c) = OwnedRing::new(4).into_split();
+        const ITEMS: u64 = 5;
         let producer = thread::spawn(move || {
             for i in 0..ITEMS {
                 while p.push(&cell(i)).is_err() {

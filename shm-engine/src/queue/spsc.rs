@@ -19,6 +19,13 @@
 //!   the cell once it is `head + 1`.
 //! - SP2: the consumer copies the cell out, then stores `head` (Release);
 //!   the producer loads `head` (Acquire) before overwriting that slot.
+//!   The consumer stores `head` once per half ring, and whenever a pop
+//!   finds the ring empty: a producer that outpaces its consumer then
+//!   reads `head` (a line the consumer writes) once per half ring instead
+//!   of once per cell, and gets room in batches it can fill while the
+//!   consumer works on the other half. A consumer that stops popping has
+//!   either found the ring empty (and handed everything back) or leaves
+//!   cells in it (which it pops later, as it must anyway).
 //!
 //! Only a cell's used bytes are copied ([`Cell::used`]): an inline
 //! message of up to 8 bytes stays in the slot's first line.
@@ -112,6 +119,8 @@ pub struct Producer<'a> {
 pub struct Consumer<'a> {
     ring: RingView,
     head: u64,
+    /// The `head` last stored (SP2): cells below it are the producer's.
+    released: u64,
     _owner: Option<Arc<OwnedRing>>,
     _memory: PhantomData<&'a RingHeader>,
 }
@@ -198,6 +207,7 @@ impl Consumer<'_> {
         Self {
             ring,
             head,
+            released: head,
             _owner: None,
             _memory: PhantomData,
         }
@@ -215,6 +225,7 @@ impl Consumer<'_> {
         let slot = self.ring.slot(self.head);
         // SP1: Acquire pairs with the producer's Release of the stamp.
         if slot.stamp.load(Ordering::Acquire) != self.head + 1 {
+            self.release();
             return None;
         }
         let mut cell = Cell::default();
@@ -235,9 +246,24 @@ impl Consumer<'_> {
             }
         });
         self.head += 1;
-        // SP2: hand the slot back.
-        self.ring.header().head.store(self.head, Ordering::Release);
+        if self.head - self.released >= self.batch() {
+            self.release();
+        }
         Some(cell)
+    }
+
+    /// Cells handed back to the producer at once: half the ring.
+    fn batch(&self) -> u64 {
+        self.ring.capacity().div_ceil(2)
+    }
+
+    /// Hand the cells copied out so far back to the producer (SP2).
+    #[inline]
+    fn release(&mut self) {
+        if self.released != self.head {
+            self.released = self.head;
+            self.ring.header().head.store(self.head, Ordering::Release);
+        }
     }
 }
 
@@ -324,11 +350,32 @@ mod tests {
         }
         assert_eq!(p.push(&cell(9)), Err(Full));
         assert_eq!(c.pop().unwrap().tag, 0);
+        // Half the ring goes back at once: one cell copied out is not
+        // the producer's yet, two are.
+        assert_eq!(p.push(&cell(9)), Err(Full));
+        assert_eq!(c.pop().unwrap().tag, 1);
         p.push(&cell(4)).unwrap();
-        for i in 1..5 {
+        p.push(&cell(5)).unwrap();
+        assert_eq!(p.push(&cell(9)), Err(Full));
+        for i in 2..6 {
             assert_eq!(c.pop().unwrap().tag, i);
         }
         assert!(c.pop().is_none());
+    }
+
+    #[test]
+    fn a_pop_that_finds_nothing_hands_back_what_it_copied() {
+        let mut ring = OwnedRing::new(4);
+        let (mut p, mut c) = ring.split();
+        p.push(&cell(0)).unwrap();
+        assert_eq!(c.pop().unwrap().tag, 0);
+        // Less than half the ring: still the consumer's until it finds
+        // the ring empty.
+        assert!(c.pop().is_none());
+        for i in 1..5 {
+            p.push(&cell(i)).unwrap();
+        }
+        assert_eq!(p.push(&cell(9)), Err(Full));
     }
 
     #[test]
