@@ -352,6 +352,41 @@ fn messages_to_oneself_are_copied_at_once_and_in_order() {
 }
 
 #[test]
+fn a_send_moves_the_backlog_on_before_it_queues() {
+    // Through its own ring of four cells: six messages leave two in the
+    // backlog.
+    let cfg = Config {
+        self_direct: false,
+        ring_cells: 4,
+        ..Config::default()
+    };
+    let mut ep = Endpoint::with_config(Box::new(Singleton::default()), cfg).unwrap();
+    let eager = ep.config().inline_max + 1;
+    let size = |k: usize| if k.is_multiple_of(2) { 8 } else { eager };
+    let mut sends: Vec<_> = (0..6)
+        .map(|k| ep.isend(0, 1, bytes(size(k), k as u8)).unwrap())
+        .collect();
+    assert_eq!(ep.shm.backlog_len(0), 2);
+    // Progress flushes backlogs before it empties the rings: the ring is
+    // empty now, the backlog not.
+    ep.progress();
+    assert_eq!(ep.shm.backlog_len(0), 2);
+    // The next send moves the backlog into the ring and then takes the
+    // ring itself, rather than queueing behind it until a progress call.
+    sends.push(ep.isend(0, 1, bytes(size(6), 6)).unwrap());
+    assert_eq!(ep.shm.backlog_len(0), 0);
+    for k in 0..7 {
+        let r = ep
+            .irecv(Source::Rank(0), TagMatch::exact(1), eager)
+            .unwrap();
+        assert_eq!(ep.wait(r).unwrap().data.unwrap(), bytes(size(k), k as u8));
+    }
+    for s in sends {
+        ep.wait(s).unwrap();
+    }
+}
+
+#[test]
 fn sending_at_once_leaves_what_it_cannot_send_to_a_request() {
     let mut ep = endpoint(true);
     let data = [7u8; 8];

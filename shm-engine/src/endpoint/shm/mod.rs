@@ -345,4 +345,10 @@ impl Shm {
     pub(super) fn busy(&self) -> bool {
         !self.blocked.is_empty() || self.active > 0
     }
+
+    /// Messages and control cells waiting for room to local peer `j`.
+    #[cfg(test)]
+    pub(super) fn backlog_len(&self, j: u32) -> usize {
+        self.peers[j as usize].backlog.len()
+    }
 }

@@ -201,6 +201,9 @@ impl Endpoint {
         pieces: &[Piece],
         len: usize,
     ) -> bool {
+        if !self.backlog_clear(j) {
+            return false;
+        }
         if len <= self.cfg.inline_max {
             // SAFETY: the caller's promise; `inline_max` is at most
             // INLINE_CAPACITY (`Config::validate`).
@@ -218,8 +221,21 @@ impl Endpoint {
         self.enqueue(j, Outgoing::Cell(c.encode()));
     }
 
+    /// Whether local peer `j`'s backlog is empty, after moving into its
+    /// ring and staging what they accept now. A sender that outpaces its
+    /// receiver fills the backlog whenever the ring is full; moving it on
+    /// at the next send, rather than at the next progress call, keeps the
+    /// ring fed and the next sends on the direct path.
+    fn backlog_clear(&mut self, j: u32) -> bool {
+        self.shm.peers[j as usize].backlog.is_empty() || {
+            self.shm.flush(j, &mut self.reqs);
+            self.shm.peers[j as usize].backlog.is_empty()
+        }
+    }
+
     pub(super) fn enqueue(&mut self, j: u32, out: Outgoing) {
         if let Outgoing::Cell(cell) = &out
+            && self.backlog_clear(j)
             && self.shm.push_now(j, cell)
         {
             return;
