@@ -105,6 +105,44 @@ static void passive_ops(void) {
         CHECK(all[r] >= 0 && all[r] < size && !seen[all[r]]++, "fetch_and_op values");
     }
 
+    /* Every rank adds to one counter many times at once (rank 0's
+     * element N - 2): node peers that map the window apply their adds
+     * themselves, others send them, and every add must land once, so
+     * that the fetched values are distinct and the count is exact. */
+    enum { ADDS = 200 };
+    static int fetched[ADDS], every[64 * ADDS];
+    static unsigned char hit[64 * ADDS];
+    if (rank == 0) {
+        OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
+        mem[N - 2] = 0;
+        OK(MPI_Win_unlock(0, win));
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Win_lock_all(0, win));
+    for (int k = 0; k < ADDS; k++) {
+        OK(MPI_Fetch_and_op(&inc, &fetched[k], MPI_INT, 0, N - 2, MPI_SUM, win));
+        if (k % 3 == 0) {
+            /* And plain accumulates between them (counted below). */
+            OK(MPI_Accumulate(&inc, 1, MPI_INT, 0, N - 2, 1, MPI_INT, MPI_SUM, win));
+        }
+        OK(MPI_Win_flush(0, win));
+    }
+    OK(MPI_Win_unlock_all(win));
+    OK(MPI_Allgather(fetched, ADDS, MPI_INT, every, ADDS, MPI_INT, MPI_COMM_WORLD));
+    int per_rank = ADDS + (ADDS + 2) / 3, total = size * per_rank;
+    for (int i = 0; i < size * ADDS; i++) {
+        CHECK(every[i] >= 0 && every[i] < total && !hit[every[i]]++,
+              "fetch_and_op under contention fetched %d", every[i]);
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        CHECK(mem[N - 2] == total, "the counter reads %d, not %d", mem[N - 2], total);
+        mem[N - 2] = -1;
+        OK(MPI_Win_unlock(0, win));
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+
     /* Compare-and-swap on rank 0's element 1 (-1): exactly one wins. */
     int cmp = -1, result = -7;
     OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
@@ -182,6 +220,39 @@ static void passive_ops(void) {
 
 /* Post-start-complete-wait around a ring: each exposes to its left
  * neighbour and accesses its right one. */
+/* Every rank but 0 adds a vector of ones to rank 0's window again and
+ * again, all at once: node peers that map the window apply their sums
+ * themselves, rank 0 applies those that come as messages. None may be
+ * lost. */
+static void contended_vectors(void) {
+    enum { LEN = 4096, ROUNDS = 50 };
+    static int ones[LEN];
+    int *mem = NULL;
+    MPI_Win win;
+    for (int i = 0; i < LEN; i++) ones[i] = 1;
+    OK(MPI_Win_allocate(LEN * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    for (int i = 0; i < LEN; i++) mem[i] = 0;
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Win_lock_all(0, win));
+    /* Rank 0 serves: it applies what comes as messages while its node
+     * peers apply theirs. */
+    for (int k = 0; k < ROUNDS && rank > 0; k++) {
+        OK(MPI_Accumulate(ones, LEN, MPI_INT, 0, 0, LEN, MPI_INT, MPI_SUM, win));
+        OK(MPI_Win_flush(0, win));
+    }
+    OK(MPI_Win_unlock_all(win));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        for (int i = 0; i < LEN; i++) {
+            CHECK(mem[i] == (size - 1) * ROUNDS, "element %d of the sum reads %d, not %d", i,
+                  mem[i], (size - 1) * ROUNDS);
+        }
+        OK(MPI_Win_unlock(0, win));
+    }
+    OK(MPI_Win_free(&win));
+}
+
 static void pscw(void) {
     int buf[2] = {-1, -1};
     MPI_Win win;
@@ -343,6 +414,7 @@ int main(int argc, char **argv) {
     fence_ops(0);
     fence_ops(1);
     passive_ops();
+    contended_vectors();
     pscw();
     shared();
     dynamic();

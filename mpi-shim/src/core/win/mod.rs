@@ -37,10 +37,11 @@
 //! `MPI_Alloc_mem` memory) is mapped by the other processes of its node
 //! at creation ([`PeerHeaps`]). Puts and gets to such a target are plain
 //! copies into or out of the mapping, complete at once and without the
-//! target's participation; a flush then has nothing to wait for. The
-//! accumulating operations still go to the target as messages, since
-//! their atomicity needs one place that applies them. A shared window is
-//! one block of rank 0's heap, contiguous across the ranks.
+//! target's participation; a flush then has nothing to wait for. So are
+//! the accumulating operations, under the target's accumulate lock,
+//! which the target also holds while it applies those that come as
+//! messages: that lock gives them their atomicity ([`acc`]). A shared
+//! window is one block of rank 0's heap, contiguous across the ranks.
 //!
 //! # Progress
 //! Operations by message need the target process to enter the library
@@ -50,7 +51,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ptr::NonNull;
 
-use shm_engine::heap::{self, PeerHeaps};
+use shm_engine::heap::{self, HeapRef, PeerHeaps};
 
 use super::attr::Attr;
 use super::buffer::UserBuf;
@@ -62,11 +63,13 @@ use super::table::Table;
 use super::{Class, Comm, MpiError, MpiResult, Runtime};
 use crate::ops::{Elem, Op, kernel};
 
+mod acc;
 mod sync;
 mod target;
 mod wire;
 
-use target::gather;
+use acc::AccLock;
+use target::{apply, gather};
 use wire::{In, Out, TO_TARGET, kind, put_ref, take_ref};
 
 /// How a window's memory came about (`MPI_WIN_CREATE_FLAVOR`).
@@ -92,6 +95,8 @@ pub struct Exposed {
     pub disp_unit: usize,
     /// A shared-memory window's memory of that process, mapped here.
     pub base: *mut u8,
+    /// That process's accumulate lock, mapped here (null if it is not).
+    acc: *const AccLock,
 }
 
 /// A window.
@@ -108,6 +113,8 @@ pub struct Win {
     pub peers: Vec<Exposed>,
     /// Memory the library allocated for the window, freed with it.
     owned: Option<NonNull<u8>>,
+    /// This process's accumulate lock, freed with the window.
+    acc_lock: Option<NonNull<AccLock>>,
     /// Regions attached to a dynamic window: (address, length).
     attached: Vec<(usize, usize)>,
     pub name: Option<String>,
@@ -264,7 +271,7 @@ impl Runtime {
         }
         let comm = self.comm_dup(parent)?;
         let made = self.win_memory(comm, flavor, base, size, disp_unit);
-        let (peers, owned, base) = match made {
+        let (peers, owned, acc_lock, base) = match made {
             Ok(m) => m,
             Err(e) => {
                 self.comm_free(comm)?;
@@ -279,6 +286,7 @@ impl Runtime {
             disp_unit,
             peers,
             owned,
+            acc_lock,
             attached: Vec::new(),
             name: None,
             info,
@@ -302,7 +310,8 @@ impl Runtime {
     }
 
     /// Collective over the window's communicator `comm`: what each rank
-    /// exposes, the memory the library allocated, and this process's base.
+    /// exposes, the memory the library allocated, this process's
+    /// accumulate lock, and this process's base.
     #[allow(clippy::type_complexity)]
     fn win_memory(
         &mut self,
@@ -311,7 +320,12 @@ impl Runtime {
         base: *mut u8,
         size: usize,
         disp_unit: usize,
-    ) -> MpiResult<(Vec<Exposed>, Option<NonNull<u8>>, *mut u8)> {
+    ) -> MpiResult<(
+        Vec<Exposed>,
+        Option<NonNull<u8>>,
+        Option<NonNull<AccLock>>,
+        *mut u8,
+    )> {
         let c = self.comm(comm)?;
         let (me, members) = (c.rank as usize, c.members.clone());
         let mut owned = None;
@@ -330,10 +344,17 @@ impl Runtime {
         let place = (!mine.is_null())
             .then(|| heap::locate(mine, size.max(1)))
             .flatten();
+        // Without a lock (the heap is full), the accumulates to this
+        // process come as messages, which it applies one at a time.
+        let acc_lock = (flavor != Flavor::Dynamic)
+            .then(AccLock::alloc)
+            .and_then(Result::ok);
+        let lock_place = acc_lock.and_then(|l| heap::locate(l.as_ptr().cast(), 64));
         let mut row = Out(Vec::new());
         row.u64(size as u64);
         row.u64(disp_unit as u64);
         put_ref(&mut row, place.as_ref());
+        put_ref(&mut row, lock_place.as_ref());
         let rows = self.allgather_var(comm, &row.0)?;
         let node = self.ep.node();
         let mut peers = Vec::with_capacity(rows.len());
@@ -341,18 +362,25 @@ impl Runtime {
             let mut i = In(bytes);
             let (size, disp_unit) = (i.u64()? as usize, i.u64()? as usize);
             let place = take_ref(&mut i)?;
+            let lock_place = take_ref(&mut i)?;
             let local = self.ep.node_of(members[r]) == node;
             // A peer whose memory cannot be mapped here (the kernel
             // refuses) is reached by messages, as one on another node.
-            let base = match place {
-                _ if r == me => mine,
+            let mut map = |place: Option<HeapRef>| match place {
                 Some(p) if local => self.wins.heaps.resolve(&p).unwrap_or(std::ptr::null_mut()),
                 _ => std::ptr::null_mut(),
+            };
+            let (base, acc) = if r == me {
+                let own = acc_lock.map_or(std::ptr::null(), |l| l.as_ptr().cast_const());
+                (mine, own)
+            } else {
+                (map(place), map(lock_place).cast_const().cast::<AccLock>())
             };
             peers.push(Exposed {
                 size,
                 disp_unit,
                 base,
+                acc,
             });
         }
         let base = match flavor {
@@ -391,7 +419,7 @@ impl Runtime {
             }
             _ => mine,
         };
-        Ok((peers, owned, base))
+        Ok((peers, owned, acc_lock, base))
     }
 
     /// `MPI_Win_free` (collective): every process's operations complete,
@@ -410,6 +438,11 @@ impl Runtime {
             // SAFETY: allocated for this window by `alloc`; after the
             // barrier no process touches it through the window.
             unsafe { heap::free(b) }.map_err(|e| MpiError::new(Class::Intern, e.to_string()))?;
+        }
+        if let Some(l) = w.acc_lock {
+            // SAFETY: after the barrier no process applies operations to
+            // this window's memory any more.
+            unsafe { AccLock::free(l) }?;
         }
         self.comm_free(w.comm)
     }
@@ -531,6 +564,29 @@ impl Runtime {
         (w.flavor != Flavor::Dynamic && !base.is_null()).then_some(base)
     }
 
+    /// Where `rank`'s window memory and accumulate lock are mapped in
+    /// this process, if both are: then this process applies its
+    /// accumulating operations to that rank itself ([`acc`]). The
+    /// target's `pieces` come back as addresses here.
+    fn direct_acc(
+        &self,
+        slot: usize,
+        rank: u32,
+        pieces: &[(u64, u64)],
+    ) -> Option<(Vec<(*mut u8, usize)>, &'static AccLock)> {
+        let base = self.direct(slot, rank)?;
+        let lock = self.win(slot).ok()?.peers.get(rank as usize)?.acc;
+        // SAFETY: a lock mapped at creation stays mapped and allocated
+        // until the window's collective free, which no operation on the
+        // window outlives (MPI-4.1 §12.2.5).
+        let lock = unsafe { lock.as_ref() }?;
+        let mapped = pieces
+            .iter()
+            .map(|&(off, len)| (base.wrapping_add(off as usize), len as usize))
+            .collect();
+        Some((mapped, lock))
+    }
+
     /// `MPI_Put`: `data` (packed) into the target.
     pub fn win_put(&mut self, slot: usize, data: &[u8], t: &Target) -> MpiResult<()> {
         let pieces = self.target_pieces(slot, t)?;
@@ -597,6 +653,21 @@ impl Runtime {
         t: &Target,
     ) -> MpiResult<Option<u64>> {
         let pieces = self.target_pieces(slot, t)?;
+        if let Some((mapped, lock)) = self.direct_acc(slot, t.rank, &pieces) {
+            let old = {
+                let _held = lock.hold();
+                let old = fetch.as_ref().map(|_| gather(&mapped));
+                apply(op, elem, data, &mapped);
+                old
+            };
+            if let (Some(into), Some(old)) = (fetch, old) {
+                // SAFETY: the result buffer is the application's to
+                // write until the operation completes (MPI contract),
+                // which is now.
+                unsafe { into.unpack(&old) };
+            }
+            return Ok(None);
+        }
         let (kind, id) = match fetch {
             Some(into) => (kind::GET_ACC, Some(self.new_id(slot, Some(into))?)),
             None => (kind::ACC, None),
@@ -611,7 +682,8 @@ impl Runtime {
     }
 
     /// `MPI_Compare_and_swap`: one element; the target's former value
-    /// into `result` when the reply comes.
+    /// into `result`, at once on a mapped target, else when the reply
+    /// comes: the id of the reply (a request waits for it).
     pub fn win_cas(
         &mut self,
         slot: usize,
@@ -619,15 +691,28 @@ impl Runtime {
         compare: &[u8],
         result: UserBuf,
         t: &Target,
-    ) -> MpiResult<u64> {
+    ) -> MpiResult<Option<u64>> {
         let pieces = self.target_pieces(slot, t)?;
+        if let Some((mapped, lock)) = self.direct_acc(slot, t.rank, &pieces) {
+            let old = {
+                let _held = lock.hold();
+                let old = gather(&mapped);
+                if old == compare {
+                    apply(Op::Replace, Elem::Byte, origin, &mapped);
+                }
+                old
+            };
+            // SAFETY: as for a get-accumulate's result.
+            unsafe { result.unpack(&old) };
+            return Ok(None);
+        }
         let id = self.new_id(slot, Some(result))?;
         let mut o = Self::op_message(kind::CAS, id, &pieces);
         o.bytes(origin);
         o.bytes(compare);
         self.win_send(slot, t.rank, TO_TARGET, o)?;
         self.win_mut(slot)?.touched.insert(t.rank);
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// Whether the reply to request `id` of window `slot` has come.

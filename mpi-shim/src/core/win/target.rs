@@ -5,6 +5,7 @@
 use shm_engine::{Source, TagMatch};
 
 use super::Flavor;
+use super::acc::{AccGuard, AccLock};
 use super::wire::{In, Out, TO_ORIGIN, TO_TARGET, kind};
 use crate::core::{Class, MpiError, MpiResult, Runtime};
 use crate::ops::{Elem, Op, kernel};
@@ -209,24 +210,45 @@ impl Runtime {
                 let elem = Elem::from_wire(i.u32()? as u8)
                     .ok_or_else(|| MpiError::new(Class::Intern, "unknown element kind"))?;
                 let src = i.take(total)?;
-                if kind == kind::GET_ACC {
-                    let old = gather(&pieces);
-                    self.reply(slot, from, id, &old)?;
+                let old = {
+                    let _held = self.hold_own_acc(slot)?;
+                    let old = (kind == kind::GET_ACC).then(|| gather(&pieces));
+                    apply(op, elem, src, &pieces);
+                    old
+                };
+                match old {
+                    Some(old) => self.reply(slot, from, id, &old),
+                    None => Ok(()),
                 }
-                apply(op, elem, src, &pieces);
-                Ok(())
             }
             kind::CAS => {
                 let origin = i.take(total)?.to_vec();
                 let compare = i.take(total)?;
-                let old = gather(&pieces);
-                if old == compare {
-                    apply(Op::Replace, Elem::Byte, &origin, &pieces);
-                }
+                let old = {
+                    let _held = self.hold_own_acc(slot)?;
+                    let old = gather(&pieces);
+                    if old == compare {
+                        apply(Op::Replace, Elem::Byte, &origin, &pieces);
+                    }
+                    old
+                };
                 self.reply(slot, from, id, &old)
             }
             _ => Err(MpiError::new(Class::Intern, "unknown window request")),
         }
+    }
+
+    /// Hold this process's accumulate lock of window `slot`, if it has
+    /// one: node peers may be applying operations to its memory
+    /// themselves ([`super::acc`]).
+    fn hold_own_acc(&self, slot: usize) -> MpiResult<Option<AccGuard<'static>>> {
+        let w = self.win(slot)?;
+        let lock = w.acc_lock.map(|l| {
+            // SAFETY: the lock lives until the window is freed, which
+            // cannot happen while this process serves the window.
+            unsafe { &*l.as_ptr() }
+        });
+        Ok(lock.map(AccLock::hold))
     }
 
     /// Answer request `id` of `origin` with `data`.
@@ -282,14 +304,17 @@ pub(super) fn gather(pieces: &[(*mut u8, usize)]) -> Vec<u8> {
 }
 
 /// Combine `src` (packed elements of kind `elem`) into `pieces` with
-/// `op`.
+/// `op`. The caller holds the accumulate lock of the process whose
+/// window memory `pieces` are, if it has one.
 pub(super) fn apply(op: Op, elem: Elem, src: &[u8], pieces: &[(*mut u8, usize)]) {
     let f = kernel(op, elem);
     let mut at = 0;
     for &(p, len) in pieces {
-        // SAFETY: checked window memory of this process (`local_range`),
-        // which nothing else in this process reads or writes during the
-        // call.
+        // SAFETY: checked window memory (`local_range`, or
+        // `target_pieces` for a mapped peer), which no other accumulating
+        // operation touches during the call (the accumulate lock, or the
+        // target applying its messages one at a time); a put or a local
+        // access that conflicts with it is erroneous (MPI-4.1 §12.7).
         let dst = unsafe { std::slice::from_raw_parts_mut(p, len) };
         let s = &src[at..at + len];
         match (op, f) {
