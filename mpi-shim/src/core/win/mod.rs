@@ -40,7 +40,7 @@
 //! target's participation; a flush then has nothing to wait for. So are
 //! the accumulating operations, under the target's accumulate lock,
 //! which the target also holds while it applies those that come as
-//! messages: that lock gives them their atomicity ([`acc`]). A shared
+//! messages: that lock gives them their atomicity (module `acc`). A shared
 //! window is one block of rank 0's heap, contiguous across the ranks.
 //!
 //! # Progress
@@ -566,7 +566,7 @@ impl Runtime {
 
     /// Where `rank`'s window memory and accumulate lock are mapped in
     /// this process, if both are: then this process applies its
-    /// accumulating operations to that rank itself ([`acc`]). The
+    /// accumulating operations to that rank itself (module `acc`). The
     /// target's `pieces` come back as addresses here.
     fn direct_acc(
         &self,
