@@ -28,6 +28,10 @@ use crate::core::{Class, MpiError, MpiResult};
 /// Spins before a waiter yields its core between tries.
 const SPINS: u32 = 64;
 
+/// Bytes of a lock's block: a line of its own (the heap's blocks are line
+/// aligned), so that taking it does not disturb the window's data.
+pub(super) const BLOCK: usize = 64;
+
 /// One process's accumulate lock, in its shared heap: 0 free, 1 held.
 #[repr(C)]
 #[derive(Debug)]
@@ -39,16 +43,14 @@ impl AccLock {
     /// A free lock in a block of this process's shared heap, which
     /// [`AccLock::free`] returns.
     pub(super) fn alloc() -> MpiResult<NonNull<AccLock>> {
-        // A line of its own (the heap's blocks are line aligned), so that
-        // taking it does not disturb the window's data.
-        let block = heap::alloc(64).map_err(|e| {
+        let block = heap::alloc(BLOCK).map_err(|e| {
             MpiError::new(
                 Class::NoMem,
                 format!("cannot allocate a window's accumulate lock: {e}"),
             )
         })?;
         let lock = block.cast::<AccLock>();
-        // SAFETY: a fresh block of 64 bytes, aligned for the word, that
+        // SAFETY: a fresh block of BLOCK bytes, aligned for the word, that
         // no other process knows yet.
         unsafe {
             lock.as_ptr().write(AccLock {

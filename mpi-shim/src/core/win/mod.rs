@@ -349,7 +349,7 @@ impl Runtime {
         let acc_lock = (flavor != Flavor::Dynamic)
             .then(AccLock::alloc)
             .and_then(Result::ok);
-        let lock_place = acc_lock.and_then(|l| heap::locate(l.as_ptr().cast(), 64));
+        let lock_place = acc_lock.and_then(|l| heap::locate(l.as_ptr().cast(), acc::BLOCK));
         let mut row = Out(Vec::new());
         row.u64(size as u64);
         row.u64(disp_unit as u64);
