@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/setup.sh
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the run has taken so far.
+step() { printf '\n==> %s  [%dm%02ds]\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 step "format"
 cargo fmt --all --check
@@ -27,8 +28,18 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "install the MPI library for the C tests (tools/install.sh)"
 bash tools/install.sh
 
-step "tests (debug)"
-cargo test --workspace --locked
+step "tests (debug; the MPI C programs run in the release pass only)"
+# The C programs load the installed release library whichever way the tests
+# are built, so a debug pass of tools/tests/mpi_c.rs would only repeat the
+# release pass with a debug launcher; the launcher's own tests run in both.
+cargo test --workspace --locked --exclude tools
+debug_tests=()
+for t in tools/tests/*.rs; do
+    t=$(basename "$t" .rs)
+    [ "$t" = mpi_c ] || debug_tests+=(--test "$t")
+done
+cargo build --locked -p tools --examples
+cargo test --locked -p tools --lib --bins "${debug_tests[@]}"
 
 step "multi-process tests (release)"
 cargo test --release --locked -p tools
@@ -41,17 +52,25 @@ RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
     cargo test --release --locked -p loom-tests
 
 # The same RUSTFLAGS and target directory: each mutation rebuilds only
-# shm-engine and loom-tests (their build scripts read TESSEL_MUTATION).
+# shm-engine and loom-tests (their build scripts read TESSEL_MUTATION). Each
+# runs the models that name it: the ones that must catch it, and the ones
+# that set a test aside under it.
 for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask board_post doorbell_poll lock_release lock_any_time; do
     step "mutation $m: loom must find the weakened ordering"
+    models=()
+    for t in $(grep -l "tessel_mutation = \"$m\"" loom-tests/tests/*.rs); do
+        models+=(--test "$(basename "$t" .rs)")
+    done
+    [ ${#models[@]} -gt 0 ] || { echo "no loom model names the mutation $m" >&2; exit 1; }
     TESSEL_MUTATION=$m RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
-        cargo test --release --locked -p loom-tests
+        cargo test --release --locked -p loom-tests "${models[@]}"
 done
 
 step "benchmarks build; pingpong runs"
+# The bench profile is the release profile, and the workspace's features are
+# the bench build's: the two builds below reuse what it built.
 cargo bench --locked --workspace --no-run
-cargo build --release --locked -p tools --bin mpiexec
-cargo build --release --locked -p benches --example pingpong
+cargo build --release --locked --workspace --bin mpiexec --example pingpong
 target/release/mpiexec -n 2 target/release/examples/pingpong --quick
 
 step "compare against other MPIs, --quick (proves the harness works; no timing is checked)"
