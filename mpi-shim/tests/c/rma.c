@@ -253,6 +253,53 @@ static void contended_vectors(void) {
     OK(MPI_Win_free(&win));
 }
 
+/* Every rank but 0 adds 1 to rank 0's one counter many times, with no
+ * flush between the adds: node peers that map the window apply theirs
+ * under rank 0's accumulate lock, while rank 0 applies the others', which
+ * queue up as messages, one after the other under the same lock. Both
+ * kinds of read-add-write then run at once on one element, and none may
+ * be lost. A message costs the origin about fifty times what a direct add
+ * costs, so when there are other nodes, rank 0's node peers add fifty
+ * times as often as the others, and all add for about as long. (The
+ * vectors above rarely overlap in time: on virtual nodes this is the case
+ * that needs the target to take its lock.) */
+static void contended_counter(void) {
+    enum { ADDS = 20000, NEAR = 50 };
+    int *mem = NULL, one = 1;
+    MPI_Win win;
+    MPI_Comm node;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int zero_here = rank == 0, near = 0, far = 0;
+    OK(MPI_Allreduce(MPI_IN_PLACE, &zero_here, 1, MPI_INT, MPI_MAX, node));
+    int is_far = !zero_here;
+    OK(MPI_Allreduce(&is_far, &far, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    near = size - far;
+    int adds = rank == 0 ? 0 : is_far || far == 0 ? ADDS : NEAR * ADDS;
+    int total = far * ADDS + (near - 1) * (far ? NEAR : 1) * ADDS;
+    OK(MPI_Comm_free(&node));
+
+    OK(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    mem[0] = 0;
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Win_lock_all(0, win));
+    for (int k = 0; k < adds; k++) {
+        OK(MPI_Accumulate(&one, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win));
+    }
+    if (rank != 0) OK(MPI_Win_unlock_all(win));
+    /* Rank 0 tests (and so applies messages as they come) until every
+     * origin's unlock is through; a blocking wait could sleep instead. */
+    MPI_Request done;
+    OK(MPI_Ibarrier(MPI_COMM_WORLD, &done));
+    for (int flag = 0; !flag;) OK(MPI_Test(&done, &flag, MPI_STATUS_IGNORE));
+    if (rank == 0) OK(MPI_Win_unlock_all(win));
+    if (rank == 0) {
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        CHECK(mem[0] == total, "the counter reads %d, not %d", mem[0], total);
+        OK(MPI_Win_unlock(0, win));
+    }
+    OK(MPI_Win_free(&win));
+}
+
 static void pscw(void) {
     int buf[2] = {-1, -1};
     MPI_Win win;
@@ -415,6 +462,7 @@ int main(int argc, char **argv) {
     fence_ops(1);
     passive_ops();
     contended_vectors();
+    contended_counter();
     pscw();
     shared();
     dynamic();
