@@ -60,6 +60,13 @@ impl<T> Table<T> {
         Some(v)
     }
 
+    /// The first live slot at or after `from`: a walk over the slots
+    /// that holds no borrow of the table between steps.
+    pub fn next_slot(&self, from: usize) -> Option<usize> {
+        let rest = self.slots.get(from..)?;
+        rest.iter().position(Option::is_some).map(|i| from + i)
+    }
+
     /// Live objects, with their slots.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &T)> {
         self.slots
@@ -86,5 +93,10 @@ mod tests {
         assert_eq!(t.remove(0), Some("predef"));
         assert_eq!(t.insert("d"), 4);
         assert_eq!(t.iter().count(), 3);
+        // Slot 0 emptied, 1 never set; 2, 3 and 4 live.
+        assert_eq!(t.next_slot(0), Some(2));
+        assert_eq!(t.next_slot(3), Some(3));
+        assert_eq!(t.next_slot(5), None);
+        assert_eq!(t.next_slot(9), None);
     }
 }

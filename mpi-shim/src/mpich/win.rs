@@ -506,13 +506,14 @@ unsafe fn accumulate(
         return Ok(None);
     }
     let elem = check_accumulate(op, &t.dt)?;
+    let ub;
     let data = if op == Op::NoOp {
         std::borrow::Cow::Owned(vec![0; t.dt.size * t.count])
     } else {
         // SAFETY: the origin buffer holds its elements.
-        let ub = unsafe { user_buf(rt, origin.0, origin.1, origin.2)? };
+        ub = unsafe { user_buf(rt, origin.0, origin.1, origin.2)? };
         // SAFETY: as above.
-        unsafe { origin_data(&ub, &t)? }.into_owned().into()
+        unsafe { origin_data(&ub, &t)? }
     };
     if let Some(r) = &result
         && r.len != t.dt.size * t.count

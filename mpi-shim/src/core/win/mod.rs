@@ -64,12 +64,13 @@ use super::{Class, Comm, MpiError, MpiResult, Runtime};
 use crate::ops::{Elem, Op, kernel};
 
 mod acc;
+mod pieces;
 mod sync;
 mod target;
 mod wire;
 
 use acc::AccLock;
-use target::{apply, gather};
+use pieces::{Pieces, apply, with_bytes};
 use wire::{In, Out, TO_TARGET, kind, put_ref, take_ref};
 
 /// How a window's memory came about (`MPI_WIN_CREATE_FLAVOR`).
@@ -486,7 +487,7 @@ impl Runtime {
     /// Check that an access epoch to `rank` is open and the target range
     /// is in its window; the target pieces, as (offset in the window or
     /// absolute address, length).
-    fn target_pieces(&self, slot: usize, t: &Target) -> MpiResult<Vec<(u64, u64)>> {
+    fn target_pieces(&self, slot: usize, t: &Target) -> MpiResult<Pieces<(u64, u64)>> {
         let w = self.win(slot)?;
         let peer = w
             .peers
@@ -508,11 +509,9 @@ impl Runtime {
             .disp
             .checked_mul(unit)
             .ok_or_else(|| MpiError::new(Class::RmaRange, "target displacement overflows"))?;
-        let mut out = Vec::new();
-        for p in t.dt.pieces(std::ptr::null(), t.count) {
-            let off = start + p.ptr as isize as i64;
+        let piece = |off: i64, len: usize| {
             let inside = w.flavor == Flavor::Dynamic
-                || (off >= 0 && off as u64 + p.len as u64 <= peer.size as u64);
+                || (off >= 0 && off as u64 + len as u64 <= peer.size as u64);
             if !inside {
                 return Err(MpiError::new(
                     Class::RmaRange,
@@ -522,9 +521,20 @@ impl Runtime {
                     ),
                 ));
             }
-            out.push((off as u64, p.len as u64));
+            Ok((off as u64, len as u64))
+        };
+        let total = t.dt.size * t.count;
+        if total == 0 {
+            return Ok(Pieces::none());
         }
-        Ok(out)
+        if t.dt.is_contiguous() {
+            return Ok(Pieces::One([piece(start, total)?]));
+        }
+        let pieces = t.dt.pieces(std::ptr::null(), t.count);
+        let pieces = pieces
+            .iter()
+            .map(|p| piece(start + p.ptr as isize as i64, p.len));
+        Ok(Pieces::Many(pieces.collect::<MpiResult<_>>()?))
     }
 
     /// Send message `o` to `rank` of window `slot` with `tag`.
@@ -572,19 +582,15 @@ impl Runtime {
         &self,
         slot: usize,
         rank: u32,
-        pieces: &[(u64, u64)],
-    ) -> Option<(Vec<(*mut u8, usize)>, &'static AccLock)> {
+        pieces: &Pieces<(u64, u64)>,
+    ) -> Option<(Pieces<(*mut u8, usize)>, &'static AccLock)> {
         let base = self.direct(slot, rank)?;
         let lock = self.win(slot).ok()?.peers.get(rank as usize)?.acc;
         // SAFETY: a lock mapped at creation stays mapped and allocated
         // until the window's collective free, which no operation on the
         // window outlives (MPI-4.1 §12.2.5).
         let lock = unsafe { lock.as_ref() }?;
-        let mapped = pieces
-            .iter()
-            .map(|&(off, len)| (base.wrapping_add(off as usize), len as usize))
-            .collect();
-        Some((mapped, lock))
+        Some((mapped(base, pieces), lock))
     }
 
     /// `MPI_Put`: `data` (packed) into the target.
@@ -592,7 +598,7 @@ impl Runtime {
         let pieces = self.target_pieces(slot, t)?;
         if let Some(base) = self.direct(slot, t.rank) {
             let mut at = 0;
-            for (off, len) in pieces {
+            for &(off, len) in pieces.iter() {
                 let len = len as usize;
                 // SAFETY: `target_pieces` checked the range against the
                 // size the target exposes, which its mapping here covers;
@@ -622,14 +628,9 @@ impl Runtime {
     pub fn win_get(&mut self, slot: usize, into: UserBuf, t: &Target) -> MpiResult<Option<u64>> {
         let pieces = self.target_pieces(slot, t)?;
         if let Some(base) = self.direct(slot, t.rank) {
-            let mapped: Vec<(*mut u8, usize)> = pieces
-                .iter()
-                .map(|&(off, len)| (base.wrapping_add(off as usize), len as usize))
-                .collect();
-            let data = gather(&mapped);
             // SAFETY: the origin buffer is the application's to write until
             // the operation completes (MPI contract), which is now.
-            unsafe { into.unpack(&data) };
+            with_bytes(&mapped(base, &pieces), |data| unsafe { into.unpack(data) });
             return Ok(None);
         }
         let id = self.new_id(slot, Some(into))?;
@@ -654,18 +655,15 @@ impl Runtime {
     ) -> MpiResult<Option<u64>> {
         let pieces = self.target_pieces(slot, t)?;
         if let Some((mapped, lock)) = self.direct_acc(slot, t.rank, &pieces) {
-            let old = {
-                let _held = lock.hold();
-                let old = fetch.as_ref().map(|_| gather(&mapped));
-                apply(op, elem, data, &mapped);
-                old
-            };
-            if let (Some(into), Some(old)) = (fetch, old) {
+            let _held = lock.hold();
+            if let Some(into) = fetch {
                 // SAFETY: the result buffer is the application's to
                 // write until the operation completes (MPI contract),
-                // which is now.
-                unsafe { into.unpack(&old) };
+                // which is now; it is disjoint from the origin buffer
+                // (MPI-4.1 §12.3.4), and so from `data`.
+                with_bytes(&mapped, |old| unsafe { into.unpack(old) });
             }
+            apply(op, elem, data, &mapped);
             return Ok(None);
         }
         let (kind, id) = match fetch {
@@ -683,7 +681,8 @@ impl Runtime {
 
     /// `MPI_Compare_and_swap`: one element; the target's former value
     /// into `result`, at once on a mapped target, else when the reply
-    /// comes: the id of the reply (a request waits for it).
+    /// comes: the id of the reply (a request waits for it). `origin` and
+    /// `compare` are copies, which writing `result` cannot change.
     pub fn win_cas(
         &mut self,
         slot: usize,
@@ -694,16 +693,17 @@ impl Runtime {
     ) -> MpiResult<Option<u64>> {
         let pieces = self.target_pieces(slot, t)?;
         if let Some((mapped, lock)) = self.direct_acc(slot, t.rank, &pieces) {
-            let old = {
-                let _held = lock.hold();
-                let old = gather(&mapped);
-                if old == compare {
-                    apply(Op::Replace, Elem::Byte, origin, &mapped);
-                }
-                old
-            };
-            // SAFETY: as for a get-accumulate's result.
-            unsafe { result.unpack(&old) };
+            let _held = lock.hold();
+            let equal = with_bytes(&mapped, |old| {
+                let equal = old == compare;
+                // SAFETY: as for a get-accumulate's result; `origin` and
+                // `compare` are the caller's copies.
+                unsafe { result.unpack(old) };
+                equal
+            });
+            if equal {
+                apply(Op::Replace, Elem::Byte, origin, &mapped);
+            }
             return Ok(None);
         }
         let id = self.new_id(slot, Some(result))?;
@@ -745,6 +745,11 @@ impl Runtime {
         }
         self.await_replies(slot, &ids)
     }
+}
+
+/// The target's `pieces` as addresses in its memory mapped at `base`.
+fn mapped(base: *mut u8, pieces: &Pieces<(u64, u64)>) -> Pieces<(*mut u8, usize)> {
+    pieces.map(|&(off, len)| (base.wrapping_add(off as usize), len as usize))
 }
 
 /// Memory for an allocated window, from the shared heap (at least one

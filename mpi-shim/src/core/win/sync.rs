@@ -105,18 +105,21 @@ impl Runtime {
     /// operations complete at their targets (the local forms too: the
     /// stronger completion).
     pub fn win_flush(&mut self, slot: usize, rank: Option<i32>) -> MpiResult<()> {
-        let w = self.win(slot)?;
-        let ranks: Vec<u32> = match rank {
-            Some(r) => vec![self.check_rank(slot, r)?],
-            None => (0..w.peers.len() as u32).collect(),
+        let ranks = match rank {
+            Some(r) => self.check_rank(slot, r).map(|r| r..r + 1)?,
+            None => 0..self.win(slot)?.peers.len() as u32,
         };
         let w = self.win_mut(slot)?;
-        if !(w.lock_all || ranks.iter().all(|r| w.locks.contains_key(r))) {
+        if !(w.lock_all || ranks.clone().all(|r| w.locks.contains_key(&r))) {
             return Err(sync_error("flushing outside a passive-target epoch"));
         }
         // Operations on mapped memory are complete; the others are
         // behind a flush notice.
-        let sent: Vec<u32> = ranks.into_iter().filter(|r| w.touched.remove(r)).collect();
+        let sent: Vec<u32> = if w.touched.is_empty() {
+            Vec::new()
+        } else {
+            ranks.filter(|r| w.touched.remove(r)).collect()
+        };
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.control(slot, kind::FLUSH, 0, &sent)?;
         // Progress even when there was nothing to wait for: a process that

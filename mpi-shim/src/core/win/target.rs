@@ -6,19 +6,18 @@ use shm_engine::{Source, TagMatch};
 
 use super::Flavor;
 use super::acc::{AccGuard, AccLock};
+use super::pieces::{apply, gather};
 use super::wire::{In, Out, TO_ORIGIN, TO_TARGET, kind};
 use crate::core::{Class, MpiError, MpiResult, Runtime};
-use crate::ops::{Elem, Op, kernel};
+use crate::ops::{Elem, Op};
 
 impl Runtime {
     /// Handle the messages that arrived for every window; whether any did.
     pub fn serve_windows(&mut self) -> bool {
-        if self.wins.table.iter().next().is_none() {
-            return false;
-        }
-        let slots: Vec<usize> = self.wins.table.iter().map(|(s, _)| s).collect();
         let mut did = false;
-        for slot in slots {
+        let mut next = self.wins.table.next_slot(0);
+        while let Some(slot) = next {
+            next = self.wins.table.next_slot(slot + 1);
             while let Some((from, request, data)) = self.window_message(slot) {
                 did = true;
                 let handled = if request {
@@ -290,38 +289,5 @@ impl Runtime {
             }
             _ => Err(MpiError::new(Class::Intern, "unknown window reply")),
         }
-    }
-}
-
-/// The bytes of `pieces`, in order.
-pub(super) fn gather(pieces: &[(*mut u8, usize)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.1).sum());
-    for &(p, len) in pieces {
-        // SAFETY: checked window memory of this process (`local_range`).
-        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, len) });
-    }
-    out
-}
-
-/// Combine `src` (packed elements of kind `elem`) into `pieces` with
-/// `op`. The caller holds the accumulate lock of the process whose
-/// window memory `pieces` are, if it has one.
-pub(super) fn apply(op: Op, elem: Elem, src: &[u8], pieces: &[(*mut u8, usize)]) {
-    let f = kernel(op, elem);
-    let mut at = 0;
-    for &(p, len) in pieces {
-        // SAFETY: checked window memory (`local_range`, or
-        // `target_pieces` for a mapped peer), which no other accumulating
-        // operation touches during the call (the accumulate lock, or the
-        // target applying its messages one at a time); a put or a local
-        // access that conflicts with it is erroneous (MPI-4.1 §12.7).
-        let dst = unsafe { std::slice::from_raw_parts_mut(p, len) };
-        let s = &src[at..at + len];
-        match (op, f) {
-            (Op::NoOp, _) => {}
-            (Op::Replace, _) | (_, None) => dst.copy_from_slice(s),
-            (_, Some(k)) => k(s, dst),
-        }
-        at += len;
     }
 }
