@@ -655,15 +655,32 @@ impl Runtime {
     ) -> MpiResult<Option<u64>> {
         let pieces = self.target_pieces(slot, t)?;
         if let Some((mapped, lock)) = self.direct_acc(slot, t.rank, &pieces) {
-            let _held = lock.hold();
-            if let Some(into) = fetch {
-                // SAFETY: the result buffer is the application's to
-                // write until the operation completes (MPI contract),
-                // which is now; it is disjoint from the origin buffer
-                // (MPI-4.1 §12.3.4), and so from `data`.
-                with_bytes(&mapped, |old| unsafe { into.unpack(old) });
+            let Some(into) = fetch else {
+                let _held = lock.hold();
+                apply(op, elem, data, &mapped);
+                return Ok(None);
+            };
+            // The former value is copied out before the combine and
+            // unpacked after it, so a result buffer that is (erroneously)
+            // the origin buffer still gets the former value and the
+            // target the origin's.
+            let mut small = [0u8; FETCH_ON_STACK];
+            let total = pieces.iter().map(|p| p.1 as usize).sum::<usize>();
+            let mut large = Vec::new();
+            let old = if total <= FETCH_ON_STACK {
+                &mut small[..total]
+            } else {
+                large.resize(total, 0);
+                &mut large[..]
+            };
+            {
+                let _held = lock.hold();
+                with_bytes(&mapped, |now| old.copy_from_slice(now));
+                apply(op, elem, data, &mapped);
             }
-            apply(op, elem, data, &mapped);
+            // SAFETY: the result buffer is the application's to write
+            // until the operation completes (MPI contract), which is now.
+            unsafe { into.unpack(old) };
             return Ok(None);
         }
         let (kind, id) = match fetch {
@@ -746,6 +763,11 @@ impl Runtime {
         self.await_replies(slot, &ids)
     }
 }
+
+/// The largest former value a fetching accumulate on mapped memory
+/// stages on the stack (every predefined element is at most 32 bytes);
+/// larger ones go through a vector.
+const FETCH_ON_STACK: usize = 64;
 
 /// The target's `pieces` as addresses in its memory mapped at `base`.
 fn mapped(base: *mut u8, pieces: &Pieces<(u64, u64)>) -> Pieces<(*mut u8, usize)> {
