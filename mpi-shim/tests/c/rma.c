@@ -287,10 +287,15 @@ static void contended_counter(void) {
     }
     if (rank != 0) OK(MPI_Win_unlock_all(win));
     /* Rank 0 tests (and so applies messages as they come) until every
-     * origin's unlock is through; a blocking wait could sleep instead. */
+     * origin's unlock is through; a blocking wait could sleep instead.
+     * The others wait, leaving the cores to rank 0 and the adders. */
     MPI_Request done;
     OK(MPI_Ibarrier(MPI_COMM_WORLD, &done));
-    for (int flag = 0; !flag;) OK(MPI_Test(&done, &flag, MPI_STATUS_IGNORE));
+    if (rank == 0) {
+        for (int flag = 0; !flag;) OK(MPI_Test(&done, &flag, MPI_STATUS_IGNORE));
+    } else {
+        OK(MPI_Wait(&done, MPI_STATUS_IGNORE));
+    }
     if (rank == 0) OK(MPI_Win_unlock_all(win));
     if (rank == 0) {
         OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
