@@ -28,18 +28,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "install the MPI library for the C tests (tools/install.sh)"
 bash tools/install.sh
 
-step "tests (debug; the MPI C programs run in the release pass only)"
-# The C programs load the installed release library whichever way the tests
-# are built, so a debug pass of tools/tests/mpi_c.rs would only repeat the
-# release pass with a debug launcher; the launcher's own tests run in both.
-cargo test --workspace --locked --exclude tools
-debug_tests=()
-for t in tools/tests/*.rs; do
-    t=$(basename "$t" .rs)
-    [ "$t" = mpi_c ] || debug_tests+=(--test "$t")
-done
-cargo build --locked -p tools --examples
-cargo test --locked -p tools --lib --bins "${debug_tests[@]}"
+step "tests (debug)"
+cargo test --workspace --locked
 
 step "multi-process tests (release)"
 cargo test --release --locked -p tools
