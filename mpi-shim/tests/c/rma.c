@@ -250,6 +250,17 @@ static void contended_vectors(void) {
         }
         OK(MPI_Win_unlock(0, win));
     }
+    /* Every rank reads the whole sum back with one get-accumulate (a
+     * fetched value far larger than one element). */
+    static int back[LEN];
+    OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    OK(MPI_Get_accumulate(NULL, 0, MPI_INT, back, LEN, MPI_INT, 0, 0, LEN, MPI_INT, MPI_NO_OP,
+                          win));
+    OK(MPI_Win_unlock(0, win));
+    for (int i = 0; i < LEN; i++) {
+        CHECK(back[i] == (size - 1) * ROUNDS, "element %d fetched %d, not %d", i, back[i],
+              (size - 1) * ROUNDS);
+    }
     OK(MPI_Win_free(&win));
 }
 

@@ -58,6 +58,7 @@ use super::buffer::UserBuf;
 use super::datatype::{Datatype, TypeRef};
 use super::errh::Errhandler;
 use super::info::Info;
+use super::pool;
 use super::progress::Poll;
 use super::table::Table;
 use super::{Class, Comm, MpiError, MpiResult, Runtime};
@@ -70,7 +71,7 @@ mod target;
 mod wire;
 
 use acc::AccLock;
-use pieces::{Pieces, apply, with_bytes};
+use pieces::{Pieces, apply, copy_out, with_bytes};
 use wire::{In, Out, TO_TARGET, kind, put_ref, take_ref};
 
 /// How a window's memory came about (`MPI_WIN_CREATE_FLAVOR`).
@@ -664,23 +665,24 @@ impl Runtime {
             // unpacked after it, so a result buffer that is (erroneously)
             // the origin buffer still gets the former value and the
             // target the origin's.
-            let mut small = [0u8; FETCH_ON_STACK];
             let total = pieces.iter().map(|p| p.1 as usize).sum::<usize>();
-            let mut large = Vec::new();
-            let old = if total <= FETCH_ON_STACK {
-                &mut small[..total]
-            } else {
-                large.resize(total, 0);
-                &mut large[..]
+            let mut small = [0u8; FETCH_ON_STACK];
+            let mut large = (total > FETCH_ON_STACK).then(|| pool::take(total));
+            let old = match &mut large {
+                Some(v) => &mut v[..],
+                None => &mut small[..total],
             };
             {
                 let _held = lock.hold();
-                with_bytes(&mapped, |now| old.copy_from_slice(now));
+                copy_out(&mapped, old);
                 apply(op, elem, data, &mapped);
             }
             // SAFETY: the result buffer is the application's to write
             // until the operation completes (MPI contract), which is now.
             unsafe { into.unpack(old) };
+            if let Some(v) = large {
+                pool::give(v);
+            }
             return Ok(None);
         }
         let (kind, id) = match fetch {
@@ -766,7 +768,7 @@ impl Runtime {
 
 /// The largest former value a fetching accumulate on mapped memory
 /// stages on the stack (every predefined element is at most 32 bytes);
-/// larger ones go through a vector.
+/// larger ones go through a buffer of the pool.
 const FETCH_ON_STACK: usize = 64;
 
 /// The target's `pieces` as addresses in its memory mapped at `base`.

@@ -54,13 +54,21 @@ pub(super) fn with_bytes<R>(pieces: &[(*mut u8, usize)], f: impl FnOnce(&[u8]) -
 
 /// The bytes of `pieces`, in order.
 pub(super) fn gather(pieces: &[(*mut u8, usize)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.1).sum());
+    let mut out = vec![0; pieces.iter().map(|p| p.1).sum()];
+    copy_out(pieces, &mut out);
+    out
+}
+
+/// Copy the bytes of `pieces`, in order, into `dst`, which holds them
+/// all.
+pub(super) fn copy_out(pieces: &[(*mut u8, usize)], dst: &mut [u8]) {
+    let mut at = 0;
     for &(p, len) in pieces {
         // SAFETY: checked window memory (`local_range`, or
         // `target_pieces` for a mapped peer).
-        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, len) });
+        dst[at..at + len].copy_from_slice(unsafe { std::slice::from_raw_parts(p, len) });
+        at += len;
     }
-    out
 }
 
 /// Combine `src` (packed elements of kind `elem`) into `pieces` with
