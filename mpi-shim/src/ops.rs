@@ -36,6 +36,8 @@ pub enum Elem {
     /// `float _Complex`, `double _Complex`.
     C32,
     C64,
+    /// `long double _Complex`: two [`Elem::LongDouble`]s, 32 bytes.
+    LongDoubleComplex,
     /// `MPI_C_BOOL`, `MPI_CXX_BOOL`: logical operations only.
     Bool,
     /// Fortran's 4-byte `LOGICAL` (`MPI_LOGICAL`): logical operations
@@ -46,14 +48,14 @@ pub enum Elem {
     /// A value-and-index pair type: `MPI_MINLOC`/`MPI_MAXLOC` only.
     Pair(Pair),
     /// Sendable, but no predefined operation applies (`MPI_PACKED`,
-    /// `long double _Complex`).
+    /// Fortran's `REAL*16`).
     Opaque,
 }
 
 impl Elem {
     /// Every kind, in a fixed order: one-sided operations name a kind by
     /// its index here on the wire (`core::win`).
-    const ALL: [Elem; 22] = [
+    const ALL: [Elem; 25] = [
         Elem::I8,
         Elem::I16,
         Elem::I32,
@@ -76,6 +78,9 @@ impl Elem {
         Elem::Pair(Pair::TwoInt),
         Elem::Pair(Pair::ShortInt),
         Elem::Pair(Pair::LongDoubleInt),
+        Elem::Pair(Pair::TwoReal),
+        Elem::Pair(Pair::TwoDouble),
+        Elem::LongDoubleComplex,
     ];
 
     /// The kind's code on the wire (kinds no operation applies to have
@@ -90,8 +95,10 @@ impl Elem {
 }
 
 /// The pair types of MPI-4.0 §6.9.4, laid out as the C structs
-/// `{ value; int index; }`. Packed, a pair is the value's bytes followed
-/// by the index's four.
+/// `{ value; int index; }`, and Fortran's pairs of two of a kind
+/// (`MPI_2INTEGER` is `TwoInt`; `MPI_2REAL` and `MPI_2DOUBLE_PRECISION`
+/// carry their index as a `REAL` or `DOUBLE PRECISION`). Packed, a pair
+/// is the value's bytes followed by the index's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pair {
     FloatInt,
@@ -100,6 +107,8 @@ pub enum Pair {
     TwoInt,
     ShortInt,
     LongDoubleInt,
+    TwoReal,
+    TwoDouble,
 }
 
 impl Pair {
@@ -107,21 +116,30 @@ impl Pair {
     pub fn value_size(self) -> usize {
         match self {
             Pair::ShortInt => 2,
-            Pair::FloatInt | Pair::TwoInt => 4,
-            Pair::DoubleInt | Pair::LongInt => 8,
+            Pair::FloatInt | Pair::TwoInt | Pair::TwoReal => 4,
+            Pair::DoubleInt | Pair::LongInt | Pair::TwoDouble => 8,
             Pair::LongDoubleInt => 16,
         }
     }
 
-    /// Where the `int` lies in the C struct: after the value, aligned.
-    pub fn index_offset(self) -> usize {
-        self.value_size().next_multiple_of(4)
+    /// Bytes of the index: an `int`, or a Fortran pair's second value.
+    pub fn index_size(self) -> usize {
+        match self {
+            Pair::TwoDouble => 8,
+            _ => 4,
+        }
     }
 
-    /// The C struct's size: `{double; int}` has 12 bytes of data and
+    /// Where the index lies in the struct: after the value, aligned.
+    pub fn index_offset(self) -> usize {
+        self.value_size().next_multiple_of(self.index_size())
+    }
+
+    /// The struct's size: `{double; int}` has 12 bytes of data and
     /// extent 16.
     pub fn extent(self) -> usize {
-        (self.index_offset() + 4).next_multiple_of(self.value_size().max(4))
+        let align = self.value_size().max(self.index_size());
+        (self.index_offset() + self.index_size()).next_multiple_of(align)
     }
 }
 
@@ -309,6 +327,7 @@ pub fn kernel(op: Op, elem: Elem) -> Option<Kernel> {
         C32 => complex_kernel!(f32, op),
         C64 => complex_kernel!(f64, op),
         LongDouble => return long_double_kernel(op),
+        LongDoubleComplex => return long_double_complex_kernel(op),
         Bool => match op {
             Op::Land => k!(u8, |x, y| ((x != 0) && (y != 0)) as u8),
             Op::Lor => k!(u8, |x, y| ((x != 0) || (y != 0)) as u8),
@@ -354,7 +373,9 @@ fn loc_kernel(op: Op, p: Pair) -> Option<Kernel> {
         LongInt,
         TwoInt,
         ShortInt,
-        LongDoubleInt
+        LongDoubleInt,
+        TwoReal,
+        TwoDouble
     ))
 }
 
@@ -371,6 +392,17 @@ fn cmp_value(p: Pair, a: &[u8], b: &[u8]) -> Ordering {
         Pair::TwoInt => by::<i32>(a, b),
         Pair::ShortInt => by::<i16>(a, b),
         Pair::LongDoubleInt => f80_key(a).cmp(&f80_key(b)),
+        Pair::TwoReal => by::<f32>(a, b),
+        Pair::TwoDouble => by::<f64>(a, b),
+    }
+}
+
+/// Whether index `a` is below index `b` (both of pair kind `p`).
+fn index_below(p: Pair, a: &[u8], b: &[u8]) -> bool {
+    match p {
+        Pair::TwoReal => f32::get(a) < f32::get(b),
+        Pair::TwoDouble => f64::get(a) < f64::get(b),
+        _ => i32::get(a) < i32::get(b),
     }
 }
 
@@ -378,12 +410,13 @@ fn cmp_value(p: Pair, a: &[u8], b: &[u8]) -> Ordering {
 /// the better value with its index; on a tie, the lower index.
 fn loc(p: Pair, max: bool, input: &[u8], inout: &mut [u8]) {
     let v = p.value_size();
-    for (x, y) in input.chunks_exact(v + 4).zip(inout.chunks_exact_mut(v + 4)) {
+    let n = v + p.index_size();
+    for (x, y) in input.chunks_exact(n).zip(inout.chunks_exact_mut(n)) {
         let ord = cmp_value(p, &x[..v], &y[..v]);
         match if max { ord } else { ord.reverse() } {
             Ordering::Greater => y.copy_from_slice(x),
             Ordering::Equal => {
-                if i32::get(&x[v..]) < i32::get(&y[v..]) {
+                if index_below(p, &x[v..], &y[v..]) {
                     y[v..].copy_from_slice(&x[v..]);
                 }
             }
@@ -431,6 +464,18 @@ fn long_double_kernel(op: Op) -> Option<Kernel> {
     })
 }
 
+/// `MPI_SUM` and `MPI_PROD` on `long double _Complex`: a sum adds real
+/// and imaginary parts as two `long double`s each.
+fn long_double_complex_kernel(op: Op) -> Option<Kernel> {
+    Some(match op {
+        #[cfg(target_arch = "x86_64")]
+        Op::Sum => |a, b| x87::fold(a, b, false),
+        #[cfg(target_arch = "x86_64")]
+        Op::Prod => x87::complex_prod,
+        _ => return None,
+    })
+}
+
 /// Arithmetic on `long double` with the x87 unit, the only hardware that
 /// computes in its format.
 #[cfg(target_arch = "x86_64")]
@@ -471,6 +516,47 @@ mod x87 {
                         options(nostack),
                     );
                 }
+            }
+        }
+    }
+
+    /// `y = x * y` for every 32-byte complex element `(re, im)`:
+    /// `(a + bi)(c + di) = (ac - bd) + (ad + bc)i`, every step in the
+    /// x87 unit's 64-bit mantissa.
+    pub(super) fn complex_prod(input: &[u8], inout: &mut [u8]) {
+        for (x, y) in input.chunks_exact(32).zip(inout.chunks_exact_mut(32)) {
+            let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+            // SAFETY: `xp` and `yp` address 32 bytes each (chunks); the
+            // instructions read 10 bytes at offsets 0 and 16 of each and
+            // write 10 at those of `yp`, after the last read. The x87
+            // stack is empty between calls (System V ABI); the four
+            // registers used are declared clobbered. Only `fadd`, `fmul`
+            // and `fchs` combine values: no operand order to get wrong.
+            unsafe {
+                asm!(
+                    "fld tbyte ptr [{x}]",      // a
+                    "fld tbyte ptr [{y}]",      // c, a
+                    "fmul st(0), st(1)",        // ac, a
+                    "fld tbyte ptr [{x} + 16]", // b, ac, a
+                    "fld tbyte ptr [{y} + 16]", // d, b, ac, a
+                    "fmul st(0), st(1)",        // bd, b, ac, a
+                    "fchs",                     // -bd, b, ac, a
+                    "faddp st(2), st(0)",       // b, ac - bd, a
+                    "fld tbyte ptr [{y}]",      // c, b, re, a
+                    "fmulp st(1), st(0)",       // bc, re, a
+                    "fld tbyte ptr [{y} + 16]", // d, bc, re, a
+                    "fmulp st(3), st(0)",       // bc, re, ad
+                    "faddp st(2), st(0)",       // re, ad + bc
+                    "fstp tbyte ptr [{y}]",
+                    "fstp tbyte ptr [{y} + 16]",
+                    x = in(reg) xp,
+                    y = in(reg) yp,
+                    out("st(0)") _,
+                    out("st(1)") _,
+                    out("st(2)") _,
+                    out("st(3)") _,
+                    options(nostack),
+                );
             }
         }
     }
@@ -682,13 +768,21 @@ mod tests {
 
     #[test]
     fn pair_layouts_are_the_c_structs() {
-        let layout = |p: Pair| (p.value_size() + 4, p.index_offset(), p.extent());
+        let layout = |p: Pair| {
+            (
+                p.value_size() + p.index_size(),
+                p.index_offset(),
+                p.extent(),
+            )
+        };
         assert_eq!(layout(Pair::DoubleInt), (12, 8, 16));
         assert_eq!(layout(Pair::ShortInt), (6, 4, 8));
         assert_eq!(layout(Pair::LongDoubleInt), (20, 16, 32));
         assert_eq!(layout(Pair::TwoInt), (8, 4, 8));
         assert_eq!(layout(Pair::FloatInt), (8, 4, 8));
         assert_eq!(layout(Pair::LongInt), (12, 8, 16));
+        assert_eq!(layout(Pair::TwoReal), (8, 4, 8));
+        assert_eq!(layout(Pair::TwoDouble), (16, 8, 16));
     }
 
     #[test]
@@ -771,6 +865,40 @@ mod tests {
         }
     }
 
+    /// A small integer as an x87 extended value.
+    fn f80_int(n: i64) -> [u8; 16] {
+        if n == 0 {
+            return [0; 16];
+        }
+        let m = n.unsigned_abs();
+        let top = 63 - m.leading_zeros();
+        f80(m << (63 - top), 16383 + top as u16, n < 0)
+    }
+
+    #[test]
+    fn long_double_complex_operations() {
+        let z = |re: i64, im: i64| [f80_int(re), f80_int(im)].concat();
+        let (first, second) = (z(1, 2), z(3, 4));
+        let ten_bytes = |v: &[u8]| [&v[..10], &v[16..26]].concat();
+        #[cfg(target_arch = "x86_64")]
+        {
+            // (1 + 2i)(3 + 4i) = -5 + 10i, and (3 + 4i)(1 + 2i) alike.
+            for (x, y) in [(&first, &second), (&second, &first)] {
+                let mut acc = y.clone();
+                apply(Op::Prod, Elem::LongDoubleComplex, x, &mut acc).unwrap();
+                assert_eq!(ten_bytes(&acc), ten_bytes(&z(-5, 10)));
+            }
+            let mut acc = [second.clone(), z(0, -1)].concat();
+            let input = [first.clone(), z(-7, 1)].concat();
+            apply(Op::Sum, Elem::LongDoubleComplex, &input, &mut acc).unwrap();
+            let want = [z(4, 6), z(-7, 0)].concat();
+            assert_eq!(ten_bytes(&acc[..32]), ten_bytes(&want[..32]));
+            assert_eq!(ten_bytes(&acc[32..]), ten_bytes(&want[32..]));
+        }
+        assert!(check(Op::Max, Elem::LongDoubleComplex).is_err());
+        assert!(check(Op::Land, Elem::LongDoubleComplex).is_err());
+    }
+
     #[test]
     fn logical_and_byte_operations() {
         assert_eq!(run(Op::Land, Elem::Bool, &[1u8, 1], &[0u8, 1]), vec![0, 1]);
@@ -847,6 +975,36 @@ mod tests {
             apply(Op::Maxloc, e, &pair(p, &big, 4), &mut acc).unwrap();
             assert_eq!(acc, pair(p, &big, 0), "{p:?}");
             assert!(check(Op::Sum, e).is_err());
+        }
+    }
+
+    #[test]
+    fn fortran_pairs_carry_a_real_index() {
+        let two = |p: Pair, v: f64, i: f64| -> Vec<u8> {
+            if p == Pair::TwoReal {
+                [(v as f32).to_ne_bytes(), (i as f32).to_ne_bytes()].concat()
+            } else {
+                [v.to_ne_bytes(), i.to_ne_bytes()].concat()
+            }
+        };
+        for p in [Pair::TwoReal, Pair::TwoDouble] {
+            let e = Elem::Pair(p);
+            // Two elements: a new winner, and a tie the lower index takes
+            // (2.5 against 3.0: compared as numbers, not as integers).
+            let mut acc = [two(p, 1.0, 7.0), two(p, 4.0, 3.0)].concat();
+            let other = [two(p, 2.0, 9.0), two(p, 4.0, 2.5)].concat();
+            apply(Op::Maxloc, e, &other, &mut acc).unwrap();
+            assert_eq!(acc, [two(p, 2.0, 9.0), two(p, 4.0, 2.5)].concat(), "{p:?}");
+            apply(
+                Op::Minloc,
+                e,
+                &[two(p, -1.0, 5.0), two(p, 4.0, 1.0)].concat(),
+                &mut acc,
+            )
+            .unwrap();
+            assert_eq!(acc, [two(p, -1.0, 5.0), two(p, 4.0, 1.0)].concat(), "{p:?}");
+            assert!(check(Op::Sum, e).is_err());
+            assert_eq!(Elem::from_wire(e.wire().unwrap()), Some(e));
         }
     }
 

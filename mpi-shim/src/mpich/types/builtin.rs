@@ -69,7 +69,7 @@ const BASIC: &[(MPI_Datatype, &str, Class, Elem)] = &[
         abi::MPI_C_LONG_DOUBLE_COMPLEX,
         "MPI_C_LONG_DOUBLE_COMPLEX",
         Complex,
-        Opaque,
+        LongDoubleComplex,
     ),
     (abi::MPI_CXX_BOOL, "MPI_CXX_BOOL", Raw, Bool),
     (
@@ -88,7 +88,7 @@ const BASIC: &[(MPI_Datatype, &str, Class, Elem)] = &[
         abi::MPI_CXX_LONG_DOUBLE_COMPLEX,
         "MPI_CXX_LONG_DOUBLE_COMPLEX",
         Complex,
-        Opaque,
+        LongDoubleComplex,
     ),
     (abi::MPI_CHARACTER, "MPI_CHARACTER", Raw, Opaque),
     (abi::MPI_LOGICAL, "MPI_LOGICAL", Signed, Logical),
@@ -173,14 +173,14 @@ const PAIRS: &[(MPI_Datatype, &str, MPI_Datatype, MPI_Datatype, Elem)] = &[
         "MPI_2REAL",
         abi::MPI_REAL,
         abi::MPI_REAL,
-        Opaque,
+        Pair(Pair::TwoReal),
     ),
     (
         abi::MPI_2DOUBLE_PRECISION,
         "MPI_2DOUBLE_PRECISION",
         abi::MPI_DOUBLE_PRECISION,
         abi::MPI_DOUBLE_PRECISION,
-        Opaque,
+        Pair(Pair::TwoDouble),
     ),
 ];
 
@@ -365,6 +365,10 @@ mod tests {
         assert_eq!(seen(abi::MPI_REAL16), (16, Some(Opaque)));
         assert_eq!(seen(abi::MPI_DOUBLE_INT), (12, Some(Pair(Pair::DoubleInt))));
         assert_eq!(seen(abi::MPI_2INTEGER), (8, Some(Pair(Pair::TwoInt))));
-        assert_eq!(seen(abi::MPI_2REAL), (8, Some(Opaque)));
+        assert_eq!(seen(abi::MPI_2REAL), (8, Some(Pair(Pair::TwoReal))));
+        assert_eq!(
+            seen(abi::MPI_2DOUBLE_PRECISION),
+            (16, Some(Pair(Pair::TwoDouble)))
+        );
     }
 }
