@@ -60,6 +60,9 @@ pub struct Stats {
     by_helper: BTreeMap<u32, u64>,
     /// Bytes this process copied for other processes' receives.
     for_others: u64,
+    /// Steps this process posted on the flag boards of intra-node
+    /// collectives ([`crate::board`]).
+    board_posts: u64,
 }
 
 impl Stats {
@@ -80,6 +83,12 @@ impl Stats {
         self.for_others += bytes;
     }
 
+    /// Count one post on a collective's flag board.
+    #[inline]
+    pub fn board_post(&mut self) {
+        self.board_posts += 1;
+    }
+
     /// The lines printed at finalize for `rank`.
     pub fn lines(&self, rank: u32) -> Vec<String> {
         let mut out = Vec::new();
@@ -96,6 +105,10 @@ impl Stats {
         out.push(format!(
             "tessel-stats: rank {rank} copied-for-others bytes={}",
             self.for_others
+        ));
+        out.push(format!(
+            "tessel-stats: rank {rank} board-posts={}",
+            self.board_posts
         ));
         out
     }

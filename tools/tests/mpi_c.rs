@@ -41,6 +41,7 @@ const PROGRAMS: &[&str] = &[
     "dynamic",
     "psetops",
     "boards",
+    "reductions",
 ];
 
 /// Programs that use Tessel's `MPIX_` extensions: MPICH's libraries lack
@@ -98,13 +99,61 @@ fn run_ours(label: &str, exe: &Path, n: u32, with_lib_path: bool) -> Run {
     launch(label, cmd).wait_for(WATCHDOG)
 }
 
+/// The programs whose collectives run on flag boards within a node.
+const COLLECTIVES: &[&str] = &["coll", "colls", "boards", "reductions"];
+
+/// Each rank's posts on flag boards, from the `board-posts=N` lines that
+/// `TESSEL_STATS=1` prints at finalize, in rank order (one per rank).
+fn board_posts(run: &Run, n: u32) -> Vec<u64> {
+    let mut posts = vec![None; n as usize];
+    for line in run.stderr.lines() {
+        let Some(at) = line.find("tessel-stats: rank ") else {
+            continue;
+        };
+        let rest = &line[at + "tessel-stats: rank ".len()..];
+        let Some((rank, count)) = rest.split_once(" board-posts=") else {
+            continue;
+        };
+        let (rank, count): (usize, u64) = (rank.parse().unwrap(), count.trim().parse().unwrap());
+        assert!(posts[rank].replace(count).is_none(), "rank {rank} twice");
+    }
+    posts
+        .into_iter()
+        .enumerate()
+        .map(|(r, p)| {
+            p.unwrap_or_else(|| panic!("no board-posts line of rank {r}\n{}", run.stderr))
+        })
+        .collect()
+}
+
+/// Every program at 1, 2, 3, 4 and 8 processes; the collective programs
+/// at every count from 1 to 8, each rank showing (`TESSEL_STATS=1`) that
+/// it posted on its communicators' flag boards: a fall-back to messages
+/// (the board's setup failing at some rank) would pass the programs'
+/// checks unseen.
 #[test]
 fn programs_built_with_our_mpicc() {
     for &name in PROGRAMS {
         let exe = build(&ours(), name, "tessel");
-        for n in [1, 2, 3, 4, 8] {
-            let run = run_ours(&format!("{name}-{n}"), &exe, n, false);
+        let collective = COLLECTIVES.contains(&name);
+        let counts: &[u32] = if collective {
+            &[1, 2, 3, 4, 5, 6, 7, 8]
+        } else {
+            &[1, 2, 3, 4, 8]
+        };
+        for &n in counts {
+            let np = n.to_string();
+            let mut cmd = mpiexec(&["-n", &np]);
+            cmd.arg(&exe).env("TESSEL_STATS", "1");
+            let run = launch(&format!("{name}-{n}"), cmd).wait_for(WATCHDOG);
             assert_ok(&run, name, n);
+            if collective && n > 1 {
+                let posts = board_posts(&run, n);
+                assert!(
+                    posts.iter().all(|&p| p > 0),
+                    "{name} at {n}: board posts {posts:?}"
+                );
+            }
         }
     }
 }
@@ -118,14 +167,17 @@ fn programs_built_with_our_mpicc() {
 /// tested on one node too.
 #[test]
 fn collectives_on_messages_within_a_node() {
-    for name in ["coll", "colls", "boards", "comms", "mpi4"] {
+    for name in ["coll", "colls", "boards", "reductions", "comms", "mpi4"] {
         let exe = build(&ours(), name, "tessel");
         for n in [2, 3, 8] {
             let np = n.to_string();
             let mut cmd = mpiexec(&["-n", &np]);
-            cmd.arg(&exe).env("TESSEL_COLL", "p2p");
+            cmd.arg(&exe)
+                .env("TESSEL_COLL", "p2p")
+                .env("TESSEL_STATS", "1");
             let run = launch(&format!("{name}-p2p-{n}"), cmd).wait_for(WATCHDOG);
             assert_ok(&run, name, n);
+            assert_eq!(board_posts(&run, n), vec![0; n as usize], "{name} at {n}");
         }
     }
 }
@@ -221,14 +273,21 @@ fn programs_on_virtual_nodes() {
 /// ones outstanding together; a node of one process has none.
 #[test]
 fn collectives_on_node_boards() {
-    for name in ["coll", "colls", "boards"] {
+    for &name in COLLECTIVES {
         let exe = build(&ours(), name, "nodes");
         for (ppn, n) in [(3, 8), (4, 5)] {
             let (ppn, np) = (ppn.to_string(), n.to_string());
             let mut cmd = mpiexec(&["--ppn", &ppn, "-n", &np]);
-            cmd.arg(&exe);
+            cmd.arg(&exe).env("TESSEL_STATS", "1");
             let run = launch(&format!("{name}-nodes-{ppn}-{n}"), cmd).wait_for(WATCHDOG);
             assert_ok(&run, name, n);
+            // Every rank whose node has another posts on a board; the
+            // node of one process (`--ppn 4 -n 5`: rank 4) has none.
+            let posts = board_posts(&run, n);
+            for (r, &p) in posts.iter().enumerate() {
+                let alone = ppn == "4" && r == 4;
+                assert_eq!(p == 0, alone, "{name} on nodes: board posts {posts:?}");
+            }
         }
     }
 }

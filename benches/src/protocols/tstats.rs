@@ -8,8 +8,8 @@
 //!
 //! The first: rank R received N large messages of size class 2^K (B bytes
 //! in all) with that protocol; the second: helper rank H copied B bytes
-//! of rank R's receives. The other lines (`copied-for-others`, and
-//! `cpus=C oversubscribed=0|1`) are skipped.
+//! of rank R's receives. The other lines (`copied-for-others`,
+//! `board-posts=N` and `cpus=C oversubscribed=0|1`) are skipped.
 
 use serde::Serialize;
 
@@ -17,9 +17,10 @@ use serde::Serialize;
 const MARK: &str = "tessel-stats:";
 
 /// Words of the statistics lines that say nothing about protocols (bytes
-/// a process copied for others; its CPUs and whether it is
-/// oversubscribed): skipped, not reported as lines that do not read.
-const OTHER_LINES: &[&str] = &["copied-for-others", "oversubscribed="];
+/// a process copied for others; its posts on collectives' flag boards;
+/// its CPUs and whether it is oversubscribed): skipped, not reported as
+/// lines that do not read.
+const OTHER_LINES: &[&str] = &["copied-for-others", "board-posts=", "oversubscribed="];
 
 /// What one statistics line says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,6 +99,7 @@ mod tests {
             tessel-stats: rank 1 proto=steal class=2^20 transfers=12 bytes=12582912\n\
             [1] tessel-stats: rank 1 helper=3 bytes=4096\n\
             tessel-stats: rank 1 copied-for-others bytes=0\n\
+            tessel-stats: rank 1 board-posts=12\n\
             tessel-stats: rank 1 cpus=2 oversubscribed=0\n\
             result bench=x\n";
         let (stats, bad) = parse(text);

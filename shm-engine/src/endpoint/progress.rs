@@ -86,10 +86,12 @@ impl Endpoint {
 
     /// After posting on a board: wake those of the local processes `ids`
     /// that sleep ([`crate::board`], BP3). Costs a fence and a load of each
-    /// one's bell; no write unless one sleeps.
+    /// one's bell; no write unless one sleeps. Counts the post
+    /// (`TESSEL_STATS`).
     #[inline]
     pub fn wake_sleepers(&mut self, ids: impl IntoIterator<Item = u32>) {
         board::after_post();
+        self.stats.board_post();
         for id in ids {
             let Some(l) = self.router.local(id) else {
                 continue;
