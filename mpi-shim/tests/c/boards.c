@@ -27,44 +27,51 @@ static void right(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)in, (void)inout, (void)len, (void)dt;
 }
 
-/* `left` on elements of BIG ints. */
-enum { BIG = 70000 };
+/* `left` on elements of `big_ints` ints. */
+static int big_ints;
 static void left_big(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)dt;
-    memcpy(inout, in, (size_t)*len * BIG * sizeof(int));
+    memcpy(inout, in, (size_t)*len * big_ints * sizeof(int));
 }
 
-/* A large reduction of fewer elements than members (each element is
- * BIG ints, one type): the members whose share is no whole element
- * reduce nothing, and every member still gets the result. */
+/* A large reduction of fewer elements than members (one element of many
+ * ints, one type): the members whose share is no whole element reduce
+ * nothing, and every member still gets the result. An element of 8192
+ * ints (32 KiB) fits a member's data buffer, so the board splits the
+ * work by whole elements; one of 70000 (280 KiB) does not, and goes by
+ * messages. */
 static void whole_elements(MPI_Comm comm) {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    MPI_Datatype big;
-    MPI_Type_contiguous(BIG, MPI_INT, &big);
-    MPI_Type_commit(&big);
-    MPI_Op lb;
-    MPI_Op_create(left_big, 0, &lb);
-    int *a = malloc(BIG * sizeof *a), *b = malloc(BIG * sizeof *b);
-    for (int i = 0; i < BIG; i++) a[i] = rank * 1000003 + i;
-    for (int k = 0; k < 2; k++) {
-        memset(b, 0, BIG * sizeof *b);
-        MPI_Request q;
-        if (k == 0) {
-            MPI_Allreduce(a, b, 1, big, lb, comm);
-        } else {
-            MPI_Iallreduce(a, b, 1, big, lb, comm, &q);
-            MPI_Wait(&q, MPI_STATUS_IGNORE);
+    const int sizes[] = {8192, 70000};
+    for (int z = 0; z < 2; z++) {
+        big_ints = sizes[z];
+        MPI_Datatype big;
+        MPI_Type_contiguous(big_ints, MPI_INT, &big);
+        MPI_Type_commit(&big);
+        MPI_Op lb;
+        MPI_Op_create(left_big, 0, &lb);
+        int *a = malloc(big_ints * sizeof *a), *b = malloc(big_ints * sizeof *b);
+        for (int i = 0; i < big_ints; i++) a[i] = rank * 1000003 + i;
+        for (int k = 0; k < 2; k++) {
+            memset(b, 0, big_ints * sizeof *b);
+            MPI_Request q;
+            if (k == 0) {
+                MPI_Allreduce(a, b, 1, big, lb, comm);
+            } else {
+                MPI_Iallreduce(a, b, 1, big, lb, comm, &q);
+                MPI_Wait(&q, MPI_STATUS_IGNORE);
+            }
+            for (int i = 0; i < big_ints; i++)
+                CHECK(b[i] == i, "one-element allreduce of %d ints (%s) [%d]=%d", big_ints,
+                      k ? "nonblocking" : "blocking", i, b[i]);
         }
-        for (int i = 0; i < BIG; i++)
-            CHECK(b[i] == i, "one-element allreduce (%s) [%d]=%d", k ? "nonblocking" : "blocking", i,
-                  b[i]);
+        free(a);
+        free(b);
+        MPI_Op_free(&lb);
+        MPI_Type_free(&big);
     }
-    free(a);
-    free(b);
-    MPI_Op_free(&lb);
-    MPI_Type_free(&big);
 }
 
 static void reductions(MPI_Comm comm, MPI_Op l, MPI_Op r) {
@@ -287,6 +294,10 @@ static void layouts(void) {
         else
             MPI_Scatter(s, c, t, sd, c, t, root, MPI_COMM_WORLD);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
+        if (in_place)
+            for (int i = 0; i < n; i++)
+                CHECK(AT(s, rank, i) == rank * 1000003 + 7 * i, "in-place scatter n=%d [%d]=%d", n,
+                      i, AT(s, rank, i));
         if (rank == root)
             for (size_t i = 0; i < span * size; i++) s[i] = -2;
         if (!in_place)
@@ -347,6 +358,10 @@ static void layouts(void) {
         else
             MPI_Scatterv(v, rc, dis, MPI_INT, sv, rc[rank], MPI_INT, root, MPI_COMM_WORLD);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
+        if (in_place)
+            for (int i = 0; i < rc[rank]; i++)
+                CHECK(v[dis[rank] + i] == rank * 1000003 + 5 * i, "in-place scatterv n=%d [%d]=%d",
+                      n, i, v[dis[rank] + i]);
         for (int i = 0; i < at; i++) v[i] = -2;
         if (!in_place)
             for (int i = 0; i < rc[rank]; i++)
@@ -358,6 +373,81 @@ static void layouts(void) {
         free(d);
         MPI_Type_free(&strided);
     }
+}
+
+/* The other nonblocking collectives outstanding together with
+ * point-to-point messages and with collectives on a duplicate and on a
+ * split of the world, completed in an order that differs by rank: reduce
+ * (rotating root), gather, scatter, alltoall, reduce_scatter_block, scan
+ * and exscan, small and (every other round) large. */
+static void interleaved(void) {
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    MPI_Comm dup, half;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    int hrank, hsize;
+    MPI_Comm_rank(half, &hrank);
+    MPI_Comm_size(half, &hsize);
+    enum { R = 12, MAXN = 5000 };
+    int *in = malloc((size_t)MAXN * size * sizeof *in), *red = malloc((size_t)MAXN * size * sizeof *red),
+        *gat = malloc((size_t)MAXN * size * sizeof *gat), *sca = malloc((size_t)MAXN * sizeof *sca),
+        *a2a = malloc((size_t)MAXN * size * sizeof *a2a), *rsb = malloc((size_t)MAXN * sizeof *rsb),
+        *scn = malloc((size_t)MAXN * sizeof *scn), *exs = malloc((size_t)MAXN * sizeof *exs),
+        *msg = malloc((size_t)MAXN * sizeof *msg), *got = malloc((size_t)MAXN * sizeof *got);
+    for (int round = 0; round < 2 * R; round++) {
+        int n = round % 2 ? MAXN : 3, root = round % size;
+        for (int i = 0; i < n * size; i++) in[i] = rank * 1000 + i + round;
+        for (int i = 0; i < n; i++) msg[i] = rank * 7 + i;
+        int dsum = -1, hmax = -1;
+        MPI_Request r[11];
+        MPI_Ireduce(in, red, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, &r[0]);
+        MPI_Irecv(got, n, MPI_INT, prev, round, MPI_COMM_WORLD, &r[1]);
+        MPI_Igather(in, n, MPI_INT, gat, n, MPI_INT, root, MPI_COMM_WORLD, &r[2]);
+        MPI_Iallreduce(&rank, &dsum, 1, MPI_INT, MPI_SUM, dup, &r[3]);
+        MPI_Iscatter(in, n, MPI_INT, sca, n, MPI_INT, root, MPI_COMM_WORLD, &r[4]);
+        MPI_Ialltoall(in, n, MPI_INT, a2a, n, MPI_INT, MPI_COMM_WORLD, &r[5]);
+        MPI_Isend(msg, n, MPI_INT, next, round, MPI_COMM_WORLD, &r[6]);
+        MPI_Ireduce_scatter_block(in, rsb, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[7]);
+        MPI_Iallreduce(&rank, &hmax, 1, MPI_INT, MPI_MAX, half, &r[8]);
+        MPI_Iscan(in, scn, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[9]);
+        MPI_Iexscan(in, exs, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[10]);
+        /* Complete them in an order of this rank's own. */
+        for (int k = 0; k < 11; k++) MPI_Wait(&r[(k * (rank + 3) + round) % 11], MPI_STATUS_IGNORE);
+        for (int k = 0; k < 11; k++) CHECK(r[k] == MPI_REQUEST_NULL, "request %d left", k);
+        /* Element i of rank p's input is p * 1000 + i + round. */
+#define IN(p, i) ((p) * 1000 + (i) + round)
+        long ranks = (long)size * (size - 1) / 2;
+        if (rank == root)
+            for (int i = 0; i < n; i++) {
+                CHECK(red[i] == 1000 * ranks + (long)size * (i + round), "ireduce [%d]=%d", i, red[i]);
+                for (int p = 0; p < size; p++)
+                    CHECK(gat[p * n + i] == IN(p, i), "igather from %d [%d]", p, i);
+            }
+        for (int i = 0; i < n; i++) {
+            CHECK(got[i] == prev * 7 + i, "message [%d]=%d", i, got[i]);
+            CHECK(sca[i] == IN(root, rank * n + i), "iscatter [%d]=%d", i, sca[i]);
+            CHECK(rsb[i] == 1000 * ranks + (long)size * (rank * n + i + round), "ireduce_scatter_block [%d]=%d", i, rsb[i]);
+            long upto = (long)rank * (rank + 1) / 2, before = (long)rank * (rank - 1) / 2;
+            CHECK(scn[i] == 1000 * upto + (long)(rank + 1) * (i + round), "iscan [%d]=%d", i, scn[i]);
+            if (rank > 0)
+                CHECK(exs[i] == 1000 * before + (long)rank * (i + round), "iexscan [%d]=%d", i, exs[i]);
+        }
+        for (int p = 0; p < size; p++)
+            for (int i = 0; i < n; i++)
+                CHECK(a2a[p * n + i] == IN(p, rank * n + i), "ialltoall from %d [%d]", p, i);
+#undef IN
+        CHECK(dsum == ranks, "iallreduce on a duplicate %d", dsum);
+        int top = size - 1 - ((size - 1) % 2 != rank % 2);
+        CHECK(hmax == top && hsize == (size + 1 - rank % 2) / 2 && hrank == rank / 2,
+              "iallreduce on a half: %d", hmax);
+    }
+    free(in), free(red), free(gat), free(sca), free(a2a), free(rsb), free(scn), free(exs),
+        free(msg), free(got);
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&dup);
 }
 
 int main(int argc, char **argv) {
@@ -402,7 +492,7 @@ int main(int argc, char **argv) {
         for (int i = 5; i >= 0; i--) MPI_Wait(&r[i], MPI_STATUS_IGNORE);
         CHECK(sum == size * (size - 1) / 2 + size * round, "iallreduce %d", sum);
         CHECK(token == prev, "token %d", token);
-        for (int i = 0; i < N; i += 997) CHECK(big[i] == round + i, "ibcast [%d]", i);
+        for (int i = 0; i < N; i++) CHECK(big[i] == round + i, "ibcast [%d]", i);
         for (int p = 0; p < size; p++)
             for (int i = 0; i < 64; i++) CHECK(gathered[p * 64 + i] == p * 100 + i, "iallgather");
     }
@@ -425,6 +515,8 @@ int main(int argc, char **argv) {
                 CHECK(sum == i * size, "allreduce between broadcasts %d", sum);
             }
         }
+
+    interleaved();
 
     MPI_Op l, r;
     MPI_Op_create(left, 0, &l);

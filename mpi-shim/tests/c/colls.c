@@ -176,6 +176,9 @@ static void test_gather_scatter(void) {
                 MPI_COMM_WORLD);
             if (!in_place)
                 for (int i = 0; i < n; i++) CHECK(c[i] == val(rank, i), "scatter n %d root %d", n, root);
+            else /* the root's own block stays where it is */
+                for (int i = 0; i < n; i++)
+                    CHECK(b[rank * n + i] == val(rank, i), "in-place scatter n %d root %d", n, root);
         }
     }
     /* v forms: rank r has r + 1 ints, stored in reverse rank order with
@@ -395,27 +398,41 @@ static void test_user_ops(void) {
             CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative allreduce n %d", n);
         }
     }
-    for (int root = 0; root < size; root++) {
-        for (int i = 0; i < N; i++) x[i] = map_of(rank, i);
-        RUN(MPI_Reduce, MPI_Ireduce, x, y, N, MPI_2INT, comp, root, MPI_COMM_WORLD);
-        if (rank == root)
-            for (int i = 0; i < N; i++) {
-                affine w = chain(0, size, i);
-                CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative reduce root %d", root);
-            }
-    }
-    RUN(MPI_Scan, MPI_Iscan, x, y, N, MPI_2INT, comp, MPI_COMM_WORLD);
-    for (int i = 0; i < N; i++) {
-        affine w = chain(0, rank + 1, i);
-        CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative scan");
-    }
-    y[0].m = -7;
-    RUN(MPI_Exscan, MPI_Iexscan, x, y, N, MPI_2INT, comp, MPI_COMM_WORLD);
-    if (rank > 0)
-        for (int i = 0; i < N; i++) {
-            affine w = chain(0, rank, i);
-            CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative exscan");
+    for (int k = 0; k < 2; k++) {
+        int n = ns[k];
+        for (int i = 0; i < n; i++) x[i] = map_of(rank, i);
+        for (int root = 0; root < size; root++) {
+            RUN(MPI_Reduce, MPI_Ireduce, x, y, n, MPI_2INT, comp, root, MPI_COMM_WORLD);
+            if (rank == root)
+                for (int i = 0; i < n; i++) {
+                    affine w = chain(0, size, i);
+                    CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative reduce n %d root %d", n,
+                          root);
+                }
         }
+        RUN(MPI_Scan, MPI_Iscan, x, y, n, MPI_2INT, comp, MPI_COMM_WORLD);
+        for (int i = 0; i < n; i++) {
+            affine w = chain(0, rank + 1, i);
+            CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative scan n %d", n);
+        }
+        y[0].m = -7;
+        RUN(MPI_Exscan, MPI_Iexscan, x, y, n, MPI_2INT, comp, MPI_COMM_WORLD);
+        if (rank > 0)
+            for (int i = 0; i < n; i++) {
+                affine w = chain(0, rank, i);
+                CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative exscan n %d", n);
+            }
+        /* Blocks of 1 and of 600 pairs (4.8 KiB). */
+        int blk = k ? 600 : 1;
+        for (int i = 0; i < blk * size; i++) x[i] = map_of(rank, i);
+        RUN(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, x, y, blk, MPI_2INT, comp,
+            MPI_COMM_WORLD);
+        for (int i = 0; i < blk; i++) {
+            affine w = chain(0, size, rank * blk + i);
+            CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative reduce_scatter_block %d", blk);
+        }
+    }
+    for (int i = 0; i < N; i++) x[i] = map_of(rank, i);
     int rc[64];
     for (int r = 0; r < size; r++) rc[r] = 1 + r % 2;
     int before = 0;

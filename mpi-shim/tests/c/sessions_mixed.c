@@ -40,6 +40,29 @@ int main(int argc, char **argv) {
     exercise(MPI_COMM_WORLD, 100);
     exercise(early, 200);
 
+    /* Collectives outstanding at once on the session's communicator, on
+     * the world and on a split of the session's communicator, completed
+     * in reverse order; each communicator has its own flag board. */
+    MPI_Comm parity;
+    OK(MPI_Comm_split(early, rank % 2, rank, &parity));
+    for (int round = 0; round < 20; round++) {
+        int on_early = -1, on_world = -1, on_half = -1, v[3] = {rank, rank + round, 1};
+        int big[300], sum[300];
+        for (int i = 0; i < 300; i++) big[i] = rank + i;
+        MPI_Request q[4];
+        OK(MPI_Iallreduce(&v[0], &on_early, 1, MPI_INT, MPI_SUM, early, &q[0]));
+        OK(MPI_Iallreduce(&v[1], &on_world, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &q[1]));
+        OK(MPI_Iallreduce(&v[2], &on_half, 1, MPI_INT, MPI_SUM, parity, &q[2]));
+        OK(MPI_Iallreduce(big, sum, 300, MPI_INT, MPI_SUM, early, &q[3]));
+        for (int k = 3; k >= 0; k--) OK(MPI_Wait(&q[k], MPI_STATUS_IGNORE));
+        CHECK(on_early == size * (size - 1) / 2, "session allreduce %d", on_early);
+        CHECK(on_world == size - 1 + round, "world allreduce %d", on_world);
+        CHECK(on_half == (size + 1 - rank % 2) / 2, "split allreduce %d", on_half);
+        for (int i = 0; i < 300; i++)
+            CHECK(sum[i] == size * (size - 1) / 2 + size * i, "session allreduce [%d]", i);
+    }
+    OK(MPI_Comm_free(&parity));
+
     /* A session opened inside the world model outlives it. */
     MPI_Session during = open_session();
     MPI_Comm late = comm_of(during, "mpi://WORLD", "mixed.late");
