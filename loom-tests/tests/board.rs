@@ -19,8 +19,19 @@
 //! `retiring_spares_a_late_reader`: a member leaving the board marks it
 //! while another still reads the line it marks.
 //!
+//! `data_buffers_are_reused_in_turn`: broadcasts of contributions too
+//! large for a line, through the root's two data buffers (step `t` in
+//! buffer `t % 2`, as `Board::data` places it; here loom cells, so that
+//! loom sees every access). The reader acknowledges a step before it
+//! copies it, as the library's bcast does, so the root may rewrite a
+//! buffer only once the reader posted the step after: `may_post(t, true)`.
+//!
 //! With `TESSEL_MUTATION=board_post` the post's sequence store is Relaxed,
-//! and `mutation_is_caught` asserts that loom finds the failure.
+//! and `mutation_is_caught` asserts that loom finds the failure. With
+//! `TESSEL_MUTATION=board_reuse` a data buffer may be rewritten once
+//! everyone posted the step before the last one that used it, and
+//! `reuse_mutation_is_caught` asserts that loom sees the write race the
+//! reader's copy.
 //!
 //! The models bound preemptions at 3 unless `LOOM_MAX_PREEMPTIONS` says
 //! otherwise.
@@ -30,6 +41,7 @@
 
 use std::sync::Arc;
 
+use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicU32;
 use loom::thread;
 use loom_tests::{Futex, check};
@@ -97,7 +109,7 @@ fn collectives() {
     });
 }
 
-#[cfg(not(tessel_mutation = "board_post"))]
+#[cfg(not(tessel_mutation))]
 #[test]
 fn no_wakeup_is_lost() {
     check(|| {
@@ -137,7 +149,7 @@ fn no_wakeup_is_lost() {
 /// step 1, posts step 2 and retires at step `1 + LINES` (line 1 again) while member
 /// 1 may still be reading its step 1 there. The retirement must not
 /// disturb that read.
-#[cfg(not(tessel_mutation = "board_post"))]
+#[cfg(not(tessel_mutation))]
 #[test]
 fn retiring_spares_a_late_reader() {
     check(|| {
@@ -166,7 +178,7 @@ fn retiring_spares_a_late_reader() {
     });
 }
 
-#[cfg(not(tessel_mutation = "board_post"))]
+#[cfg(not(tessel_mutation))]
 #[test]
 fn collectives_in_a_row() {
     collectives();
@@ -177,4 +189,80 @@ fn collectives_in_a_row() {
 fn mutation_is_caught() {
     let caught = std::panic::catch_unwind(collectives).is_err();
     assert!(caught, "loom did not notice a Relaxed post on the board");
+}
+
+/// The root's two data buffers (`Board::data`'s, for steps `t % 2`).
+struct Buffers([UnsafeCell<u64>; 2]);
+
+// SAFETY: loom checks every access to the cells; that is the point.
+unsafe impl Sync for Buffers {}
+
+/// Three broadcasts through the root's data buffers, from just before
+/// the sequence numbers wrap: the root (member 0) waits only until it
+/// may rewrite the buffer (`may_post(t, true)`), writes, posts; the
+/// reader waits for the post, acknowledges it with its own, then copies.
+fn data_bcasts() {
+    check(|| {
+        let areas = Arc::new([Area::after(BEFORE), Area::after(BEFORE)]);
+        let data = Arc::new(Buffers([UnsafeCell::new(0), UnsafeCell::new(0)]));
+        let (a, d) = (areas.clone(), data.clone());
+        let reader = thread::spawn(move || {
+            let refs: Vec<&Area> = a.iter().collect();
+            let b = Board::new(&refs, 1);
+            let mut t = BEFORE;
+            for _ in 0..3 {
+                t = t.wrapping_add(1);
+                while !b.posted(0, t) {
+                    thread::yield_now();
+                }
+                b.post(t, 0, &[]);
+                let got = d.0[(t % 2) as usize].with(|p| {
+                    // SAFETY: loom reports a write racing this read.
+                    unsafe { *p }
+                });
+                assert_eq!(
+                    got,
+                    u64::from_ne_bytes(value(0, t)),
+                    "the reader copies step {t}"
+                );
+            }
+        });
+        let refs: Vec<&Area> = areas.iter().collect();
+        let b = Board::new(&refs, 0);
+        let mut t = BEFORE;
+        for _ in 0..3 {
+            t = t.wrapping_add(1);
+            while !b.may_post(t, true) {
+                thread::yield_now();
+            }
+            data.0[(t % 2) as usize].with_mut(|p| {
+                // SAFETY: loom reports a read racing this write.
+                unsafe { *p = u64::from_ne_bytes(value(0, t)) }
+            });
+            b.post(t, 8, &[]);
+        }
+        reader.join().unwrap();
+    });
+}
+
+#[cfg(not(tessel_mutation))]
+#[test]
+fn data_buffers_are_reused_in_turn() {
+    data_bcasts();
+}
+
+#[cfg(tessel_mutation = "board_reuse")]
+#[test]
+fn reuse_mutation_is_caught() {
+    let caught = std::panic::catch_unwind(data_bcasts);
+    let why = caught.expect_err("loom did not notice a data buffer rewritten too early");
+    let why = why
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| why.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    assert!(
+        why.contains("Causality violation") || why.contains("the reader copies step"),
+        "loom failed for another reason: {why}"
+    );
 }

@@ -34,7 +34,9 @@
 //!
 //! `loom-tests/tests/board.rs` checks this module's code: posts and reads
 //! of several collectives in a row, sequence numbers wrapping, and the
-//! sleep hand-shake; the `board_post` mutation weakens BP1.
+//! sleep hand-shake, and the reuse of data buffers; the `board_post`
+//! mutation weakens BP1, `board_reuse` lets a data buffer be rewritten a
+//! step early (BP2).
 
 use crate::doorbell;
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell, fence};
@@ -128,12 +130,20 @@ impl Area {
     }
 }
 
+/// How far back, in steps, the last post must be that every member made
+/// before one writes its data buffer again (BP2). The `board_reuse`
+/// mutation makes it 2, so that loom-tests can prove loom notices.
+#[cfg(not(tessel_mutation = "board_reuse"))]
+const DATA_REUSE: u64 = 1;
+#[cfg(tessel_mutation = "board_reuse")]
+const DATA_REUSE: u64 = 2;
+
 /// The step every member must have posted before one posts step `t`
 /// (BP2): `t - 1` if the post writes its data buffer (`data`), else
 /// `t - LINES + 1`.
 #[inline]
 pub fn must_have_posted(t: u64, data: bool) -> u64 {
-    t.wrapping_sub(if data { 1 } else { LINES as u64 - 1 })
+    t.wrapping_sub(if data { DATA_REUSE } else { LINES as u64 - 1 })
 }
 
 /// Bytes of an area whose data buffers hold `data_len` bytes each.
