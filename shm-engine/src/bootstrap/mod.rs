@@ -271,7 +271,7 @@ impl Bootstrap for Singleton {
         Ok(())
     }
     fn abort(&mut self, code: i32, message: &str) {
-        eprintln!("abort({code}): {message}");
+        say(&format!("abort({code}): {message}\n"));
         std::process::exit(abort_status(code));
     }
     fn finalize(&mut self) -> Result<(), BootstrapError> {
@@ -285,6 +285,13 @@ fn no_dynres() -> BootstrapError {
         "this process's launcher proposes no resource changes (Tessel's mpiexec --dynres does)"
             .into(),
     )
+}
+
+/// Write `text` to standard error in one call, so that it does not
+/// interleave with what other processes of the job write there.
+pub(crate) fn say(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 #[cfg(test)]

@@ -371,10 +371,12 @@ impl Bootstrap for PmiClient {
     }
 
     fn abort(&mut self, code: i32, message: &str) {
-        eprintln!(
-            "rank {} of {}: abort({code}): {message}",
+        // One write, so that the lines of ranks aborting together do not
+        // interleave (`eprintln!` writes each piece of its format).
+        super::say(&format!(
+            "rank {} of {}: abort({code}): {message}\n",
             self.rank, self.size
-        );
+        ));
         // The exit code the job ends with: never one that reads as success
         // (Hydra exits with what it is told).
         let status = super::abort_status(code);
