@@ -3,6 +3,12 @@
  *   cacheline_pingpong  two threads, pinned to the first two CPUs this process
  *                       may use, pass one cache-line-aligned atomic counter
  *                       back and forth; half the round trip in ns
+ *   yield_handover      two processes pinned to the first CPU this process
+ *                       may use pass a counter in shared memory, each
+ *                       yielding the CPU (sched_yield) until it is its
+ *                       turn: one context switch per hand-over, in us (what
+ *                       a process waiting for another on its own core pays
+ *                       at least, as in an oversubscribed job)
  *   memcpy              single-thread memcpy bandwidth between pre-faulted
  *                       buffers, 4 KiB .. 16 MiB (powers of 4), in MB/s
  * Each value is the median of several timed batches after a warm-up batch. */
@@ -12,6 +18,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define BATCHES 7
 
@@ -84,6 +93,46 @@ static double cacheline_pingpong(void)
     return median(t + 1, BATCHES) / (2.0 * (double)n) * 1e9;
 }
 
+/* One hand-over of a counter between two processes on one CPU that yield
+ * while they wait, in us; a negative value if the processes could not be
+ * made. */
+static double yield_handover(void)
+{
+    long n = trips / 20;
+    atomic_long *turn = mmap(NULL, sizeof *turn, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (turn == MAP_FAILED)
+        return -1;
+    atomic_store(turn, 0);
+    pin(0);
+    pid_t child = fork();
+    if (child < 0)
+        return -1;
+    if (child == 0) { /* answers each odd value with the next even one */
+        pin(0);
+        for (long k = 1; k <= 2 * n * (BATCHES + 1); k += 2) {
+            while (atomic_load_explicit(turn, memory_order_acquire) != k)
+                sched_yield();
+            atomic_store_explicit(turn, k + 1, memory_order_release);
+        }
+        _exit(0);
+    }
+    double t[BATCHES + 1];
+    long k = 0;
+    for (int b = 0; b <= BATCHES; b++) { /* batch 0 is the warm-up */
+        double t0 = mono_seconds();
+        for (long i = 0; i < n; i++, k += 2) {
+            atomic_store_explicit(turn, k + 1, memory_order_release);
+            while (atomic_load_explicit(turn, memory_order_acquire) != k + 2)
+                sched_yield();
+        }
+        t[b] = mono_seconds() - t0;
+    }
+    waitpid(child, NULL, 0);
+    munmap(turn, sizeof *turn);
+    return median(t + 1, BATCHES) / (2.0 * (double)n) * 1e6;
+}
+
 /* memcpy bandwidth for size bytes, in MB/s (bytes copied per second). */
 static double memcpy_bw(char *dst, const char *src, long size, long total)
 {
@@ -109,6 +158,11 @@ int main(int argc, char **argv)
         result("reference", "cacheline_pingpong", cacheline_pingpong(), "ns", "%s", "");
     else
         fprintf(stderr, "reference: cache-line ping-pong needs two CPUs\n");
+    double handover = yield_handover();
+    if (handover > 0)
+        result("reference", "yield_handover", handover, "us", "%s", "");
+    else
+        perror("reference: yield hand-over");
 
     long max = 16 * MIB, total = o.quick ? 4 * MIB : 256 * MIB;
     char *src = xmalloc((size_t)max), *dst = xmalloc((size_t)max);

@@ -487,6 +487,44 @@ fn reference(md: &mut String, medians: &[Summary]) {
             t.median * 1000.0 / line.median
         );
     }
+    if let Some(h) = find("reference", "reference", "yield_handover", None) {
+        let _ = writeln!(
+            md,
+            "\nTwo processes on one core handing a counter back and forth, each \
+             yielding (`sched_yield`) until it is its turn: {} us per hand-over (one \
+             context switch), the least a process waiting for another on its own core \
+             pays.",
+            num(h.median)
+        );
+        // Barriers at more processes than this machine's 2 cores, in
+        // hand-overs, for every MPI that ran them.
+        for np in ["4", "8"] {
+            let barriers: Vec<String> = medians
+                .iter()
+                .filter(|s| {
+                    s.key.bench == "colls"
+                        && s.key.metric == "barrier"
+                        && s.key.keys.get("np").map(String::as_str) == Some(np)
+                        && s.key.keys.len() == 2
+                })
+                .map(|b| {
+                    format!(
+                        "{} {} us = **{:.1}**",
+                        b.key.mpi,
+                        num(b.median),
+                        b.median / h.median
+                    )
+                })
+                .collect();
+            if !barriers.is_empty() {
+                let _ = writeln!(
+                    md,
+                    "Barrier at {np} processes, in hand-overs: {}.",
+                    barriers.join("; ")
+                );
+            }
+        }
+    }
     md.push_str(
         "\n| size | memcpy (MB/s) | Tessel bw_uni (MB/s) | bw_uni / memcpy | Tessel bw_bi (MB/s) | bw_bi / memcpy |\n|---|---|---|---|---|---|\n",
     );
@@ -804,6 +842,8 @@ mod tests {
                 let keys = [("np", n.as_str()), ("edge", "64"), ("variant", "total")];
                 samples.push(s(mpi, "stencil", "exchange", &keys, f * 10.0, "us", np));
             }
+            let keys = [("np", "4"), ("size", "0")];
+            samples.push(s(mpi, "colls", "barrier", &keys, f * 5.0, "us", 4));
         }
         samples.push(s(
             "reference",
@@ -812,6 +852,15 @@ mod tests {
             &[],
             70.0,
             "ns",
+            1,
+        ));
+        samples.push(s(
+            "reference",
+            "reference",
+            "yield_handover",
+            &[],
+            2.5,
+            "us",
             1,
         ));
         samples.push(s(
@@ -873,6 +922,13 @@ mod tests {
         assert!(md.contains("(*oversubscribed*)"));
         // Tessel's 1 us against 70 ns.
         assert!(md.contains("**14.3×** the cache-line ping-pong"), "{md}");
+        assert!(md.contains("2.500 us per hand-over"), "{md}");
+        assert!(
+            md.contains("Barrier at 4 processes, in hand-overs: ")
+                && md.contains("tessel 5.000 us = **2.0**")
+                && md.contains("openmpi 15.0 us = **6.0**"),
+            "{md}"
+        );
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap())
                 .unwrap();
