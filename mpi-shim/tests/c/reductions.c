@@ -17,6 +17,17 @@ static int rank, size;
 /* 1: call the nonblocking form and wait for it. */
 static int nb;
 
+#define RUN(blocking, nonblocking, ...)                                          \
+    do {                                                                         \
+        if (nb) {                                                                \
+            MPI_Request r_;                                                      \
+            OK(nonblocking(__VA_ARGS__, &r_));                                   \
+            OK(MPI_Wait(&r_, MPI_STATUS_IGNORE));                                \
+        } else {                                                                 \
+            OK(blocking(__VA_ARGS__));                                           \
+        }                                                                        \
+    } while (0)
+
 enum { MAXo, MINo, SUMo, PRODo, LANDo, LORo, LXORo, BANDo, BORo, BXORo, NOPS };
 static const char *opname[NOPS] = {"MAX",  "MIN", "SUM",  "PROD", "LAND",
                                    "LOR",  "LXOR", "BAND", "BOR",  "BXOR"};
@@ -115,6 +126,17 @@ static void put_logical(void *p, long long v) {
 }
 #define get_logical get_i32
 
+/* The `n` elements of `out` are those of `want`. */
+static void expect(const struct type *t, int o, const char *call, int n, const char *out,
+                   const char *want) {
+    for (int i = 0; i < n; i++) {
+        long long got = t->get(out + (size_t)i * t->width);
+        long long w = t->get(want + (size_t)i * t->width);
+        CHECK(got == w, "%s %s on %s, %d elements: [%d] is %lld, not %lld", call, opname[o],
+              t->name, n, i, got, w);
+    }
+}
+
 static void check_type(const struct type *t, int o, int n, char *in, char *out, char *want) {
     MPI_Op op = ops[o];
     /* Rank r's element i, stored in the type and read back: what the
@@ -129,39 +151,17 @@ static void check_type(const struct type *t, int o, int n, char *in, char *out, 
         for (int r = 1; r < size; r++) acc = fold(o, acc, SEEN(r, i));
         t->put(want + (size_t)i * t->width, acc);
     }
-    if (nb) {
-        MPI_Request req;
-        OK(MPI_Iallreduce(in, out, n, t->dt, op, MPI_COMM_WORLD, &req));
-        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-    } else {
-        OK(MPI_Allreduce(in, out, n, t->dt, op, MPI_COMM_WORLD));
-    }
-    for (int i = 0; i < n; i++) {
-        long long got = t->get(out + (size_t)i * t->width);
-        long long w = t->get(want + (size_t)i * t->width);
-        CHECK(got == w, "allreduce %s on %s, %d elements: [%d] is %lld, not %lld", opname[o],
-              t->name, n, i, got, w);
-    }
+    RUN(MPI_Allreduce, MPI_Iallreduce, in, out, n, t->dt, op, MPI_COMM_WORLD);
+    expect(t, o, "allreduce", n, out, want);
     if (n > FEW)
         return;
 
     /* Reduce to the last rank: the same fold. */
     int root = size - 1;
     memset(out, 0, (size_t)n * t->width);
-    if (nb) {
-        MPI_Request req;
-        OK(MPI_Ireduce(in, out, n, t->dt, op, root, MPI_COMM_WORLD, &req));
-        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-    } else {
-        OK(MPI_Reduce(in, out, n, t->dt, op, root, MPI_COMM_WORLD));
-    }
+    RUN(MPI_Reduce, MPI_Ireduce, in, out, n, t->dt, op, root, MPI_COMM_WORLD);
     if (rank == root)
-        for (int i = 0; i < n; i++) {
-            long long got = t->get(out + (size_t)i * t->width);
-            long long w = t->get(want + (size_t)i * t->width);
-            CHECK(got == w, "reduce %s on %s: [%d] is %lld, not %lld", opname[o], t->name, i,
-                  got, w);
-        }
+        expect(t, o, "reduce", n, out, want);
 
     /* Scan: the fold over ranks 0 to this one. */
     for (int i = 0; i < n; i++) {
@@ -169,18 +169,8 @@ static void check_type(const struct type *t, int o, int n, char *in, char *out, 
         for (int r = 1; r <= rank; r++) acc = fold(o, acc, SEEN(r, i));
         t->put(want + (size_t)i * t->width, acc);
     }
-    if (nb) {
-        MPI_Request req;
-        OK(MPI_Iscan(in, out, n, t->dt, op, MPI_COMM_WORLD, &req));
-        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-    } else {
-        OK(MPI_Scan(in, out, n, t->dt, op, MPI_COMM_WORLD));
-    }
-    for (int i = 0; i < n; i++) {
-        long long got = t->get(out + (size_t)i * t->width);
-        long long w = t->get(want + (size_t)i * t->width);
-        CHECK(got == w, "scan %s on %s: [%d] is %lld, not %lld", opname[o], t->name, i, got, w);
-    }
+    RUN(MPI_Scan, MPI_Iscan, in, out, n, t->dt, op, MPI_COMM_WORLD);
+    expect(t, o, "scan", n, out, want);
 #undef SEEN
 }
 
@@ -269,13 +259,7 @@ static void test_types(void) {
                     want[i] = r == 0 ? v : o == SUMo ? want[i] + v : want[i] * v; \
                 }                                                                \
             }                                                                    \
-            if (nb) {                                                            \
-                MPI_Request req;                                                 \
-                OK(MPI_Iallreduce(x, y, N, dt, ops[o], MPI_COMM_WORLD, &req));   \
-                OK(MPI_Wait(&req, MPI_STATUS_IGNORE));                           \
-            } else {                                                             \
-                OK(MPI_Allreduce(x, y, N, dt, ops[o], MPI_COMM_WORLD));          \
-            }                                                                    \
+            RUN(MPI_Allreduce, MPI_Iallreduce, x, y, N, dt, ops[o], MPI_COMM_WORLD); \
             for (int i = 0; i < N; i++)                                          \
                 CHECK(creall(y[i]) == creall(want[i]) && cimagl(y[i]) == cimagl(want[i]), \
                       "%s on %s: [%d] is %Lg%+Lgi, not %Lg%+Lgi", opname[o], #dt, i,   \
