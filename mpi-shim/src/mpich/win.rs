@@ -475,6 +475,12 @@ large_count! {
     }
 }
 
+/// The origin data of a small `MPI_NO_OP` fetch, and room for the copies
+/// a compare-and-swap makes of one element (at most 32 bytes, a `long
+/// double _Complex`): no allocation per call.
+const SMALL_RMA: usize = 64;
+static ZEROS: [u8; SMALL_RMA] = [0; SMALL_RMA];
+
 /// `MPI_Accumulate` (no `result`) and `MPI_Get_accumulate`: the reply id,
 /// if a reply comes.
 ///
@@ -507,8 +513,13 @@ unsafe fn accumulate(
     }
     let elem = check_accumulate(op, &t.dt)?;
     let ub;
+    let len = t.dt.size * t.count;
     let data = if op == Op::NoOp {
-        std::borrow::Cow::Owned(vec![0; t.dt.size * t.count])
+        // Nothing reads these bytes as values; a message carries them.
+        match ZEROS.get(..len) {
+            Some(zeros) => std::borrow::Cow::Borrowed(zeros),
+            None => std::borrow::Cow::Owned(vec![0; len]),
+        }
     } else {
         // SAFETY: the origin buffer holds its elements.
         ub = unsafe { user_buf(rt, origin.0, origin.1, origin.2)? };
@@ -623,8 +634,19 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
                 "MPI_Compare_and_swap needs a predefined datatype",
             ));
         }
+        // Copies of the origin and compare values, which the result
+        // buffer may alias; on the stack for an element that fits.
         // SAFETY: origin and compare buffers are readable.
-        let (o, c) = unsafe { (origin.data().into_owned(), compare.data().into_owned()) };
+        let (o, c) = unsafe { (origin.data(), compare.data()) };
+        let n = o.len();
+        let mut copies = [0u8; SMALL_RMA];
+        if 2 * n <= SMALL_RMA && c.len() == n {
+            copies[..n].copy_from_slice(&o);
+            copies[n..2 * n].copy_from_slice(&c);
+            let (oc, cc) = copies[..2 * n].split_at(n);
+            return rt.win_cas(slot, oc, cc, result, &t).map(drop);
+        }
+        let (o, c) = (o.into_owned(), c.into_owned());
         rt.win_cas(slot, &o, &c, result, &t).map(drop)
     })
 }

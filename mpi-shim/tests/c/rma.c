@@ -152,6 +152,34 @@ static void passive_ops(void) {
     OK(MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(winners == 1, "%d compare-and-swap winners", winners);
 
+    /* Compare-and-swap retry loops: every rank adds 1 to rank 0's element
+     * N - 2 (-1) ten times, each add a swap from the value it last saw;
+     * a failed swap returns the value to retry from. */
+    OK(MPI_Win_lock_all(0, win));
+    int guess = -1, tries = 0;
+    for (int k = 0; k < 10; k++) {
+        for (;;) {
+            int want = guess + 1, old = -7;
+            OK(MPI_Compare_and_swap(&want, &guess, &old, MPI_INT, 0, N - 2, win));
+            OK(MPI_Win_flush(0, win));
+            tries++;
+            CHECK(old >= -1 && old < 10 * size, "compare-and-swap returned %d", old);
+            int swapped = old == guess;
+            guess = swapped ? want : old;
+            if (swapped)
+                break;
+        }
+    }
+    OK(MPI_Win_unlock_all(win));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        CHECK(mem[N - 2] == 10 * size - 1, "after the swaps the counter reads %d, not %d",
+              mem[N - 2], 10 * size - 1);
+        OK(MPI_Win_unlock(0, win));
+    }
+    CHECK(tries >= 10, "%d swaps", tries);
+
     /* Put and get to the right neighbour's last element, under an
      * exclusive lock; then read it back under a shared one. */
     int right = (rank + 1) % size, back = -1, mark = 1000 + rank;
