@@ -18,7 +18,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,8 +41,9 @@ static int cpus_allowed(void)
     return CPU_COUNT(&allowed);
 }
 
-/* Pins the calling thread to the n-th CPU of the process's affinity mask. */
-static void pin(int n)
+/* Pins the calling thread to the n-th CPU of the process's affinity mask;
+ * 0 on success. */
+static int pin(int n)
 {
     cpu_set_t allowed, one;
     sched_getaffinity(0, sizeof allowed, &allowed);
@@ -50,8 +53,11 @@ static void pin(int n)
             CPU_SET(cpu, &one);
             break;
         }
-    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0)
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) {
         fprintf(stderr, "reference: could not pin a thread\n");
+        return -1;
+    }
+    return 0;
 }
 
 /* The thread on the second CPU: answers each odd value with the next even one. */
@@ -94,22 +100,29 @@ static double cacheline_pingpong(void)
 }
 
 /* One hand-over of a counter between two processes on one CPU that yield
- * while they wait, in us; a negative value if the processes could not be
- * made. */
+ * while they wait, in us; negative if that cannot be measured (no pinning,
+ * no second process). */
 static double yield_handover(void)
 {
     long n = trips / 20;
+    /* Pinned before the fork, the child inherits the one CPU. */
+    if (pin(0) != 0)
+        return -1;
     atomic_long *turn = mmap(NULL, sizeof *turn, PROT_READ | PROT_WRITE,
                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (turn == MAP_FAILED)
         return -1;
     atomic_store(turn, 0);
-    pin(0);
+    pid_t parent = getpid();
     pid_t child = fork();
-    if (child < 0)
+    if (child < 0) {
+        munmap(turn, sizeof *turn);
         return -1;
+    }
     if (child == 0) { /* answers each odd value with the next even one */
-        pin(0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the measurement */
+        if (getppid() != parent)
+            _exit(1);
         for (long k = 1; k <= 2 * n * (BATCHES + 1); k += 2) {
             while (atomic_load_explicit(turn, memory_order_acquire) != k)
                 sched_yield();
@@ -123,8 +136,13 @@ static double yield_handover(void)
         double t0 = mono_seconds();
         for (long i = 0; i < n; i++, k += 2) {
             atomic_store_explicit(turn, k + 1, memory_order_release);
-            while (atomic_load_explicit(turn, memory_order_acquire) != k + 2)
+            for (long spins = 1; atomic_load_explicit(turn, memory_order_acquire) != k + 2; spins++) {
                 sched_yield();
+                if (spins % 4096 == 0 && waitpid(child, NULL, WNOHANG) == child) {
+                    munmap(turn, sizeof *turn); /* the child died */
+                    return -1;
+                }
+            }
         }
         t[b] = mono_seconds() - t0;
     }
@@ -162,7 +180,7 @@ int main(int argc, char **argv)
     if (handover > 0)
         result("reference", "yield_handover", handover, "us", "%s", "");
     else
-        perror("reference: yield hand-over");
+        fprintf(stderr, "reference: could not time a hand-over between two processes on one CPU\n");
 
     long max = 16 * MIB, total = o.quick ? 4 * MIB : 256 * MIB;
     char *src = xmalloc((size_t)max), *dst = xmalloc((size_t)max);

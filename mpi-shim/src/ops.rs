@@ -47,8 +47,10 @@ pub enum Elem {
     Byte,
     /// A value-and-index pair type: `MPI_MINLOC`/`MPI_MAXLOC` only.
     Pair(Pair),
-    /// Sendable, but no predefined operation applies (`MPI_PACKED`,
-    /// Fortran's `REAL*16`).
+    /// Sendable, but no predefined operation applies here: `MPI_PACKED`,
+    /// `MPI_CHARACTER`, and the types of IEEE binary128 or binary16
+    /// (`MPI_REAL16`, `MPI_COMPLEX32`, `MPIX_C_FLOAT16`), for which this
+    /// library has no arithmetic (`MPI_ERR_OP`).
     Opaque,
 }
 
@@ -487,9 +489,10 @@ mod x87 {
         for (x, y) in input.chunks_exact(16).zip(inout.chunks_exact_mut(16)) {
             let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
             // SAFETY: `xp` and `yp` address 16 bytes each (chunks), of
-            // which the instructions read 10 and write 10 at `yp`. The
-            // x87 stack is empty between calls (System V ABI); the two
-            // registers used are declared clobbered.
+            // which the instructions read 10 and write 10 at `yp`. Every
+            // x87 register is declared clobbered, which is what makes the
+            // compiler hand the block an empty x87 stack; the block pushes
+            // two values and pops both.
             unsafe {
                 if prod {
                     asm!(
@@ -501,6 +504,12 @@ mod x87 {
                         y = in(reg) yp,
                         out("st(0)") _,
                         out("st(1)") _,
+                        out("st(2)") _,
+                        out("st(3)") _,
+                        out("st(4)") _,
+                        out("st(5)") _,
+                        out("st(6)") _,
+                        out("st(7)") _,
                         options(nostack),
                     );
                 } else {
@@ -513,6 +522,12 @@ mod x87 {
                         y = in(reg) yp,
                         out("st(0)") _,
                         out("st(1)") _,
+                        out("st(2)") _,
+                        out("st(3)") _,
+                        out("st(4)") _,
+                        out("st(5)") _,
+                        out("st(6)") _,
+                        out("st(7)") _,
                         options(nostack),
                     );
                 }
@@ -528,10 +543,11 @@ mod x87 {
             let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
             // SAFETY: `xp` and `yp` address 32 bytes each (chunks); the
             // instructions read 10 bytes at offsets 0 and 16 of each and
-            // write 10 at those of `yp`, after the last read. The x87
-            // stack is empty between calls (System V ABI); the four
-            // registers used are declared clobbered. Only `fadd`, `fmul`
-            // and `fchs` combine values: no operand order to get wrong.
+            // write 10 at those of `yp`, after the last read. Every x87
+            // register is declared clobbered, which is what makes the
+            // compiler hand the block an empty x87 stack; the block pushes
+            // at most four values and pops all. Only `fadd`, `fmul` and
+            // `fchs` combine values: no operand order to get wrong.
             unsafe {
                 asm!(
                     "fld tbyte ptr [{x}]",      // a
@@ -555,6 +571,10 @@ mod x87 {
                     out("st(1)") _,
                     out("st(2)") _,
                     out("st(3)") _,
+                    out("st(4)") _,
+                    out("st(5)") _,
+                    out("st(6)") _,
+                    out("st(7)") _,
                     options(nostack),
                 );
             }

@@ -414,8 +414,10 @@ static void interleaved(void) {
         MPI_Iallreduce(&rank, &hmax, 1, MPI_INT, MPI_MAX, half, &r[8]);
         MPI_Iscan(in, scn, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[9]);
         MPI_Iexscan(in, exs, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[10]);
-        /* Complete them in an order of this rank's own. */
-        for (int k = 0; k < 11; k++) MPI_Wait(&r[(k * (rank + 3) + round) % 11], MPI_STATUS_IGNORE);
+        /* Complete them in an order of this rank's own (1 + rank % 10 is
+         * prime to 11: a permutation). */
+        for (int k = 0; k < 11; k++)
+            MPI_Wait(&r[(k * (1 + rank % 10) + round) % 11], MPI_STATUS_IGNORE);
         for (int k = 0; k < 11; k++) CHECK(r[k] == MPI_REQUEST_NULL, "request %d left", k);
         /* Element i of rank p's input is p * 1000 + i + round. */
 #define IN(p, i) ((p) * 1000 + (i) + round)

@@ -422,8 +422,9 @@ static void test_user_ops(void) {
                 affine w = chain(0, rank, i);
                 CHECK(y[i].m == w.m && y[i].k == w.k, "noncommutative exscan n %d", n);
             }
-        /* Blocks of 1 and of 600 pairs (4.8 KiB). */
-        int blk = k ? 600 : 1;
+        /* Blocks of 1 and of 600 pairs (4.8 KiB; fewer beyond 8 processes,
+         * so that every block fits the 5000 pairs). */
+        int blk = !k ? 1 : 5000 / size < 600 ? 5000 / size : 600;
         for (int i = 0; i < blk * size; i++) x[i] = map_of(rank, i);
         RUN(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, x, y, blk, MPI_2INT, comp,
             MPI_COMM_WORLD);
