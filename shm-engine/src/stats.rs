@@ -63,6 +63,9 @@ pub struct Stats {
     /// Steps this process posted on the flag boards of intra-node
     /// collectives ([`crate::board`]).
     board_posts: u64,
+    /// Collectives this process ran on tiered flag boards (groups by
+    /// package, NUMA node or L3 cache, with leaders).
+    board_tiered: u64,
 }
 
 impl Stats {
@@ -89,6 +92,12 @@ impl Stats {
         self.board_posts += 1;
     }
 
+    /// Count one collective on a tiered flag board.
+    #[inline]
+    pub fn board_tiered(&mut self) {
+        self.board_tiered += 1;
+    }
+
     /// The lines printed at finalize for `rank`.
     pub fn lines(&self, rank: u32) -> Vec<String> {
         let mut out = Vec::new();
@@ -109,6 +118,10 @@ impl Stats {
         out.push(format!(
             "tessel-stats: rank {rank} board-posts={}",
             self.board_posts
+        ));
+        out.push(format!(
+            "tessel-stats: rank {rank} board-tiered={}",
+            self.board_tiered
         ));
         out
     }

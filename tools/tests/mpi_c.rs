@@ -105,24 +105,29 @@ const COLLECTIVES: &[&str] = &["coll", "colls", "boards", "reductions"];
 /// Each rank's posts on flag boards, from the `board-posts=N` lines that
 /// `TESSEL_STATS=1` prints at finalize, in rank order (one per rank).
 fn board_posts(run: &Run, n: u32) -> Vec<u64> {
-    let mut posts = vec![None; n as usize];
+    per_rank(run, n, "board-posts")
+}
+
+/// Each rank's figure `key` from the `tessel-stats: rank R KEY=N` lines
+/// that `TESSEL_STATS=1` prints at finalize, in rank order (one per rank).
+fn per_rank(run: &Run, n: u32, key: &str) -> Vec<u64> {
+    let mut figures = vec![None; n as usize];
+    let sep = format!(" {key}=");
     for line in run.stderr.lines() {
         let Some(at) = line.find("tessel-stats: rank ") else {
             continue;
         };
         let rest = &line[at + "tessel-stats: rank ".len()..];
-        let Some((rank, count)) = rest.split_once(" board-posts=") else {
+        let Some((rank, count)) = rest.split_once(&sep) else {
             continue;
         };
         let (rank, count): (usize, u64) = (rank.parse().unwrap(), count.trim().parse().unwrap());
-        assert!(posts[rank].replace(count).is_none(), "rank {rank} twice");
+        assert!(figures[rank].replace(count).is_none(), "rank {rank} twice");
     }
-    posts
+    figures
         .into_iter()
         .enumerate()
-        .map(|(r, p)| {
-            p.unwrap_or_else(|| panic!("no board-posts line of rank {r}\n{}", run.stderr))
-        })
+        .map(|(r, p)| p.unwrap_or_else(|| panic!("no {key} line of rank {r}\n{}", run.stderr)))
         .collect()
 }
 
@@ -289,6 +294,51 @@ fn collectives_on_node_boards() {
                 assert_eq!(p == 0, alone, "{name} on nodes: board posts {posts:?}");
             }
         }
+    }
+}
+
+/// Ranks told (`TESSEL_PLACE`, as a launcher that bound them says) that
+/// they run in two packages: in runs of consecutive ranks (3 a package),
+/// and alternating. Their boards group them by package, with a leader
+/// each; barriers and small reductions take the tiered steps at every
+/// rank (`board-tiered` > 0), with the programs' results unchanged, and a
+/// non-commutative operation on the alternating groups takes the flat
+/// ones. Without the variable no rank takes them: this machine has one
+/// package, one NUMA node and one L3.
+#[test]
+fn collectives_on_tiered_boards() {
+    let layouts = [
+        ("runs", "$((PMI_RANK / 3 * 8))"),
+        ("alternating", "$((PMI_RANK % 2 * 8))"),
+    ];
+    for &name in COLLECTIVES {
+        let exe = build(&ours(), name, "tessel");
+        for (layout, package) in layouts {
+            let script = format!(r#"export TESSEL_PLACE="-,-,-,-,{package}"; exec "$0""#);
+            for n in [4, 7] {
+                let np = n.to_string();
+                let mut cmd = mpiexec(&["-n", &np]);
+                cmd.args(["sh", "-c", &script])
+                    .arg(&exe)
+                    .env("TESSEL_STATS", "1");
+                let run = launch(&format!("{name}-{layout}-{n}"), cmd).wait_for(WATCHDOG);
+                assert_ok(&run, name, n);
+                let tiered = per_rank(&run, n, "board-tiered");
+                assert!(
+                    tiered.iter().all(|&k| k > 0),
+                    "{name} {layout} at {n}: {tiered:?}"
+                );
+            }
+        }
+        let mut cmd = mpiexec(&["-n", "4"]);
+        cmd.arg(&exe).env("TESSEL_STATS", "1");
+        let run = launch(&format!("{name}-untiered"), cmd).wait_for(WATCHDOG);
+        assert_ok(&run, name, 4);
+        assert_eq!(
+            per_rank(&run, 4, "board-tiered"),
+            vec![0; 4],
+            "{name} untiered"
+        );
     }
 }
 

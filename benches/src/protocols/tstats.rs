@@ -9,7 +9,7 @@
 //! The first: rank R received N large messages of size class 2^K (B bytes
 //! in all) with that protocol; the second: helper rank H copied B bytes
 //! of rank R's receives. The other lines (`copied-for-others`,
-//! `board-posts=N` and `cpus=C oversubscribed=0|1`) are skipped.
+//! `board-posts=N`, `board-tiered=N` and `cpus=C oversubscribed=0|1`) are skipped.
 
 use serde::Serialize;
 
@@ -20,7 +20,12 @@ const MARK: &str = "tessel-stats:";
 /// a process copied for others; its posts on collectives' flag boards;
 /// its CPUs and whether it is oversubscribed): skipped, not reported as
 /// lines that do not read.
-const OTHER_LINES: &[&str] = &["copied-for-others", "board-posts=", "oversubscribed="];
+const OTHER_LINES: &[&str] = &[
+    "copied-for-others",
+    "board-posts=",
+    "board-tiered=",
+    "oversubscribed=",
+];
 
 /// What one statistics line says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -139,7 +139,8 @@ fn new_boards(rt: &Runtime, slot: usize, nodes: &[u32]) -> Boards {
         .position(|&r| r == me)
         .expect("a node holds its caller");
     let cpus = rt.ep.cpus_of(&ids);
-    let team = board::Team::new(ids, mine, cpus);
+    let places: Vec<_> = ids.iter().map(|&id| rt.ep.place(id)).collect();
+    let team = board::Team::new(ids, mine, cpus, board::Tiers::of(&places));
     if locals.len() == nodes.len() {
         Boards::Whole(team)
     } else {

@@ -198,7 +198,7 @@ fn collectives_compiled_before_a_failed_setup_run_on_messages() {
     let op = sum();
     for n in 2..=6 {
         let teams: Vec<_> = (0..n)
-            .map(|r| super::board::Team::new((1..=n as u32).collect(), r, 2))
+            .map(|r| super::board::Team::new((1..=n as u32).collect(), r, 2, None))
             .collect();
         for count in [1, 3000] {
             let outs = run(n, 4 * count, Some(&op), |b| {

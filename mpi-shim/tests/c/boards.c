@@ -452,6 +452,50 @@ static void interleaved(void) {
     MPI_Comm_free(&dup);
 }
 
+/* No rank leaves a barrier before every rank entered it: each rank
+ * stamps its slot of a shared window with the round before the barrier
+ * and reads every slot after it. Rank 0 enters with a nonblocking
+ * broadcast outstanding (its barrier then runs as a schedule, the
+ * others' as direct calls, and the two must mix), and the last rank is
+ * late every fourth round. */
+static void barrier_holds(void) {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int rank, size;
+    MPI_Comm_rank(node, &rank);
+    MPI_Comm_size(node, &size);
+    int *mine, *slots;
+    MPI_Win win;
+    OK(MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, node, &mine, &win));
+    MPI_Aint len;
+    int unit;
+    OK(MPI_Win_shared_query(win, 0, &len, &unit, &slots));
+    *mine = 0;
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    MPI_Barrier(node);
+    for (int round = 1; round <= 40; round++) {
+        int v = round;
+        MPI_Request req;
+        MPI_Ibcast(&v, 1, MPI_INT, size - 1, node, &req);
+        if (rank != 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rank == size - 1 && round % 4 == 0) usleep(3000);
+        __atomic_store_n(&slots[rank], round, __ATOMIC_RELEASE);
+        MPI_Win_sync(win);
+        MPI_Barrier(node);
+        MPI_Win_sync(win);
+        for (int j = 0; j < size; j++) {
+            int seen = __atomic_load_n(&slots[j], __ATOMIC_ACQUIRE);
+            CHECK(seen >= round, "round %d: rank %d left the barrier before rank %d entered (%d)",
+                  round, rank, j, seen);
+        }
+        if (rank == 0) MPI_Wait(&req, MPI_STATUS_IGNORE);
+        CHECK(v == round, "ibcast %d", v);
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     report_library();
@@ -519,6 +563,7 @@ int main(int argc, char **argv) {
         }
 
     interleaved();
+    barrier_holds();
 
     MPI_Op l, r;
     MPI_Op_create(left, 0, &l);

@@ -100,6 +100,13 @@ impl Endpoint {
         }
     }
 
+    /// Count a collective that ran on a tiered flag board
+    /// (`TESSEL_STATS`).
+    #[inline]
+    pub fn count_tiered(&mut self) {
+        self.stats.board_tiered();
+    }
+
     /// Wait until one of `reqs` completes (backing off while idle) and
     /// return its index; the request stays to be waited for. `None` for
     /// an empty slice.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::sched::{Builder, Span};
 use super::expose;
-use super::{BoardStep, DATA, INLINE, PLACED, REF_LEN, SMALL, Team};
+use super::{Await, BoardStep, DATA, INLINE, PLACED, REF_LEN, SMALL, Team, Tiers};
 
 /// The first collective of a board: trade the areas' references, map
 /// them, and trade whether that worked ([`Team::settle`]). A member
@@ -78,10 +78,40 @@ pub(super) fn share(n: usize) -> usize {
     (DATA / n).max(1)
 }
 
-/// `MPI_Barrier`; also the last step of a collective whose members
-/// exposed memory: each posts once its copies are done, and waits until
-/// all did before its memory may change.
+/// `MPI_Barrier`: one step, each member waiting for the posts
+/// [`Team::barrier_plan`] names before and after its own, as the direct
+/// call does.
 pub fn barrier(b: &mut Builder) {
+    let team = team(b);
+    let t = team.step();
+    let (before, after) = team.barrier_plan();
+    wait_for(b, &team, before, t);
+    b.board(BoardStep::Post {
+        t,
+        src: None,
+        ahead: false,
+    });
+    wait_for(b, &team, after, t);
+}
+
+/// Wait until every member `a` names posted step `t`.
+fn wait_for(b: &mut Builder, team: &Team, a: Await, t: u64) {
+    match a {
+        Await::Nobody => {}
+        Await::Everyone => b.board(BoardStep::Wait { t, who: None }),
+        Await::Leaders => b.board(BoardStep::WaitLeaders { t }),
+        _ => {
+            for m in team.awaited(a) {
+                b.board(BoardStep::Wait { t, who: Some(m) });
+            }
+        }
+    }
+}
+
+/// The last step of a collective whose members exposed memory: each
+/// posts once its copies are done, and waits until all did before its
+/// memory may change (the direct calls' `Run::release`).
+pub fn release(b: &mut Builder) {
     let t = team(b).step();
     b.board(BoardStep::Post {
         t,
@@ -178,26 +208,29 @@ fn fetch(b: &mut Builder, m: usize, t: u64, posted: usize, off: usize, dst: Span
     }
 }
 
-/// Reduce, in rank order, what members `from` posted at step `t` (each
-/// `posted` bytes), bytes `off..off + dst.len`, into `dst`; this member's
-/// own part is `own`.
+/// Reduce, in rank order, what members `from` (increasing) posted at
+/// step `t` (each `posted` bytes), bytes `off..off + dst.len`, into
+/// `dst`; this member's own part is `own`.
 fn reduce_posted(
     b: &mut Builder,
     t: u64,
-    from: std::ops::Range<usize>,
+    from: impl DoubleEndedIterator<Item = usize>,
     posted: usize,
     off: usize,
     own: Span,
     dst: Span,
 ) {
     let me = b.rank;
-    let last = from.end - 1;
+    let mut from = from.rev();
+    let Some(last) = from.next() else {
+        return;
+    };
     if last == me {
         b.copy(own, dst);
     } else {
         fetch(b, last, t, posted, off, dst);
     }
-    for j in from.rev().skip(1) {
+    for j in from {
         // dst = x_j op dst: the rank order holds for any operation.
         if j == me {
             b.reduce(own, dst, true);
@@ -241,6 +274,11 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
     let team = team(b);
     let (n, me) = (b.size, b.rank);
     let reads = root.is_none_or(|r| r == me);
+    if acc.len * n <= SMALL
+        && let Some(tiers) = team.tiers_for(b.op())
+    {
+        return reduce_tiered(b, &team, tiers, acc, reads);
+    }
     if acc.len * n <= SMALL {
         let t = team.step();
         b.board(BoardStep::Post {
@@ -295,6 +333,34 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
     }
 }
 
+/// A small [`reduce`] on a tiered board ([`super::tiers`]), the steps
+/// of the direct call (`direct::reduce`): a leader waits for its group's
+/// posts and posts their fold, in rank order, instead of its own vector;
+/// the members that read the result (`reads`) wait for every leader's
+/// post and fold the partials in group order.
+fn reduce_tiered(b: &mut Builder, team: &Team, tiers: &Tiers, acc: Span, reads: bool) {
+    let me = b.rank;
+    let t = team.step();
+    let mut mine = acc;
+    if tiers.leads(me) {
+        wait_for(b, team, Await::Group, t);
+        mine = b.buf(acc.len);
+        let group = tiers.group(me).iter().copied();
+        reduce_posted(b, t, group, acc.len, 0, acc, mine);
+    }
+    b.board(BoardStep::Post {
+        t,
+        src: Some(mine),
+        ahead: !reads,
+    });
+    if reads {
+        b.board(BoardStep::WaitLeaders { t });
+        let res = b.buf(acc.len);
+        reduce_posted(b, t, tiers.leaders(), acc.len, 0, mine, res);
+        b.copy(res, acc);
+    }
+}
+
 /// [`reduce`] with the vectors exposed ([`expose::reduce`]): each member
 /// folds its slice of every member's vector, copied straight from the
 /// owners, in rank order, and exposes the reduced slice; the members that
@@ -342,7 +408,7 @@ fn reduce_exposed(b: &mut Builder, team: &Team, acc: Span, elem: usize, reads: b
             }
         }
     }
-    barrier(b);
+    release(b);
 }
 
 /// `MPI_Allgatherv` (`root: None`) or `MPI_Gather` to `root`: `blocks[j]`
@@ -360,7 +426,7 @@ pub fn gather(b: &mut Builder, blocks: &[Span], root: Option<usize>) {
             for (j, &s) in blocks.iter().enumerate().filter(|&(j, _)| j != me) {
                 pull(b, j, t, s.len, 0, s);
             }
-            return barrier(b);
+            return release(b);
         }
         // Every block is as long as the others (one type signature).
         Some(r) if expose::gather(&team, longest) => {
@@ -653,7 +719,7 @@ pub fn alltoall(b: &mut Builder, sends: &[Span], recvs: &[Span], blk: usize) {
                 pull(b, j, t, n * blk, me * blk, r);
             }
         }
-        return barrier(b);
+        return release(b);
     }
     if in_line(n, blk) {
         // As an allgather, each member copying its own block from every

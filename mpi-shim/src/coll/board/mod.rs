@@ -93,6 +93,7 @@ use shm_engine::heap::{self, HeapRef, PeerHeaps};
 use super::sched::Span;
 use crate::core::{Class, MpiError, MpiResult};
 use crate::ops::Reduction;
+pub use tiers::Tiers;
 
 /// Bytes of each of a member's two data buffers.
 pub const DATA: usize = 128 << 10;
@@ -134,6 +135,9 @@ pub enum BoardStep {
     },
     /// Wait until member `who` (all members: `None`) posted step `t`.
     Wait { t: u64, who: Option<usize> },
+    /// Wait until every leader ([`Tiers::leaders`]) posted step `t`, a
+    /// tiered step: then every member has (T1).
+    WaitLeaders { t: u64 },
     /// Write `src` at offset `at` of this member's data buffer of step
     /// `t`, which a `Post` of `t` without `src` then publishes (readers
     /// give `posted` as [`PLACED`]).
@@ -282,6 +286,10 @@ pub struct Team {
     /// Whether the members outnumber the CPUs they may run on (the same
     /// at every member, as `bcast_piece`).
     crowded: bool,
+    /// The members' groups and leaders, where they sit in several
+    /// packages, NUMA nodes or L3 caches ([`tiers`]; the same at every
+    /// member).
+    tiers: Option<Tiers>,
 }
 
 /// Take the next number from a team's counter. A team's counters change
@@ -310,9 +318,10 @@ unsafe impl Sync for OwnArea {}
 
 impl Team {
     /// A board for member `me` of the processes `ids`, which may run on
-    /// `cpus` CPUs between them ([`Endpoint::cpus_of`]), with its area
-    /// (reused or new).
-    pub fn new(ids: Vec<u32>, me: usize, cpus: usize) -> Arc<Self> {
+    /// `cpus` CPUs between them ([`Endpoint::cpus_of`]) and are grouped
+    /// by `tiers` (from the places they published, so alike at every
+    /// member), with its area (reused or new).
+    pub fn new(ids: Vec<u32>, me: usize, cpus: usize, tiers: Option<Tiers>) -> Arc<Self> {
         let own = retired::take().map_or_else(|| heap::alloc(AREA).map(OwnArea), Ok);
         let own = own.map_err(|e| format!("could not place its area in its shared heap: {e}"));
         if let Ok(own) = &own {
@@ -336,6 +345,7 @@ impl Team {
             strays: AtomicU64::new(0),
             bcast_piece,
             crowded,
+            tiers,
         })
     }
 
@@ -408,6 +418,129 @@ impl Team {
 
     pub fn me(&self) -> usize {
         self.me
+    }
+
+    /// The members' groups, if they sit in several ([`tiers`]).
+    pub fn tiers(&self) -> Option<&Tiers> {
+        self.tiers.as_ref()
+    }
+
+    /// The groups a small reduction takes its tiered steps by, if any: a
+    /// non-commutative operation needs groups of consecutive members.
+    pub(super) fn tiers_for(&self, op: Option<&Reduction>) -> Option<&Tiers> {
+        let commutes = op.is_none_or(Reduction::commutative);
+        self.tiers.as_ref().filter(|t| commutes || t.keeps_order())
+    }
+
+    /// The first leader that has not posted step `t`, a tiered step
+    /// (`None`: all have, and so has every member, T1, which is recorded
+    /// as for [`Team::missing_any`]).
+    pub(super) fn missing_leader(&self, b: &Board<'_>, t: u64) -> Option<usize> {
+        if self.known_posted(t) {
+            return None;
+        }
+        let tiers = self
+            .tiers
+            .as_ref()
+            .expect("a tiered step on a board without tiers");
+        let m = tiers.leaders().find(|&l| !b.posted(l, t));
+        if m.is_none() {
+            self.all_posted.store(t, Ordering::Relaxed);
+        }
+        m
+    }
+
+    /// Whose posts of a barrier's step this member waits for, before and
+    /// after its own post (the same plan for the direct call and the
+    /// schedule, so that the two mix):
+    /// - flat: post, then wait for everyone; where the members outnumber
+    ///   their CPUs, member 0 releases the others instead: it posts once
+    ///   every other member posted, and they wait for its post alone (the
+    ///   last to arrive would otherwise leave first, and a member that
+    ///   waits for member 0 right after, a bcast's reader, would wait for
+    ///   member 0 to get a core back; this way member 0 runs when it
+    ///   leaves and goes straight on);
+    /// - tiered ([`tiers`]): a leader posts once its group posted, and
+    ///   every member waits for the leaders' posts (T1); where crowded,
+    ///   member 0 also waits for the other leaders before it posts, and
+    ///   the others wait for it alone.
+    pub(super) fn barrier_plan(&self) -> (Await, Await) {
+        let me = self.me;
+        match (&self.tiers, self.crowded) {
+            (None, false) => (Await::Nobody, Await::Everyone),
+            (None, true) if me == 0 => (Await::Others, Await::Nobody),
+            (None, true) => (Await::Nobody, Await::Member0),
+            (Some(_), true) if me == 0 => (Await::GroupAndLeaders, Await::Nobody),
+            (Some(t), crowded) => {
+                let before = if t.leads(me) {
+                    Await::Group
+                } else {
+                    Await::Nobody
+                };
+                let after = if crowded {
+                    Await::Member0
+                } else {
+                    Await::Leaders
+                };
+                (before, after)
+            }
+        }
+    }
+
+    /// The members other than this one whose posts `a` names (for
+    /// `Await::Everyone` and `Await::Leaders`, this member's too, which it
+    /// posted before it waits for them); each once.
+    pub(super) fn awaited(&self, a: Await) -> impl Iterator<Item = usize> + '_ {
+        use Await::*;
+        let (n, me) = (self.size(), self.me);
+        let tiers = || {
+            self.tiers
+                .as_ref()
+                .expect("a tiered wait on a board without tiers")
+        };
+        let everyone = matches!(a, Everyone | Others).then_some(0..n);
+        let zero = (a == Member0).then_some(0);
+        let group = matches!(a, Group | GroupAndLeaders).then(|| tiers().group(me).iter().copied());
+        let own_leader = matches!(a, GroupAndLeaders).then(|| tiers().leader_of(me));
+        let leaders = matches!(a, Leaders | GroupAndLeaders).then(|| tiers().leaders());
+        let keep_me = matches!(a, Everyone | Leaders);
+        everyone
+            .into_iter()
+            .flatten()
+            .chain(zero)
+            .chain(group.into_iter().flatten())
+            .chain(
+                leaders
+                    .into_iter()
+                    .flatten()
+                    .filter(move |&l| Some(l) != own_leader),
+            )
+            .filter(move |&m| keep_me || m != me)
+    }
+
+    /// The first member whose post of step `t` the wait `a` still misses
+    /// (`None`: none). A wait that implies every member posted `t`
+    /// records it, as [`Team::missing_any`] does: everyone's (direct),
+    /// the leaders' (T1), and member 0's where it posts last in a
+    /// barrier ([`Team::barrier_plan`]).
+    pub(super) fn missing_of(&self, b: &Board<'_>, a: Await, t: u64) -> Option<usize> {
+        match a {
+            Await::Nobody => None,
+            Await::Everyone => self.missing_any(b, t),
+            Await::Leaders => self.missing_leader(b, t),
+            Await::Member0 => {
+                if self.known_posted(t) || b.posted(0, t) {
+                    // Member 0 posts a barrier's step last (the plan).
+                    if !self.known_posted(t) {
+                        self.all_posted.store(t, Ordering::Relaxed);
+                    }
+                    return None;
+                }
+                Some(0)
+            }
+            Await::Others => (0..b.len()).find(|&m| m != self.me && !b.posted(m, t)),
+            Await::Group | Await::GroupAndLeaders => self.awaited(a).find(|&m| !b.posted(m, t)),
+        }
     }
 
     /// Whether an earlier look saw every member post step `t` or later.
@@ -574,6 +707,16 @@ impl Team {
                     None => Ok(Ran::Done),
                 }
             }
+            BoardStep::WaitLeaders { t } => match self.missing_leader(&b, t) {
+                Some(m) => {
+                    watch(ep, &b, m, t);
+                    Ok(Ran::Waiting)
+                }
+                None => {
+                    ep.count_tiered();
+                    Ok(Ran::Done)
+                }
+            },
             BoardStep::Fetch {
                 m,
                 t,
@@ -909,3 +1052,21 @@ mod retired {
 pub mod algo;
 pub mod direct;
 pub mod expose;
+pub mod tiers;
+
+/// Whose posts of a step a member waits for ([`Team::barrier_plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Await {
+    Nobody,
+    /// Every member.
+    Everyone,
+    /// Every member but this one.
+    Others,
+    Member0,
+    /// Every group's leader ([`Tiers::leaders`]).
+    Leaders,
+    /// The other members of this member's group.
+    Group,
+    /// The other members of this member's group, and the other leaders.
+    GroupAndLeaders,
+}

@@ -42,7 +42,7 @@ use std::sync::Arc;
 use shm_engine::board::{self as bp, Board};
 
 use super::expose;
-use super::{INLINE, Ran, Team, missing, read, watch};
+use super::{Await, INLINE, Ran, Team, missing, read, watch};
 use crate::coll::calls::root_and_me;
 use crate::core::buffer::UserBuf;
 use crate::core::peer::Root;
@@ -382,7 +382,7 @@ impl Run {
     }
 
     /// The last step after an exposure (the board barrier, as
-    /// `algo::barrier` compiles it): post once this member's copies are
+    /// `algo::release` compiles it): post once this member's copies are
     /// done, and wait until everyone did.
     fn release(&mut self, cx: &mut impl Access) -> MpiResult<()> {
         self.next();
@@ -407,21 +407,24 @@ impl Run {
         }
     }
 
+    /// Wait until every member `a` names posted step `t`
+    /// ([`Team::missing_of`]).
+    fn wait_for(&self, cx: &mut impl Access, a: Await, t: u64) -> MpiResult<()> {
+        match a {
+            Await::Nobody => Ok(()),
+            Await::Everyone => self.wait_posted(cx, None, t),
+            _ => self.wait(cx, |b| self.team.missing_of(b, a, t).map(|m| (m, t))),
+        }
+    }
+
     fn end(self) {
         self.team.end_turn(self.ticket);
     }
 }
 
-/// `MPI_Barrier` on communicator `slot`: every member posts, then waits
-/// for every post. Where processes outnumber cores, member 0 releases
-/// the others instead: it posts once every other member posted, and the
-/// others wait for its post alone. The last to arrive would otherwise
-/// leave first, and a member that waits for rank 0 right after (the
-/// readers of a bcast) would wait for rank 0 to get a core back; this
-/// way rank 0 is running when it leaves and goes straight on. (The
-/// schedule path keeps the flat barrier: the two mix, since member 0
-/// posts only once all others posted, which is all a flat member waits
-/// for besides its post.)
+/// `MPI_Barrier` on communicator `slot`: one step, each member waiting
+/// for the posts [`Team::barrier_plan`] names before and after its own
+/// (the schedule takes the same plan, `algo::barrier`).
 pub fn barrier(cx: &mut impl Access, slot: usize) -> Option<MpiResult<()>> {
     let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {
         return cx.with(|rt| alone(rt, slot, None)).then_some(Ok(()));
@@ -429,18 +432,13 @@ pub fn barrier(cx: &mut impl Access, slot: usize) -> Option<MpiResult<()>> {
     Some((|| {
         run.next();
         let t = run.t;
-        if !run.oversubscribed {
-            run.post(cx, &[])?;
-            run.wait_posted(cx, None, t)?;
-        } else if run.team.me == 0 {
-            run.wait(cx, |b| {
-                (1..b.len()).find(|&m| !b.posted(m, t)).map(|m| (m, t))
-            })?;
-            run.post(cx, &[])?;
-        } else {
-            run.post(cx, &[])?;
-            run.wait_posted(cx, Some(0), t)?;
+        let (before, after) = run.team.barrier_plan();
+        if run.team.tiers().is_some() {
+            cx.with(|rt| rt.ep.count_tiered());
         }
+        run.wait_for(cx, before, t)?;
+        run.post(cx, &[])?;
+        run.wait_for(cx, after, t)?;
         run.end();
         Ok(())
     })())

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use shm_engine::board::Board;
 
 use super::{Access, Run, alone, rooted, slice_at, slice_mut};
+use crate::coll::board::Await;
 use crate::coll::board::algo::{innermost, pieces, slice};
 use crate::coll::board::{DATA, INLINE, Ran, SMALL, expose, read};
 use crate::coll::calls::Reduce;
@@ -216,7 +217,8 @@ fn reads(rt: &Runtime, slot: usize, root: Option<Root>) -> Option<(bool, usize)>
 
 /// A reduction of at most [`SMALL`] bytes in all, in one step: every
 /// member posts its contribution `own`, and the members that read the
-/// result (`acc`) fold everyone's posts into it in rank order.
+/// result (`acc`) fold everyone's posts into it in rank order; on a
+/// tiered board, by groups ([`tiered`]).
 fn small(
     cx: &mut impl Access,
     slot: usize,
@@ -226,6 +228,9 @@ fn small(
     acc: Option<&mut [u8]>,
 ) -> MpiResult<()> {
     run.next();
+    if run.team.tiers_for(Some(red)).is_some() {
+        return tiered(cx, slot, run, red, own, acc);
+    }
     let Some(acc) = acc else {
         run.post_ahead(cx, own)?;
         run.end();
@@ -233,45 +238,91 @@ fn small(
     };
     run.post(cx, own)?;
     run.wait_posted(cx, None, run.t)?;
+    let n = run.team.size();
     // Under the lock: an application's operation may call MPI, through
     // the runtime of the call that holds it (`core::run_callback`).
-    let bad = cx.with(|_| fold(&run.board(), run.t, own.len(), 0, own, acc, red));
+    let bad = cx.with(|_| fold(&run.board(), run.t, own.len(), 0, Some(own), 0..n, acc, red));
     run.end();
     bad.map_or(Ok(()), |e| Err(e.on(slot)))
 }
 
-/// `acc = x_0 op (x_1 op (... op x_{n-1}))`, where `x_j` is bytes
-/// `off..off + acc.len()` of what member `j` posted at step `t` (`posted`
-/// bytes) and this member's own are `own`: the rank order holds for any
-/// operation, and every member that folds the same bytes gets the same
-/// bits. The first error met, if any.
+/// [`small`] on a tiered board (`super::super::tiers`; `algo::reduce`
+/// takes the same step): a leader waits for its group's posts, folds
+/// them in rank order straight into what it posts, its group's partial,
+/// in place of its own vector; a member that reads the result waits for
+/// every leader's post and folds the partials in group order.
+fn tiered(
+    cx: &mut impl Access,
+    slot: usize,
+    run: Run,
+    red: &Reduction,
+    own: &[u8],
+    acc: Option<&mut [u8]>,
+) -> MpiResult<()> {
+    let team = run.team.clone();
+    let tiers = team.tiers_for(Some(red)).expect("checked by `small`");
+    let (me, t, len) = (team.me(), run.t, own.len());
+    cx.with(|rt| rt.ep.count_tiered());
+    let mut bad = None;
+    if tiers.leads(me) {
+        run.wait_for(cx, Await::Group, t)?;
+        let group = tiers.group(me).iter().copied();
+        let b = run.board();
+        run.post_built(cx, len, |dst| {
+            bad = fold(&b, t, len, 0, Some(own), group, dst, red);
+        })?;
+    } else if acc.is_some() {
+        run.post(cx, own)?;
+    } else {
+        run.post_ahead(cx, own)?;
+    }
+    if let Some(acc) = acc {
+        run.wait_for(cx, Await::Leaders, t)?;
+        let b = run.board();
+        let e = cx.with(|_| fold(&b, t, len, 0, None, tiers.leaders(), acc, red));
+        bad = bad.or(e);
+    }
+    run.end();
+    bad.map_or(Ok(()), |e| Err(e.on(slot)))
+}
+
+/// `acc = x_a op (x_b op (... op x_z))` for the members `from` (`a, b,
+/// ..., z`, in rank order), where `x_j` is bytes `off..off + acc.len()`
+/// of what member `j` posted at step `t` (`posted` bytes), and this
+/// member's own are `own` where given (else read from its line like the
+/// others'): the rank order holds for any operation, and every member
+/// that folds the same bytes gets the same bits. The first error met, if
+/// any.
+#[allow(clippy::too_many_arguments)]
 fn fold(
     b: &Board<'_>,
     t: u64,
     posted: usize,
     off: usize,
-    own: &[u8],
+    own: Option<&[u8]>,
+    from: impl DoubleEndedIterator<Item = usize>,
     acc: &mut [u8],
     red: &Reduction,
 ) -> Option<MpiError> {
-    let (n, me, len) = (b.len(), b.me(), acc.len());
+    let (me, len) = (b.me(), acc.len());
     let mut bad = None;
-    for j in (0..n).rev() {
-        let got = if j == me {
-            if j == n - 1 {
-                shm_engine::copy::slice(acc, own);
-            } else {
-                red.apply(own, acc);
+    for (k, j) in from.rev().enumerate() {
+        let innermost = k == 0;
+        let got = match own.filter(|_| j == me) {
+            Some(own) => {
+                if innermost {
+                    shm_engine::copy::slice(acc, own);
+                } else {
+                    red.apply(own, acc);
+                }
+                Ran::Done
             }
-            Ran::Done
-        } else if j == n - 1 {
-            read(b, j, t, posted, off, len, |x| {
+            None if innermost => read(b, j, t, posted, off, len, |x| {
                 shm_engine::copy::slice(&mut acc[..x.len()], x)
-            })
-        } else {
-            read(b, j, t, posted, off, len, |x| {
+            }),
+            None => read(b, j, t, posted, off, len, |x| {
                 red.apply(x, &mut acc[..x.len()])
-            })
+            }),
         };
         if let Ran::Failed(e) = got {
             bad.get_or_insert(e);
@@ -324,7 +375,16 @@ unsafe fn reduce_pieces(
         run.next();
         let b = run.board();
         run.post_built(cx, sl, |dst| {
-            if let Some(e) = fold(&b, t1, len, lo, &piece[lo..lo + sl], dst, red) {
+            if let Some(e) = fold(
+                &b,
+                t1,
+                len,
+                lo,
+                Some(&piece[lo..lo + sl]),
+                0..b.len(),
+                dst,
+                red,
+            ) {
                 bad.get_or_insert(e);
             }
         })?;
