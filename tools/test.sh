@@ -45,7 +45,7 @@ RUSTFLAGS="--cfg tessel_loom" CARGO_TARGET_DIR=target/loom \
 # shm-engine and loom-tests (their build scripts read TESSEL_MUTATION). Each
 # runs the models that name it: the ones that must catch it, and the ones
 # that set a test aside under it.
-for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask board_post board_reuse doorbell_poll lock_release lock_any_time; do
+for m in spsc_publish doorbell_ring spmc_claim chunk_done stealer_mask board_post board_reuse board_tiers doorbell_poll lock_release lock_any_time; do
     step "mutation $m: loom must find the weakened ordering"
     models=()
     for t in $(grep -l "tessel_mutation = \"$m\"" loom-tests/tests/*.rs); do

@@ -46,6 +46,7 @@ pub mod stats;
 pub mod steal;
 pub mod sync;
 mod sys;
+pub mod tiers;
 pub mod topo;
 pub mod transport;
 

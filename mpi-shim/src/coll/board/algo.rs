@@ -79,7 +79,7 @@ pub(super) fn share(n: usize) -> usize {
 }
 
 /// `MPI_Barrier`: one step, each member waiting for the posts
-/// [`Team::barrier_plan`] names before and after its own, as the direct
+/// `Team::barrier_plan` names before and after its own, as the direct
 /// call does.
 pub fn barrier(b: &mut Builder) {
     let team = team(b);
@@ -333,7 +333,7 @@ pub fn reduce(b: &mut Builder, acc: Span, elem: usize, root: Option<usize>) {
     }
 }
 
-/// A small [`reduce`] on a tiered board ([`super::tiers`]), the steps
+/// A small [`reduce`] on a tiered board (`shm_engine::tiers`), the steps
 /// of the direct call (`direct::reduce`): a leader waits for its group's
 /// posts and posts their fold, in rank order, instead of its own vector;
 /// the members that read the result (`reads`) wait for every leader's

@@ -15,8 +15,10 @@
 //! flat: everyone posts, then reads what it needs straight from the
 //! others' areas, so a step costs one post and one look at each line it
 //! needs, never a chain of forwarded messages:
-//! - barrier: post, wait for all (the blocking barrier, where processes
-//!   outnumber cores: member 0 posts last and the others wait for it);
+//! - barrier: post, wait for all (where the members outnumber their
+//!   CPUs, member 0 posts last and the others wait for it:
+//!   `Team::barrier_plan`, which the direct call and the schedule
+//!   follow alike);
 //! - bcast: the root posts a piece, the others post, then copy it (BP2
 //!   lets them read it until they post the next step, and the root fills
 //!   its other data buffer meanwhile), in pieces of [`Team::bcast_piece`];
@@ -43,6 +45,9 @@
 //!   reduce and allreduce are not copied through the data buffers: their
 //!   owners post where they are, and the readers copy them straight from
 //!   the owner's memory ([`expose`]).
+//!
+//! Members in several packages, NUMA nodes or L3 caches take barriers and
+//! small reductions by groups, with a leader each (`shm_engine::tiers`).
 //!
 //! alltoallv/w stay on messages: each process knows only its own counts,
 //! and a board's steps must be the same at every member.
@@ -93,7 +98,7 @@ use shm_engine::heap::{self, HeapRef, PeerHeaps};
 use super::sched::Span;
 use crate::core::{Class, MpiError, MpiResult};
 use crate::ops::Reduction;
-pub use tiers::Tiers;
+pub use shm_engine::tiers::{self, Await, Tiers};
 
 /// Bytes of each of a member's two data buffers.
 pub const DATA: usize = 128 << 10;
@@ -287,7 +292,7 @@ pub struct Team {
     /// at every member, as `bcast_piece`).
     crowded: bool,
     /// The members' groups and leaders, where they sit in several
-    /// packages, NUMA nodes or L3 caches ([`tiers`]; the same at every
+    /// packages, NUMA nodes or L3 caches (`shm_engine::tiers`; the same at every
     /// member).
     tiers: Option<Tiers>,
 }
@@ -420,7 +425,7 @@ impl Team {
         self.me
     }
 
-    /// The members' groups, if they sit in several ([`tiers`]).
+    /// The members' groups, if they sit in several (`shm_engine::tiers`).
     pub fn tiers(&self) -> Option<&Tiers> {
         self.tiers.as_ref()
     }
@@ -451,71 +456,16 @@ impl Team {
     }
 
     /// Whose posts of a barrier's step this member waits for, before and
-    /// after its own post (the same plan for the direct call and the
-    /// schedule, so that the two mix):
-    /// - flat: post, then wait for everyone; where the members outnumber
-    ///   their CPUs, member 0 releases the others instead: it posts once
-    ///   every other member posted, and they wait for its post alone (the
-    ///   last to arrive would otherwise leave first, and a member that
-    ///   waits for member 0 right after, a bcast's reader, would wait for
-    ///   member 0 to get a core back; this way member 0 runs when it
-    ///   leaves and goes straight on);
-    /// - tiered ([`tiers`]): a leader posts once its group posted, and
-    ///   every member waits for the leaders' posts (T1); where crowded,
-    ///   member 0 also waits for the other leaders before it posts, and
-    ///   the others wait for it alone.
+    /// after its own post (`shm_engine::tiers::barrier_plan`: the same
+    /// plan for the direct call and the schedule, so that the two mix).
     pub(super) fn barrier_plan(&self) -> (Await, Await) {
-        let me = self.me;
-        match (&self.tiers, self.crowded) {
-            (None, false) => (Await::Nobody, Await::Everyone),
-            (None, true) if me == 0 => (Await::Others, Await::Nobody),
-            (None, true) => (Await::Nobody, Await::Member0),
-            (Some(_), true) if me == 0 => (Await::GroupAndLeaders, Await::Nobody),
-            (Some(t), crowded) => {
-                let before = if t.leads(me) {
-                    Await::Group
-                } else {
-                    Await::Nobody
-                };
-                let after = if crowded {
-                    Await::Member0
-                } else {
-                    Await::Leaders
-                };
-                (before, after)
-            }
-        }
+        tiers::barrier_plan(self.tiers.as_ref(), self.crowded, self.me)
     }
 
-    /// The members other than this one whose posts `a` names (for
-    /// `Await::Everyone` and `Await::Leaders`, this member's too, which it
-    /// posted before it waits for them); each once.
+    /// The members other than this one whose posts `a` names
+    /// (`shm_engine::tiers::awaited`).
     pub(super) fn awaited(&self, a: Await) -> impl Iterator<Item = usize> + '_ {
-        use Await::*;
-        let (n, me) = (self.size(), self.me);
-        let tiers = || {
-            self.tiers
-                .as_ref()
-                .expect("a tiered wait on a board without tiers")
-        };
-        let everyone = matches!(a, Everyone | Others).then_some(0..n);
-        let zero = (a == Member0).then_some(0);
-        let group = matches!(a, Group | GroupAndLeaders).then(|| tiers().group(me).iter().copied());
-        let own_leader = matches!(a, GroupAndLeaders).then(|| tiers().leader_of(me));
-        let leaders = matches!(a, Leaders | GroupAndLeaders).then(|| tiers().leaders());
-        let keep_me = matches!(a, Everyone | Leaders);
-        everyone
-            .into_iter()
-            .flatten()
-            .chain(zero)
-            .chain(group.into_iter().flatten())
-            .chain(
-                leaders
-                    .into_iter()
-                    .flatten()
-                    .filter(move |&l| Some(l) != own_leader),
-            )
-            .filter(move |&m| keep_me || m != me)
+        tiers::awaited(self.tiers.as_ref(), self.size(), self.me, a)
     }
 
     /// The first member whose post of step `t` the wait `a` still misses
@@ -1052,21 +1002,3 @@ mod retired {
 pub mod algo;
 pub mod direct;
 pub mod expose;
-pub mod tiers;
-
-/// Whose posts of a step a member waits for ([`Team::barrier_plan`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Await {
-    Nobody,
-    /// Every member.
-    Everyone,
-    /// Every member but this one.
-    Others,
-    Member0,
-    /// Every group's leader ([`Tiers::leaders`]).
-    Leaders,
-    /// The other members of this member's group.
-    Group,
-    /// The other members of this member's group, and the other leaders.
-    GroupAndLeaders,
-}

@@ -423,7 +423,7 @@ impl Run {
 }
 
 /// `MPI_Barrier` on communicator `slot`: one step, each member waiting
-/// for the posts [`Team::barrier_plan`] names before and after its own
+/// for the posts `Team::barrier_plan` names before and after its own
 /// (the schedule takes the same plan, `algo::barrier`).
 pub fn barrier(cx: &mut impl Access, slot: usize) -> Option<MpiResult<()>> {
     let Some(mut run) = cx.with(|rt| Run::begin(rt, slot)) else {

@@ -246,7 +246,7 @@ fn small(
     bad.map_or(Ok(()), |e| Err(e.on(slot)))
 }
 
-/// [`small`] on a tiered board (`super::super::tiers`; `algo::reduce`
+/// [`small`] on a tiered board (`shm_engine::tiers`; `algo::reduce`
 /// takes the same step): a leader waits for its group's posts, folds
 /// them in rank order straight into what it posts, its group's partial,
 /// in place of its own vector; a member that reads the result waits for
