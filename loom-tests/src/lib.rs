@@ -2,6 +2,16 @@
 //! only in a build with `RUSTFLAGS="--cfg tessel_loom"` (see `tools/test.sh`).
 //! What the models share is here.
 
+/// The message of a model's failure, caught with `catch_unwind` (empty
+/// where it is neither a `String` nor a `&str`): a mutation's test checks
+/// that loom failed the model for the reason the mutation causes.
+pub fn panic_text(why: &(dyn std::any::Any + Send)) -> &str {
+    why.downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| why.downcast_ref::<&str>().copied())
+        .unwrap_or("")
+}
+
 /// Check `f` under loom, preemptions bounded at 3 unless
 /// `LOOM_MAX_PREEMPTIONS` says otherwise (to stay well under a minute).
 #[cfg(tessel_loom)]

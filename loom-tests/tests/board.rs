@@ -256,11 +256,7 @@ fn data_buffers_are_reused_in_turn() {
 fn reuse_mutation_is_caught() {
     let caught = std::panic::catch_unwind(data_bcasts);
     let why = caught.expect_err("loom did not notice a data buffer rewritten too early");
-    let why = why
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| why.downcast_ref::<&str>().copied())
-        .unwrap_or("");
+    let why = loom_tests::panic_text(&*why);
     assert!(
         why.contains("Causality violation") || why.contains("the reader copies step"),
         "loom failed for another reason: {why}"

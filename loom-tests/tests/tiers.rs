@@ -128,11 +128,7 @@ fn a_tiered_barrier_holds() {
 fn tiers_mutation_is_caught() {
     let caught = std::panic::catch_unwind(tiered_barriers);
     let why = caught.expect_err("loom did not notice a leader that posts before its group");
-    let why = why
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| why.downcast_ref::<&str>().copied())
-        .unwrap_or("");
+    let why = loom_tests::panic_text(&*why);
     assert!(
         why.contains("Causality violation")
             || why.contains("before it was written")
