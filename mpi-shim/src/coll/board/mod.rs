@@ -441,18 +441,9 @@ impl Team {
     /// (`None`: all have, and so has every member, T1, which is recorded
     /// as for [`Team::missing_any`]).
     pub(super) fn missing_leader(&self, b: &Board<'_>, t: u64) -> Option<usize> {
-        if self.known_posted(t) {
-            return None;
-        }
-        let tiers = self
-            .tiers
-            .as_ref()
-            .expect("a tiered step on a board without tiers");
-        let m = tiers.leaders().find(|&l| !b.posted(l, t));
-        if m.is_none() {
-            self.all_posted.store(t, Ordering::Relaxed);
-        }
-        m
+        self.missing_unless_known(t, || {
+            self.awaited(Await::Leaders).find(|&l| !b.posted(l, t))
+        })
     }
 
     /// Whose posts of a barrier's step this member waits for, before and
@@ -478,18 +469,11 @@ impl Team {
             Await::Nobody => None,
             Await::Everyone => self.missing_any(b, t),
             Await::Leaders => self.missing_leader(b, t),
-            Await::Member0 => {
-                if self.known_posted(t) || b.posted(0, t) {
-                    // Member 0 posts a barrier's step last (the plan).
-                    if !self.known_posted(t) {
-                        self.all_posted.store(t, Ordering::Relaxed);
-                    }
-                    return None;
-                }
-                Some(0)
+            // Member 0 posts a barrier's step last (the plan).
+            Await::Member0 => self.missing_unless_known(t, || (!b.posted(0, t)).then_some(0)),
+            Await::Others | Await::Group | Await::GroupAndLeaders => {
+                self.awaited(a).find(|&m| !b.posted(m, t))
             }
-            Await::Others => (0..b.len()).find(|&m| m != self.me && !b.posted(m, t)),
-            Await::Group | Await::GroupAndLeaders => self.awaited(a).find(|&m| !b.posted(m, t)),
         }
     }
 
@@ -504,10 +488,19 @@ impl Team {
     /// post `t` or a later step.
     #[inline]
     pub(super) fn missing_any(&self, b: &Board<'_>, t: u64) -> Option<usize> {
+        self.missing_unless_known(t, || missing(b, None, t))
+    }
+
+    /// `find`'s first member that has not posted step `t`, where finding
+    /// none proves that every member posted it; `find` runs only when no
+    /// earlier look saw every member post `t` or a later step, and finding
+    /// none is recorded for the next look.
+    #[inline]
+    fn missing_unless_known(&self, t: u64, find: impl FnOnce() -> Option<usize>) -> Option<usize> {
         if self.known_posted(t) {
             return None;
         }
-        let m = missing(b, None, t);
+        let m = find();
         if m.is_none() {
             self.all_posted.store(t, Ordering::Relaxed);
         }

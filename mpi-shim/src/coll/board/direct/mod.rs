@@ -410,11 +410,10 @@ impl Run {
     /// Wait until every member `a` names posted step `t`
     /// ([`Team::missing_of`]).
     fn wait_for(&self, cx: &mut impl Access, a: Await, t: u64) -> MpiResult<()> {
-        match a {
-            Await::Nobody => Ok(()),
-            Await::Everyone => self.wait_posted(cx, None, t),
-            _ => self.wait(cx, |b| self.team.missing_of(b, a, t).map(|m| (m, t))),
+        if a == Await::Nobody {
+            return Ok(());
         }
+        self.wait(cx, |b| self.team.missing_of(b, a, t).map(|m| (m, t)))
     }
 
     fn end(self) {
